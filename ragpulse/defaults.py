@@ -1,0 +1,49 @@
+"""Every tunable default in one place; each is overridable through ragpulse.settings."""
+
+DEFAULT_HOST = "127.0.0.1"
+"""Address the API binds to. Loopback, so an unconfigured service is never reachable from the network."""
+
+DEFAULT_PORT = 8080
+"""Port the API listens on."""
+
+DEFAULT_KS = (1, 3, 5, 10)
+"""Retrieval cutoffs computed when a batch does not name its own."""
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Largest request body the API accepts (413 above it)."""
+
+MAX_TRACES_PER_BATCH = 10_000
+"""Largest number of traces in one batch (413 above it)."""
+
+RESULT_TTL_SECONDS = 7 * 24 * 3600
+"""How long traces, results and reports of a job stay in Redis."""
+
+CHUNK_SIZE = 500
+"""Traces per worker job; a batch fans out into ceil(n / CHUNK_SIZE) chunk jobs."""
+
+QUEUE_NAME = "ragpulse-batch"
+"""RQ queue that carries evaluation chunks."""
+
+DATA_QUALITY_THRESHOLD = 0.2
+"""Share of traces missing a field a requested metric needs above which the job carries a warning."""
+
+RESULTS_PAGE_DEFAULT = 100
+"""Results returned per page when the client gives no limit."""
+
+RESULTS_PAGE_MAX = 1000
+"""Largest page of results one request may ask for."""
+
+WORST_TRACES = 20
+"""How many of the worst traces by recall the report lists."""
+
+BOOTSTRAP_RESAMPLES = 1000
+"""Resamples for bootstrap confidence intervals of means."""
+
+BOOTSTRAP_SEED = 20240601
+"""Fixed seed, so a report's intervals are reproducible."""
+
+REDIS_SOCKET_TIMEOUT = 5.0
+"""Seconds before a Redis call is abandoned; the API then answers 503 instead of hanging."""
+
+RETRY_AFTER_SECONDS = 5
+"""Retry-After sent with a 503 when Redis is unreachable."""

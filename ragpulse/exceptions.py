@@ -1,0 +1,62 @@
+"""The one exception hierarchy of ragpulse.
+
+    RagpulseError
+    ├── ConfigError            settings are invalid or unsafe; the process must not start
+    ├── InputError             the client sent something we cannot accept (4xx)
+    │   ├── MalformedBody      the body is not JSON at all (400)
+    │   ├── InvalidBatch       the body is JSON but breaks the schema; carries every failing path (422)
+    │   ├── InvalidParameter   a query or path parameter is out of range (400)
+    │   └── TooLarge           the body or the batch exceeds a limit (413)
+    ├── Unauthorized           missing or unknown API key (401)
+    ├── JobNotFound            no such job for this tenant (404)
+    └── StoreUnavailable       Redis cannot be reached (503)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RagpulseError(Exception):
+    """Base of every error ragpulse raises on purpose."""
+
+
+class ConfigError(RagpulseError):
+    """Settings are invalid or unsafe; the process refuses to start."""
+
+
+class InputError(RagpulseError):
+    """The client sent something we cannot accept."""
+
+    def __init__(self, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or []
+
+
+class MalformedBody(InputError):
+    """The request body is not valid JSON."""
+
+
+class InvalidBatch(InputError):
+    """The body is JSON but violates the schema; `errors` lists every failing path."""
+
+
+class InvalidParameter(InputError):
+    """A query or path parameter is out of range or unparseable."""
+
+
+class TooLarge(InputError):
+    """The body or the batch exceeds a configured limit."""
+
+
+class Unauthorized(RagpulseError):
+    """The request carries no API key, or one we do not know."""
+
+
+class JobNotFound(RagpulseError):
+    """No job with this id exists for the calling tenant."""
+
+
+class StoreUnavailable(RagpulseError):
+    """Redis cannot be reached."""

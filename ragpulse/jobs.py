@@ -1,0 +1,74 @@
+"""What a job is and what it returns: status, progress, warnings and per-trace results."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]
+TraceStatus = Literal["ok", "failed"]
+LabelState = Literal["labelled", "no_relevant", "unlabelled"]
+TERMINAL: frozenset[str] = frozenset({"finished", "finished_with_errors", "failed"})
+"""Statuses a job never leaves."""
+
+
+class DataWarning(msgspec.Struct, kw_only=True):
+    """A data-quality problem the client should fix; the job still runs."""
+
+    code: str
+    message: str
+    count: int
+    total: int
+
+
+class Progress(msgspec.Struct, kw_only=True):
+    """How many traces of the job are evaluated so far."""
+
+    total: int
+    done: int
+    failed: int
+
+
+class JobView(msgspec.Struct, kw_only=True):
+    """GET /v1/jobs/{job_id}."""
+
+    job_id: str
+    status: JobStatus
+    progress: Progress
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    warnings: list[DataWarning]
+    error: str | None
+
+
+class TraceResult(msgspec.Struct, kw_only=True):
+    """Evaluation of one trace, as returned by GET /v1/jobs/{job_id}/results."""
+
+    trace_id: str
+    index: int
+    status: TraceStatus
+    app: str
+    question_type: str | None = None
+    source: str | None = None
+    labels: LabelState
+    retrieval: dict[str, float] | None
+    missed_doc_ids: list[str] = []
+    error: str | None = None
+
+
+class ResultsPage(msgspec.Struct, kw_only=True):
+    """One page of results; pass next_cursor back to get the next one."""
+
+    items: list[TraceResult]
+    next_cursor: str | None
+
+
+class Accepted(msgspec.Struct, kw_only=True):
+    """202 answer to POST /v1/batches."""
+
+    job_id: str
+    status_url: str
+    trace_count: int
+    warnings: list[DataWarning]

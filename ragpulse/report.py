@@ -1,0 +1,85 @@
+"""Build a job's report: macro-averages with intervals, breakdowns, and the worst traces."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from ragpulse import defaults
+from ragpulse.jobs import TraceResult
+from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
+from ragpulse.schema import BatchOptions
+
+GAIN_FORMULAS = {"linear": "gain = grade", "exponential": "gain = 2^grade - 1"}
+
+
+def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResult]) -> dict[str, Any]:
+    """The aggregate view of a job; plain data, ready for JSON."""
+    labelled = [r for r in results if r.retrieval is not None]
+    return {
+        "job_id": job_id,
+        "method": _method(options),
+        "counts": _counts(results),
+        "retrieval": _to_builtins(_aggregate(labelled)),
+        "by_question_type": _breakdown(labelled, lambda r: r.question_type),
+        "by_source": _breakdown(labelled, lambda r: r.source),
+        "worst": _worst(labelled, max(options.k)),
+        "failures": [{"trace_id": r.trace_id, "index": r.index, "error": r.error}
+                     for r in results if r.status != "ok"][: defaults.WORST_TRACES],
+    }
+
+
+def _method(options: BatchOptions) -> dict[str, Any]:
+    return {
+        "k": options.k,
+        "gain": options.gain,
+        "ndcg": f"DCG = sum gain / log2(rank + 1), {GAIN_FORMULAS[options.gain]}",
+        "relevant_grade_at_least": 1,
+        "duplicates": "a document retrieved again at a later rank counts once, at its first rank",
+        "no_relevant": "traces whose labels hold no relevant document are excluded from retrieval means",
+        "ci95": {"means": BOOTSTRAP_METHOD, "proportions": WILSON_METHOD},
+    }
+
+
+def _counts(results: Sequence[TraceResult]) -> dict[str, int]:
+    labels = Counter(r.labels for r in results if r.status == "ok")
+    return {
+        "total": len(results),
+        "ok": sum(1 for r in results if r.status == "ok"),
+        "failed": sum(1 for r in results if r.status != "ok"),
+        "labelled": labels["labelled"],
+        "no_relevant": labels["no_relevant"],
+        "unlabelled": labels["unlabelled"],
+    }
+
+
+def _aggregate(labelled: Sequence[TraceResult]) -> dict[str, Estimate]:
+    if not labelled:
+        return {}
+    columns: dict[str, list[float]] = defaultdict(list)
+    for result in labelled:
+        for name, value in (result.retrieval or {}).items():
+            columns[name].append(value)
+    return estimate_columns(columns)
+
+
+def _breakdown(labelled: Sequence[TraceResult], key: Callable[[TraceResult], str | None]) -> dict[str, Any]:
+    groups: dict[str, list[TraceResult]] = defaultdict(list)
+    for result in labelled:
+        groups[key(result) or "unspecified"].append(result)
+    return {name: {"n": len(group), "retrieval": _to_builtins(_aggregate(group))}
+            for name, group in sorted(groups.items())}
+
+
+def _worst(labelled: Sequence[TraceResult], k: int) -> list[dict[str, Any]]:
+    metric = f"recall@{k}"
+    ranked = sorted(labelled, key=lambda r: (r.retrieval or {})[metric])
+    return [{"trace_id": r.trace_id, "index": r.index, metric: (r.retrieval or {})[metric],
+             "missed_doc_ids": r.missed_doc_ids} for r in ranked[: defaults.WORST_TRACES]]
+
+
+def _to_builtins(estimates: dict[str, Estimate]) -> dict[str, Any]:
+    return msgspec.to_builtins(estimates)

@@ -1,0 +1,99 @@
+"""The wire schema: traces and batches as clients post them (msgspec, strict)."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from ragpulse import defaults
+
+
+class Base(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Base of every inbound struct.
+
+    kw_only: fields are named, never positional, so adding one never shifts another.
+    forbid_unknown_fields: a misspelt field (`gold_docs`) is a 422 naming it, not silently dropped data.
+    omit_defaults: stored msgpack stays small; absent optional fields are not written.
+    """
+
+
+DocId = Annotated[str, Meta(min_length=1, max_length=512, description="Document id (document level, not chunk).")]
+Grade = Annotated[int, Meta(ge=0, le=3, description="Relevance grade: 0 not relevant .. 3 highly relevant.")]
+TraceId = Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")]
+AppName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9._-]{1,64}$", description="RAG application or pipeline name.")]
+Query = Annotated[str, Meta(min_length=1, max_length=32_768)]
+LongText = Annotated[str, Meta(max_length=1_048_576)]
+Cutoff = Annotated[int, Meta(ge=1, le=1000)]
+QuestionType = Literal[
+    "single_fact", "multi_hop", "aggregation", "procedural", "exact_match",
+    "abstractive", "unanswerable", "ambiguous", "out_of_scope",
+]
+Source = Literal["human", "synthetic", "production"]
+Gain = Literal["linear", "exponential"]
+
+
+class RetrievedDoc(Base):
+    """One retrieved passage, in the rank order the generator received it."""
+
+    id: DocId
+    text: LongText | None = None
+    chunk_id: Annotated[str, Meta(max_length=512)] | None = None
+    score: float | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Trace(Base):
+    """One RAG interaction: query, retrieved passages, answer, and labels where known."""
+
+    query: Query
+    trace_id: TraceId | None = None
+    app: AppName = "default"
+    retrieved_docs: Annotated[list[RetrievedDoc], Meta(max_length=1000)] = []
+    answer: LongText | None = None
+    gold_doc_ids: Annotated[list[DocId], Meta(max_length=10_000)] | None = None
+    relevance: dict[DocId, Grade] | None = None
+    reference_answer: LongText | None = None
+    answerable: bool | None = None
+    question_type: QuestionType | None = None
+    source: Source | None = None
+    generator_model: Annotated[str, Meta(max_length=256)] | None = None
+    citations: Annotated[list[DocId], Meta(max_length=1000)] | None = None
+    timestamp: datetime.datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.gold_doc_ids is not None and self.relevance is not None:
+            raise ValueError("`gold_doc_ids` and `relevance` are mutually exclusive; give one")
+
+    @property
+    def has_labels(self) -> bool:
+        """True when the trace carries gold labels of either form (possibly with no relevant document)."""
+        return self.gold_doc_ids is not None or self.relevance is not None
+
+    def qrels(self) -> dict[str, int]:
+        """Document-level relevance grades; `gold_doc_ids` count as grade 1."""
+        if self.relevance is not None:
+            return dict(self.relevance)
+        return dict.fromkeys(self.gold_doc_ids or (), 1)
+
+
+class BatchOptions(Base):
+    """How a batch is evaluated."""
+
+    k: Annotated[list[Cutoff], Meta(min_length=1, max_length=20)] = msgspec.field(
+        default_factory=lambda: list(defaults.DEFAULT_KS)
+    )
+    gain: Gain = "linear"
+
+    def __post_init__(self) -> None:
+        self.k = sorted(set(self.k))
+
+
+class BatchRequest(Base):
+    """Body of POST /v1/batches."""
+
+    traces: Annotated[list[Trace], Meta(min_length=1)]
+    options: BatchOptions = msgspec.field(default_factory=BatchOptions)

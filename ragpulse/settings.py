@@ -1,0 +1,114 @@
+"""Settings: the environment is read once into one object that is passed down."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ragpulse import defaults
+from ragpulse.auth import parse_key_specs
+from ragpulse.exceptions import ConfigError
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Runtime configuration of the API, the workers and `ragpulse up`."""
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    """REDIS_URL: the Redis holding queues, traces and results."""
+
+    host: str = defaults.DEFAULT_HOST
+    """RAGPULSE_HOST: address the API binds to (default loopback)."""
+
+    port: int = defaults.DEFAULT_PORT
+    """RAGPULSE_PORT: port the API listens on (default 8080)."""
+
+    api_key_digests: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """RAGPULSE_API_KEYS / RAGPULSE_API_KEYS_FILE: `tenant:key` entries, kept only as SHA-256 digest -> tenant."""
+
+    allow_open: bool = False
+    """RAGPULSE_ALLOW_OPEN=1: serve without API keys on a non-loopback address (default refused)."""
+
+    max_body_bytes: int = defaults.MAX_BODY_BYTES
+    """RAGPULSE_MAX_BODY_BYTES: largest request body accepted (default 32 MiB)."""
+
+    max_traces: int = defaults.MAX_TRACES_PER_BATCH
+    """RAGPULSE_MAX_TRACES: largest batch accepted (default 10,000)."""
+
+    result_ttl_seconds: int = defaults.RESULT_TTL_SECONDS
+    """RAGPULSE_RESULT_TTL_SECONDS: lifetime of a job's data in Redis (default 7 days)."""
+
+    chunk_size: int = defaults.CHUNK_SIZE
+    """RAGPULSE_CHUNK_SIZE: traces per worker job (default 500)."""
+
+    queue_name: str = defaults.QUEUE_NAME
+    """RAGPULSE_QUEUE: RQ queue name (default ragpulse-batch)."""
+
+    @property
+    def open_access(self) -> bool:
+        """True when no API keys are configured: every request acts as tenant `default`."""
+        return not self.api_key_digests
+
+    def check_safe_to_serve(self) -> None:
+        """Refuse to serve without keys on a non-loopback address unless explicitly allowed."""
+        if self.open_access and not _is_loopback(self.host) and not self.allow_open:
+            raise ConfigError(
+                f"refusing to serve on {self.host} without API keys: set RAGPULSE_API_KEYS or "
+                "RAGPULSE_API_KEYS_FILE, bind to 127.0.0.1, or set RAGPULSE_ALLOW_OPEN=1 to accept the risk"
+            )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Build settings from environment variables; keyword overrides win."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {
+            "redis_url": env.get("REDIS_URL", cls.redis_url),
+            "host": env.get("RAGPULSE_HOST", cls.host),
+            "port": _int(env, "RAGPULSE_PORT", cls.port),
+            "api_key_digests": _api_keys(env),
+            "allow_open": env.get("RAGPULSE_ALLOW_OPEN", "").lower() in {"1", "true", "yes"},
+            "max_body_bytes": _int(env, "RAGPULSE_MAX_BODY_BYTES", cls.max_body_bytes),
+            "max_traces": _int(env, "RAGPULSE_MAX_TRACES", cls.max_traces),
+            "result_ttl_seconds": _int(env, "RAGPULSE_RESULT_TTL_SECONDS", cls.result_ttl_seconds),
+            "chunk_size": _int(env, "RAGPULSE_CHUNK_SIZE", cls.chunk_size),
+            "queue_name": env.get("RAGPULSE_QUEUE", cls.queue_name),
+        }
+        values.update(overrides)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _api_keys(env: Mapping[str, str]) -> dict[str, str]:
+    digests = parse_key_specs(env.get("RAGPULSE_API_KEYS", ""), "RAGPULSE_API_KEYS")
+    path = env.get("RAGPULSE_API_KEYS_FILE")
+    if path:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ConfigError(f"RAGPULSE_API_KEYS_FILE: cannot read {path}: {exc.strerror}") from None
+        digests.update(parse_key_specs(text, "RAGPULSE_API_KEYS_FILE"))
+    return digests
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

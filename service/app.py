@@ -1,0 +1,77 @@
+"""The application factory: `create_app(settings, redis=None)`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import redis
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from prometheus_client import CollectorRegistry
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+import ragpulse
+from ragpulse import defaults
+from ragpulse.settings import Settings
+from ragpulse.store import Store
+from ragpulse.telemetry import ApiMetrics
+from service.auth import tenant_resolver
+from service.batches import BatchController
+from service.errors import exception_handlers
+from service.health import healthz, metrics, readyz
+from service.jobs import JobController
+from service.openapi import document_batch_body
+
+log = logging.getLogger("ragpulse.api")
+
+
+def redis_client(settings: Settings) -> redis.Redis:
+    """A pooled Redis client with short timeouts, so an outage is a quick 503 rather than a hung request."""
+    return redis.Redis.from_url(
+        settings.redis_url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT,
+        socket_connect_timeout=defaults.REDIS_SOCKET_TIMEOUT, health_check_interval=30,
+    )
+
+
+def create_app(
+    settings: Settings, redis: redis.Redis | None = None, registry: CollectorRegistry | None = None
+) -> Litestar:
+    """Build the API. Pass `redis` or `registry` to share a client or read metrics in tests."""
+    settings.check_safe_to_serve()
+    owns_client = redis is None
+    client = redis if redis is not None else redis_client(settings)
+    store = Store(client, settings.result_ttl_seconds)
+    queue = Queue(settings.queue_name, connection=client, serializer=JSONSerializer)
+    api_metrics = ApiMetrics(registry or CollectorRegistry())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        if settings.open_access:
+            log.warning("no API keys configured: serving OPEN on loopback %s, every caller is tenant 'default'",
+                        settings.host)
+        try:
+            yield
+        finally:
+            if owns_client:
+                client.close()
+
+    app = Litestar(
+        route_handlers=[BatchController, JobController, healthz, readyz, metrics],
+        dependencies={
+            "settings": Provide(lambda: settings, sync_to_thread=False, use_cache=True),
+            "store": Provide(lambda: store, sync_to_thread=False, use_cache=True),
+            "queue": Provide(lambda: queue, sync_to_thread=False, use_cache=True),
+            "api_metrics": Provide(lambda: api_metrics, sync_to_thread=False, use_cache=True),
+            "tenant": Provide(tenant_resolver(settings), sync_to_thread=False),
+        },
+        exception_handlers=exception_handlers(api_metrics),
+        request_max_body_size=settings.max_body_bytes,
+        lifespan=[lifespan],
+        openapi_config=OpenAPIConfig(title="ragpulse", version=ragpulse.__version__, path="/schema"),
+    )
+    document_batch_body(app)
+    return app

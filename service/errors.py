@@ -1,0 +1,100 @@
+"""The one place where errors become HTTP responses: RFC 9457 problem details, never a stack trace."""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+import redis
+from litestar import Request, Response
+from litestar.exceptions import HTTPException
+
+from ragpulse import defaults
+from ragpulse.exceptions import (
+    InputError, InvalidBatch, InvalidParameter, JobNotFound, MalformedBody, StoreUnavailable, TooLarge, Unauthorized,
+)
+from ragpulse.telemetry import ApiMetrics
+
+log = logging.getLogger("ragpulse.api")
+PROBLEM = "application/problem+json"
+
+_STATUS: dict[type[Exception], tuple[int, str]] = {
+    MalformedBody: (400, "Malformed JSON"),
+    InvalidParameter: (400, "Invalid parameter"),
+    InvalidBatch: (422, "Invalid batch"),
+    TooLarge: (413, "Payload too large"),
+    Unauthorized: (401, "Unauthorized"),
+    JobNotFound: (404, "Job not found"),
+}
+
+
+def problem(status: int, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
+            headers: dict[str, str] | None = None) -> Response[dict[str, Any]]:
+    """A problem-details response."""
+    body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+    if errors:
+        body["errors"] = errors
+    return Response(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
+    """Handlers for every error the API can meet, each counting the rejection by status code."""
+
+    def counted(response: Response[Any]) -> Response[Any]:
+        metrics.rejected.labels(status=str(response.status_code)).inc()
+        return response
+
+    def domain(_: Request, exc: Exception) -> Response[Any]:
+        status, title = next(v for k, v in _STATUS.items() if isinstance(exc, k))
+        detail = exc.detail if isinstance(exc, InputError) else _detail(exc, title)
+        errors = exc.errors if isinstance(exc, InputError) else None
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+        return counted(problem(status, title, detail, errors, headers))
+
+    def unavailable(_: Request, exc: Exception) -> Response[Any]:
+        log.warning("redis unavailable: %s", exc)
+        return counted(problem(503, "Service unavailable", "the job store (Redis) is unreachable; retry later",
+                               headers={"Retry-After": str(defaults.RETRY_AFTER_SECONDS)}))
+
+    def http(_: Request, exc: Exception) -> Response[Any]:
+        assert isinstance(exc, HTTPException)
+        errors = _litestar_errors(exc.extra)
+        return counted(problem(exc.status_code, _title(exc), exc.detail, errors, exc.headers))
+
+    def unexpected(request: Request, exc: Exception) -> Response[Any]:
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return counted(problem(500, "Internal server error", "an unexpected error occurred; it has been logged"))
+
+    return {
+        **dict.fromkeys(_STATUS, domain),
+        StoreUnavailable: unavailable,
+        redis.ConnectionError: unavailable,
+        redis.TimeoutError: unavailable,
+        HTTPException: http,
+        Exception: unexpected,
+    }
+
+
+def _detail(exc: Exception, title: str) -> str:
+    return str(exc) if not isinstance(exc, JobNotFound) else f"no job {exc} for this tenant"
+
+
+def _title(exc: HTTPException) -> str:
+    try:
+        return HTTPStatus(exc.status_code).phrase
+    except ValueError:
+        return "Error"
+
+
+def _litestar_errors(extra: Any) -> list[dict[str, Any]] | None:
+    """Litestar's parameter validation errors, with a path naming the parameter (`query.limit`)."""
+    if not isinstance(extra, list):
+        return None
+    errors = []
+    for item in extra:
+        if isinstance(item, dict) and "key" in item:
+            source = getattr(item.get("source"), "value", item.get("source")) or "request"
+            errors.append({"path": f"{source}.{item['key']}", "message": item.get("message", "")})
+    return errors or None
+

@@ -1,0 +1,47 @@
+"""GET /v1/jobs/...: status, paginated per-trace results, and the report."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Response, get
+from litestar.params import Parameter
+
+from ragpulse import defaults
+from ragpulse.jobs import TERMINAL, JobView, ResultsPage
+from ragpulse.store import Store
+
+JobId = Annotated[str, Parameter(max_length=64, description="Job id returned by POST /v1/batches.")]
+
+
+class JobController(Controller):
+    """Job status and results; a job is visible to its own tenant only (others get 404)."""
+
+    path = "/v1/jobs"
+    tags = ["jobs"]
+
+    @get("/{job_id:str}", sync_to_thread=True, summary="Job status and progress")
+    def status(self, job_id: JobId, tenant: str, store: Store) -> JobView:
+        """Poll this until `status` is finished, finished_with_errors or failed."""
+        return store.job(job_id, tenant)
+
+    @get("/{job_id:str}/results", sync_to_thread=True, summary="Per-trace results, paginated")
+    def results(
+        self, job_id: JobId, tenant: str, store: Store, cursor: str | None = None,
+        limit: Annotated[int, Parameter(ge=1, le=defaults.RESULTS_PAGE_MAX)] = defaults.RESULTS_PAGE_DEFAULT,
+    ) -> ResultsPage:
+        """Results in trace order; follow `next_cursor` until it is null."""
+        return store.results_page(job_id, tenant, cursor, limit)
+
+    @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job")
+    def report(self, job_id: JobId, tenant: str, store: Store) -> Response[bytes]:
+        """The report once the job is done; 202 with the job status while it runs."""
+        raw = store.report(job_id, tenant)
+        if raw is None:
+            job = store.job(job_id, tenant)
+            status = 409 if job.status in TERMINAL else 202
+            return Response(
+                {"job_id": job_id, "status": job.status, "detail": "the report is not ready yet"},  # type: ignore[arg-type]
+                status_code=status,
+            )
+        return Response(raw, media_type="application/json")

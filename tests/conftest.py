@@ -1,0 +1,83 @@
+"""Shared fixtures: a real Redis (private redis-server, or REDIS_URL) and a real API with real RQ workers."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from ragpulse.redis_server import PrivateRedis
+from tests.support import Proc, start_api, start_worker
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """REDIS_URL when set (the tests write uniquely named keys and never flush it), else a private server."""
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    server = PrivateRedis().start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def session_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("procs")
+
+
+@dataclass
+class LiveStack:
+    """A running API and its workers; `env` holds the settings every extra API must share to reach them."""
+
+    url: str
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def stack(redis_url: str, session_tmp: Path) -> Iterator[LiveStack]:
+    """The API and two RQ workers on a queue of their own."""
+    env = {"RAGPULSE_QUEUE": f"test-{uuid.uuid4().hex[:8]}"}
+    url, api = start_api(redis_url, session_tmp, env)
+    workers = [start_worker(redis_url, session_tmp, env, name=str(n)) for n in range(2)]
+    try:
+        yield LiveStack(url, env)
+    finally:
+        for proc in [api, *workers]:
+            proc.stop()
+
+
+@pytest.fixture
+def client(stack: LiveStack) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=stack.url, timeout=30) as http:
+        yield http
+
+
+@pytest.fixture
+def api_factory(redis_url: str, tmp_path: Path) -> Iterator:
+    """Start extra API processes with their own settings; all are stopped after the test."""
+    started: list[Proc] = []
+
+    def start(extra: dict[str, str], redis: str | None = None) -> str:
+        base, proc = start_api(redis or redis_url, tmp_path, extra)
+        started.append(proc)
+        return base
+
+    yield start
+    for proc in started:
+        proc.stop()

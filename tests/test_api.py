@@ -1,0 +1,185 @@
+"""The HTTP API over real HTTP, with real RQ workers and a real Redis."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+import msgspec
+import pytest
+
+from ragpulse.redis_server import free_port
+from tests.support import child_env, wait_for_job
+
+pytestmark = pytest.mark.integration
+
+
+def trace(n: int, **extra: object) -> dict:
+    base = {"trace_id": f"t{n}", "query": f"question {n}", "answer": "an answer",
+            "retrieved_docs": [{"id": "d1", "text": "one"}, {"id": "d2", "text": "two"}, {"id": "d3", "text": "three"}]}
+    return {**base, **extra}
+
+
+def post(client: httpx.Client, traces: list[dict], **options: object) -> httpx.Response:
+    return client.post("/v1/batches", json={"traces": traces, "options": options})
+
+
+def test_batch_is_evaluated_and_paginated(client: httpx.Client) -> None:
+    traces = [
+        trace(0, gold_doc_ids=["d2"]),                       # first relevant at rank 2
+        trace(1, relevance={"d1": 3, "d9": 2}),              # d9 never retrieved
+        trace(2, gold_doc_ids=[]),                           # labels with nothing relevant
+        trace(3),                                            # no labels
+    ]
+    accepted = post(client, traces, k=[1, 3])
+    assert accepted.status_code == 202, accepted.text
+    body = accepted.json()
+    assert body["trace_count"] == 4 and body["status_url"] == f"/v1/jobs/{body['job_id']}"
+    job = wait_for_job(client, body["job_id"])
+    assert job["status"] == "finished"
+    assert job["progress"] == {"total": 4, "done": 4, "failed": 0}
+
+    first = client.get(f"/v1/jobs/{body['job_id']}/results", params={"limit": 3}).json()
+    assert [i["trace_id"] for i in first["items"]] == ["t0", "t1", "t2"]
+    second = client.get(f"/v1/jobs/{body['job_id']}/results",
+                        params={"limit": 3, "cursor": first["next_cursor"]}).json()
+    assert [i["trace_id"] for i in second["items"]] == ["t3"] and second["next_cursor"] is None
+
+    t0, t1, t2 = first["items"]
+    assert t0["retrieval"]["mrr"] == 0.5                    # 1 / rank 2
+    assert t0["retrieval"]["recall@1"] == 0.0
+    assert t0["retrieval"]["precision@3"] == pytest.approx(1 / 3)
+    assert t1["retrieval"]["recall@3"] == 0.5               # d1 found, d9 missed
+    assert t1["missed_doc_ids"] == ["d9"]
+    assert t2["retrieval"] is None and t2["labels"] == "no_relevant"
+    assert second["items"][0]["retrieval"] is None and second["items"][0]["labels"] == "unlabelled"
+
+    report = client.get(f"/v1/jobs/{body['job_id']}/report").json()
+    assert report["counts"] == {"total": 4, "ok": 4, "failed": 0, "labelled": 2, "no_relevant": 1, "unlabelled": 1}
+    assert report["retrieval"]["mrr"]["mean"] == pytest.approx(0.75)   # (0.5 + 1) / 2
+    assert report["retrieval"]["mrr"]["n"] == 2
+    assert report["method"]["gain"] == "linear"
+    assert report["worst"][0]["trace_id"] == "t1" and report["worst"][0]["missed_doc_ids"] == ["d9"]
+
+
+def test_missing_labels_warn_on_the_202_and_the_job(client: httpx.Client) -> None:
+    traces = [trace(n) for n in range(4)] + [trace(4, gold_doc_ids=["d1"])]
+    body = post(client, traces).json()
+    [warning] = body["warnings"]
+    assert warning["code"] == "missing_gold_labels" and (warning["count"], warning["total"]) == (4, 5)
+    assert client.get(f"/v1/jobs/{body['job_id']}").json()["warnings"] == body["warnings"]
+
+
+def test_malformed_json_is_400(client: httpx.Client) -> None:
+    response = client.post("/v1/batches", content=b'{"traces": [', headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert "not valid JSON" in response.json()["detail"]
+
+
+def test_schema_violations_are_422_listing_every_failing_path(client: httpx.Client) -> None:
+    traces = [trace(0), {"query": 7}, trace(2), trace(3, relevance={"d1": 9}), trace(4, gold_docs=["d1"]),
+              trace(5, gold_doc_ids=["d1"], relevance={"d1": 1})]
+    response = post(client, traces, gain="cubic")
+    assert response.status_code == 422
+    errors = {e["path"]: e["message"] for e in response.json()["errors"]}
+    assert errors["$.traces[1].query"] == "Expected `str`, got `int`"
+    assert errors["$.traces[3].relevance[...]"] == "Expected `int` <= 3"
+    assert "unknown field `gold_docs`" in errors["$.traces[4]"]
+    assert "mutually exclusive" in errors["$.traces[5]"]
+    assert "$.options.gain" in errors
+    assert len(errors) == 5
+
+
+def test_duplicate_trace_ids_are_422(client: httpx.Client) -> None:
+    response = post(client, [trace(0), trace(1), {**trace(2), "trace_id": "t0"}])
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["path"] == "$.traces[2].trace_id"
+
+
+def test_unknown_and_malformed_job_ids_are_404(client: httpx.Client) -> None:
+    for job_id in ["0" * 32, "not-a-job", "../../etc"]:
+        for suffix in ["", "/results", "/report"]:
+            assert client.get(f"/v1/jobs/{job_id}{suffix}").status_code == 404
+
+
+def test_bad_pagination_parameters_are_400_naming_them(client: httpx.Client) -> None:
+    job_id = post(client, [trace(0)]).json()["job_id"]
+    too_big = client.get(f"/v1/jobs/{job_id}/results", params={"limit": 100_000})
+    assert too_big.status_code == 400 and too_big.json()["errors"][0]["path"] == "query.limit"
+    bad_cursor = client.get(f"/v1/jobs/{job_id}/results", params={"cursor": "abc"})
+    assert bad_cursor.status_code == 400 and bad_cursor.json()["errors"][0]["path"] == "query.cursor"
+
+
+def test_limits_answer_413(api_factory, stack) -> None:
+    url = api_factory({**stack.env, "RAGPULSE_MAX_BODY_BYTES": "2000", "RAGPULSE_MAX_TRACES": "2"})
+    with httpx.Client(base_url=url) as http:
+        big = http.post("/v1/batches", json={"traces": [trace(0, answer="x" * 5000)]})
+        assert big.status_code == 413
+        many = post(http, [trace(0), trace(1), trace(2)])
+        assert many.status_code == 413 and "limit is 2" in many.json()["detail"]
+
+
+def test_tenants_are_isolated_and_keys_required(api_factory, stack) -> None:
+    url = api_factory({**stack.env, "RAGPULSE_API_KEYS": "acme:key-acme,globex:key-globex"})
+    acme = httpx.Client(base_url=url, headers={"Authorization": "Bearer key-acme"})
+    globex = httpx.Client(base_url=url, headers={"Authorization": "Bearer key-globex"})
+    assert httpx.post(f"{url}/v1/batches", json={"traces": [trace(0)]}).status_code == 401
+    assert httpx.get(f"{url}/v1/jobs/{'0' * 32}", headers={"Authorization": "Bearer nope"}).status_code == 401
+    job_id = post(acme, [trace(0, gold_doc_ids=["d1"])]).json()["job_id"]
+    assert acme.get(f"/v1/jobs/{job_id}").status_code == 200
+    for suffix in ["", "/results", "/report"]:
+        assert globex.get(f"/v1/jobs/{job_id}{suffix}").status_code == 404
+
+
+def test_redis_down_is_503_with_retry_after(api_factory) -> None:
+    url = api_factory({}, redis=f"redis://127.0.0.1:{free_port()}/0")
+    assert httpx.get(f"{url}/healthz").status_code == 200
+    ready = httpx.get(f"{url}/readyz")
+    assert ready.status_code == 503 and ready.headers["retry-after"]
+    posted = httpx.post(f"{url}/v1/batches", json={"traces": [trace(0)]})
+    assert posted.status_code == 503 and posted.headers["retry-after"]
+    assert "Traceback" not in posted.text
+    assert httpx.get(f"{url}/v1/jobs/{'0' * 32}").status_code == 503
+
+
+def test_refuses_open_access_on_a_public_address(redis_url: str) -> None:
+    env = child_env(redis_url, {"RAGPULSE_HOST": "0.0.0.0", "RAGPULSE_PORT": str(free_port())})
+    result = subprocess.run([sys.executable, "-m", "service"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "without API keys" in result.stderr
+
+
+def test_openapi_documents_the_trace_schema(client: httpx.Client) -> None:
+    spec = client.get("/schema/openapi.json").json()
+    body = spec["paths"]["/v1/batches"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/BatchRequest"}
+    trace_schema = spec["components"]["schemas"]["Trace"]
+    assert {"query", "retrieved_docs", "gold_doc_ids", "relevance", "question_type"} <= set(trace_schema["properties"])
+
+
+def test_metrics_count_accepted_traces(client: httpx.Client) -> None:
+    def received() -> float:
+        for line in client.get("/metrics").text.splitlines():
+            if line.startswith("ragpulse_api_traces_received_total "):
+                return float(line.split()[1])
+        return 0.0
+
+    before = received()
+    post(client, [trace(0), trace(1), trace(2)])
+    assert received() == before + 3
+
+
+def test_results_are_kept_as_msgpack_with_a_ttl(client: httpx.Client, redis_client) -> None:
+    job_id = post(client, [trace(0, gold_doc_ids=["d1"])]).json()["job_id"]
+    wait_for_job(client, job_id)
+    keys = redis_client.keys(f"ragpulse:job:{job_id}*")
+    assert len(keys) >= 4
+    for key in keys:
+        ttl = redis_client.ttl(key)
+        assert 0 < ttl <= 7 * 24 * 3600, key
+    chunk = redis_client.get(f"ragpulse:job:{job_id}:chunk:0")
+    assert chunk[:1] != b"\x80"                                # not a pickle (protocol 2+ header)
+    [stored] = msgspec.msgpack.decode(chunk)                   # msgpack holding the trace as posted
+    assert stored["query"] == "question 0" and stored["gold_doc_ids"] == ["d1"]

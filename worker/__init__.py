@@ -1,0 +1,1 @@
+"""The RQ side of ragpulse: job functions and the worker entry point. Thin: the work is in ragpulse/."""
