@@ -66,11 +66,16 @@ def average_precision(grades: Sequence[int], n_relevant: int) -> float:
     return total / n_relevant
 
 
+GAINS = {
+    "linear": lambda grade: float(grade),
+    "exponential": lambda grade: float(2**grade - 1),
+}
+"""Gain functions by name: linear (the grade itself, as trec_eval) or exponential (2^grade - 1, as Burges)."""
+
+
 def gain_of(grade: int, gain: str) -> float:
-    """Linear gain is the grade itself; exponential gain is 2^grade - 1."""
-    if grade <= 0:
-        return 0.0
-    return float(grade) if gain == "linear" else float(2**grade - 1)
+    """Gain of one grade; non-positive grades gain nothing. KeyError for an unknown gain name."""
+    return GAINS[gain](grade) if grade > 0 else 0.0
 
 
 def dcg_at_k(grades: Sequence[int], k: int, gain: str = "linear") -> float:
