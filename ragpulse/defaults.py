@@ -47,3 +47,15 @@ REDIS_SOCKET_TIMEOUT = 5.0
 
 RETRY_AFTER_SECONDS = 5
 """Retry-After sent with a 503 when Redis is unreachable."""
+
+JUDGE_MODEL = "claude-sonnet-4-6"
+"""Anthropic model used by the LLM judge unless configured otherwise."""
+
+JUDGE_MAX_TOKENS = 4096
+"""Output token budget of one judge call; truncated output gets one repair attempt."""
+
+JUDGE_TIMEOUT_SECONDS = 60.0
+"""Timeout of one judge HTTP call."""
+
+JUDGE_MAX_RETRIES = 4
+"""Retries of transient judge failures (429, 529, 5xx, timeouts) before the trace is a judge_error."""

@@ -1,30 +1,75 @@
-"""Evaluate one trace: the per-trace step every worker runs."""
+"""Evaluate one trace: retrieval metrics, then the judge's verdicts and generation metrics."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from ragpulse.exceptions import JudgeAuthError, JudgeError
 from ragpulse.jobs import TraceResult
+from ragpulse.judges.quotes import check_quotes
+from ragpulse.judges.verdicts import Judge, Judgment
+from ragpulse.metrics.generation import generation_scores
 from ragpulse.metrics.retrieval import RELEVANT, retrieval_metrics
 from ragpulse.schema import BatchOptions, Trace
 
 
-def evaluate_trace(trace: Trace, index: int, options: BatchOptions) -> TraceResult:
-    """Retrieval metrics for every k, plus the relevant documents missed at the largest k."""
-    base = {"trace_id": trace.trace_id or str(index), "index": index, "app": trace.app,
-            "question_type": trace.question_type, "source": trace.source}
+def evaluate_trace(trace: Trace, index: int, options: BatchOptions, judge: Judge | None = None) -> TraceResult:
+    """Retrieval metrics for every k, and generation metrics when a judge is given and the trace has an answer.
+
+    JudgeAuthError propagates (the job must fail); any other JudgeError makes the trace `judge_error`,
+    keeping its retrieval metrics and the failed calls.
+    """
+    result = TraceResult(**_identity(trace, index), status="ok", **_retrieval(trace, options))
+    if judge is None or not trace.answer:
+        return result
+    result.judge = judge.name
+    try:
+        judgments = [_judged(judge, trace) for _ in range(options.repeats)]
+    except JudgeAuthError:
+        raise
+    except JudgeError as exc:
+        result.status, result.error, result.failed_calls = "judge_error", exc.reason, exc.calls
+        return result
+    first = judgments[0].output
+    result.generation = generation_scores(first, trace)
+    result.claims = first.claims
+    result.judgments = judgments
+    result.needs_review = any(_disagree(first, j) for j in judgments[1:])
+    return result
+
+
+def failed_result(trace: Trace, index: int, error: str) -> TraceResult:
+    """A trace whose evaluation could not run: kept, with its error, never scored."""
+    return TraceResult(**_identity(trace, index), status="failed", retrieval=None, error=error,
+                       labels="labelled" if trace.has_labels else "unlabelled")
+
+
+def _identity(trace: Trace, index: int) -> dict[str, Any]:
+    return {"trace_id": trace.trace_id or str(index), "index": index, "app": trace.app,
+            "question_type": trace.question_type, "source": trace.source, "answerable": trace.answerable}
+
+
+def _retrieval(trace: Trace, options: BatchOptions) -> dict[str, Any]:
     if not trace.has_labels:
-        return TraceResult(**base, status="ok", labels="unlabelled", retrieval=None)
+        return {"labels": "unlabelled", "retrieval": None}
     qrels = trace.qrels()
     ranked = [doc.id for doc in trace.retrieved_docs]
     scores = retrieval_metrics(ranked, qrels, options.k, options.gain)
     if scores is None:
-        return TraceResult(**base, status="ok", labels="no_relevant", retrieval=None)
+        return {"labels": "no_relevant", "retrieval": None}
     top = set(ranked[:max(options.k)])
     missed = sorted(doc for doc, grade in qrels.items() if grade >= RELEVANT and doc not in top)
-    return TraceResult(**base, status="ok", labels="labelled", retrieval=scores, missed_doc_ids=missed)
+    return {"labels": "labelled", "retrieval": scores, "missed_doc_ids": missed}
 
 
-def failed_result(trace: Trace, index: int, error: str) -> TraceResult:
-    """A trace whose evaluation raised: kept, with its error, never scored."""
-    return TraceResult(trace_id=trace.trace_id or str(index), index=index, app=trace.app,
-                       question_type=trace.question_type, source=trace.source, status="failed",
-                       labels="labelled" if trace.has_labels else "unlabelled", retrieval=None, error=error)
+def _judged(judge: Judge, trace: Trace) -> Judgment:
+    judgment = judge.judge(trace)
+    judgment.output = check_quotes(judgment.output, trace)
+    return judgment
+
+
+def _disagree(a: Any, b: Judgment) -> bool:
+    """Two judgments disagree when the hallucination call or the abstention call differs."""
+    verdicts_a = {c.verdict for c in a.claims} - {"supported"}
+    verdicts_b = {c.verdict for c in b.output.claims} - {"supported"}
+    return bool(verdicts_a) != bool(verdicts_b) or a.abstained != b.output.abstained

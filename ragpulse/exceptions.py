@@ -4,12 +4,16 @@
     ├── ConfigError            settings are invalid or unsafe; the process must not start
     ├── InputError             the client sent something we cannot accept (4xx)
     │   ├── MalformedBody      the body is not JSON at all (400)
-    │   ├── InvalidBatch       the body is JSON but breaks the schema; carries every failing path (422)
+    │   ├── InvalidBody        the body is JSON but breaks the schema; carries every failing path (422)
     │   ├── InvalidParameter   a query or path parameter is out of range (400)
     │   └── TooLarge           the body or the batch exceeds a limit (413)
     ├── Unauthorized           missing or unknown API key (401)
     ├── JobNotFound            no such job for this tenant (404)
-    └── StoreUnavailable       Redis cannot be reached (503)
+    ├── StoreUnavailable       Redis cannot be reached (503)
+    └── JudgeError             judging one trace failed; the trace is kept with status judge_error
+        ├── JudgeOutputInvalid the judge's tool output stayed invalid or truncated after one repair
+        ├── JudgeUnavailable   the provider kept failing (429, 529, 5xx, timeout) after bounded retries
+        └── JudgeAuthError     the provider rejected our credentials: the whole job fails at once
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ class MalformedBody(InputError):
     """The request body is not valid JSON."""
 
 
-class InvalidBatch(InputError):
+class InvalidBody(InputError):
     """The body is JSON but violates the schema; `errors` lists every failing path."""
 
 
@@ -60,3 +64,25 @@ class JobNotFound(RagpulseError):
 
 class StoreUnavailable(RagpulseError):
     """Redis cannot be reached."""
+
+
+class JudgeError(RagpulseError):
+    """Judging one trace failed; the trace is kept with status `judge_error` and this reason."""
+
+    def __init__(self, reason: str, calls: list[Any] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.calls = calls or []
+        """The judge calls made before the failure, kept for audit (JudgeCall records)."""
+
+
+class JudgeOutputInvalid(JudgeError):
+    """The judge's structured output stayed invalid or truncated after one repair attempt."""
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge provider kept failing (rate limit, overload, server error, timeout) after bounded retries."""
+
+
+class JudgeAuthError(JudgeError):
+    """The provider rejected our credentials or permissions; retrying cannot help, so the job fails."""

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
 from ragpulse import defaults
-from ragpulse.exceptions import InvalidBatch, MalformedBody, TooLarge
+from ragpulse.exceptions import InvalidBody, MalformedBody, TooLarge
 from ragpulse.schema import BatchOptions, BatchRequest, Trace
 
 _batch_decoder = msgspec.json.Decoder(BatchRequest)
 _any_decoder = msgspec.json.Decoder()
 _ENVELOPE_FIELDS = {"traces", "options"}
+T = TypeVar("T")
 
 
 def decode_batch(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_BATCH) -> BatchRequest:
@@ -25,7 +26,7 @@ def decode_batch(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_BATCH) -
     try:
         batch = _batch_decoder.decode(body)
     except msgspec.ValidationError as first:
-        raise InvalidBatch("the batch does not match the schema", _all_errors(body, first)) from None
+        raise InvalidBody("the batch does not match the schema", _all_errors(body, first)) from None
     except msgspec.DecodeError as exc:
         raise MalformedBody(f"body is not valid JSON: {exc}") from None
     if len(batch.traces) > max_traces:
@@ -50,7 +51,7 @@ def _check_unique_trace_ids(traces: list[Trace]) -> None:
         else:
             seen[trace.trace_id] = index
     if errors:
-        raise InvalidBatch("trace_id must be unique within a batch", errors)
+        raise InvalidBody("trace_id must be unique within a batch", errors)
 
 
 def _all_errors(body: bytes, first: msgspec.ValidationError) -> list[dict[str, str]]:
@@ -89,3 +90,13 @@ def _split(message: str) -> dict[str, str]:
 
 def _error(path: str, message: str) -> dict[str, str]:
     return {"path": path, "message": message}
+
+
+def decode_body(body: bytes, type_: type[T]) -> T:
+    """Decode a small JSON body into `type_`: 400 when it is not JSON, 422 naming the failing path otherwise."""
+    try:
+        return msgspec.json.decode(body, type=type_)
+    except msgspec.ValidationError as exc:
+        raise InvalidBody("the body does not match the schema", [_split(str(exc))]) from None
+    except msgspec.DecodeError as exc:
+        raise MalformedBody(f"body is not valid JSON: {exc}") from None

@@ -6,8 +6,11 @@ from typing import Literal
 
 import msgspec
 
+from ragpulse.judges.verdicts import Claim, Judgment, JudgeCall
+from ragpulse.metrics.generation import GenerationScores
+
 JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]
-TraceStatus = Literal["ok", "failed"]
+TraceStatus = Literal["ok", "failed", "judge_error"]
 LabelState = Literal["labelled", "no_relevant", "unlabelled"]
 TERMINAL: frozenset[str] = frozenset({"finished", "finished_with_errors", "failed"})
 """Statuses a job never leaves."""
@@ -52,9 +55,21 @@ class TraceResult(msgspec.Struct, kw_only=True):
     app: str
     question_type: str | None = None
     source: str | None = None
+    answerable: bool | None = None
     labels: LabelState
     retrieval: dict[str, float] | None
     missed_doc_ids: list[str] = []
+    judge: str | None = None
+    """Which judge produced `generation`: `anthropic` (an LLM) or `local` (an offline heuristic)."""
+    generation: GenerationScores | None = None
+    claims: list[Claim] = []
+    """Per-claim verdicts of the (first) judgment, after the quote check."""
+    needs_review: bool = False
+    """True when repeated judgments disagreed; a human should look."""
+    judgments: list[Judgment] = []
+    """Every judgment with its raw calls: raw output, model, prompt version, tokens, latency, request id."""
+    failed_calls: list[JudgeCall] = []
+    """Judge calls of a trace that ended in judge_error, kept for audit."""
     error: str | None = None
 
 

@@ -27,3 +27,8 @@ def job_report(job_id: str) -> str:
     """String: JSON report, built once when the last chunk is done."""
     return f"{PREFIX}:job:{job_id}:report"
 
+
+
+def job_calibration(job_id: str) -> str:
+    """String: JSON calibration of the job's judge against human labels."""
+    return f"{PREFIX}:job:{job_id}:calibration"

@@ -9,6 +9,8 @@ from typing import Any
 import msgspec
 
 from ragpulse import defaults
+from ragpulse.diagnostics import diagnostic_matrix
+from ragpulse.generation_report import generation_section
 from ragpulse.jobs import TraceResult
 from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
 from ragpulse.schema import BatchOptions
@@ -24,8 +26,10 @@ def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResu
         "method": _method(options),
         "counts": _counts(results),
         "retrieval": _to_builtins(_aggregate(labelled)),
-        "by_question_type": _breakdown(labelled, lambda r: r.question_type),
-        "by_source": _breakdown(labelled, lambda r: r.source),
+        "generation": generation_section(results),
+        "diagnostic_matrix": diagnostic_matrix(results, _matrix_k(options)),
+        "by_question_type": _breakdown(results, lambda r: r.question_type),
+        "by_source": _breakdown(results, lambda r: r.source),
         "worst": _worst(labelled, max(options.k)),
         "failures": [{"trace_id": r.trace_id, "index": r.index, "error": r.error}
                      for r in results if r.status != "ok"][: defaults.WORST_TRACES],
@@ -66,12 +70,27 @@ def _aggregate(labelled: Sequence[TraceResult]) -> dict[str, Estimate]:
     return estimate_columns(columns)
 
 
-def _breakdown(labelled: Sequence[TraceResult], key: Callable[[TraceResult], str | None]) -> dict[str, Any]:
+def _breakdown(results: Sequence[TraceResult], key: Callable[[TraceResult], str | None]) -> dict[str, Any]:
     groups: dict[str, list[TraceResult]] = defaultdict(list)
-    for result in labelled:
+    for result in results:
         groups[key(result) or "unspecified"].append(result)
-    return {name: {"n": len(group), "retrieval": _to_builtins(_aggregate(group))}
-            for name, group in sorted(groups.items())}
+    return {name: _group(group) for name, group in sorted(groups.items())}
+
+
+def _group(group: list[TraceResult]) -> dict[str, Any]:
+    labelled = [r for r in group if r.retrieval is not None]
+    generation = generation_section(group)
+    return {"n": len(group), "n_labelled": len(labelled), "retrieval": _to_builtins(_aggregate(labelled)) or {},
+            "generation": {name: generation[name] for name in GROUP_GENERATION_METRICS}}
+
+
+GROUP_GENERATION_METRICS = ("n_judged", "faithfulness", "hallucination_rate", "unanswerable_hallucination_rate",
+                            "answer_relevance")
+
+
+def _matrix_k(options: BatchOptions) -> int:
+    """The k of the diagnostic matrix: 5 when requested (the usual generator context), else the largest k."""
+    return 5 if 5 in options.k else max(options.k)
 
 
 def _worst(labelled: Sequence[TraceResult], k: int) -> list[dict[str, Any]]:

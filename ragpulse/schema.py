@@ -33,6 +33,7 @@ QuestionType = Literal[
 ]
 Source = Literal["human", "synthetic", "production"]
 Gain = Literal["linear", "exponential"]
+JudgeName = Literal["none", "local", "anthropic"]
 
 
 class RetrievedDoc(Base):
@@ -87,6 +88,10 @@ class BatchOptions(Base):
         default_factory=lambda: list(defaults.DEFAULT_KS)
     )
     gain: Gain = "linear"
+    judge: JudgeName | None = None
+    """Judge for generation metrics; absent means the service's configured default. `none` skips judging."""
+    repeats: Annotated[int, Meta(ge=1, le=2)] = 1
+    """2 judges every trace twice and flags disagreements for human review."""
 
     def __post_init__(self) -> None:
         self.k = sorted(set(self.k))

@@ -47,6 +47,27 @@ class Settings:
     queue_name: str = defaults.QUEUE_NAME
     """RAGPULSE_QUEUE: RQ queue name (default ragpulse-batch)."""
 
+    default_judge: str = "local"
+    """RAGPULSE_JUDGE: judge used when a batch names none: `anthropic` when ANTHROPIC_API_KEY is set, else `local`."""
+
+    judge_model: str = defaults.JUDGE_MODEL
+    """RAGPULSE_JUDGE_MODEL: Anthropic model that judges (default claude-sonnet-4-6)."""
+
+    judge_max_tokens: int = defaults.JUDGE_MAX_TOKENS
+    """RAGPULSE_JUDGE_MAX_TOKENS: output budget of one judge call (default 4096)."""
+
+    judge_timeout_seconds: float = defaults.JUDGE_TIMEOUT_SECONDS
+    """RAGPULSE_JUDGE_TIMEOUT_SECONDS: timeout of one judge HTTP call (default 60)."""
+
+    judge_max_retries: int = defaults.JUDGE_MAX_RETRIES
+    """RAGPULSE_JUDGE_MAX_RETRIES: SDK retries of 429/529/5xx/timeouts, with backoff honouring retry-after (default 4)."""
+
+    judge_temperature: float | None = 0.0
+    """RAGPULSE_JUDGE_TEMPERATURE: sampling temperature of the judge (default 0); `none` omits it for models that reject it."""
+
+    judge_base_url: str | None = None
+    """RAGPULSE_JUDGE_BASE_URL: gateway or test server for the judge; else the SDK's ANTHROPIC_BASE_URL applies."""
+
     @property
     def open_access(self) -> bool:
         """True when no API keys are configured: every request acts as tenant `default`."""
@@ -75,6 +96,13 @@ class Settings:
             "result_ttl_seconds": _int(env, "RAGPULSE_RESULT_TTL_SECONDS", cls.result_ttl_seconds),
             "chunk_size": _int(env, "RAGPULSE_CHUNK_SIZE", cls.chunk_size),
             "queue_name": env.get("RAGPULSE_QUEUE", cls.queue_name),
+            "default_judge": _judge_name(env),
+            "judge_model": env.get("RAGPULSE_JUDGE_MODEL", cls.judge_model),
+            "judge_max_tokens": _int(env, "RAGPULSE_JUDGE_MAX_TOKENS", cls.judge_max_tokens),
+            "judge_timeout_seconds": float(_int(env, "RAGPULSE_JUDGE_TIMEOUT_SECONDS", int(cls.judge_timeout_seconds))),
+            "judge_max_retries": _int(env, "RAGPULSE_JUDGE_MAX_RETRIES", cls.judge_max_retries),
+            "judge_base_url": env.get("RAGPULSE_JUDGE_BASE_URL") or None,
+            "judge_temperature": _temperature(env),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
@@ -91,6 +119,27 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise ConfigError(f"{name} must be positive, got {value}")
     return value
+
+
+JUDGES = ("none", "local", "anthropic")
+"""Judge names a batch or RAGPULSE_JUDGE may choose."""
+
+
+def _judge_name(env: Mapping[str, str]) -> str:
+    name = env.get("RAGPULSE_JUDGE") or ("anthropic" if env.get("ANTHROPIC_API_KEY") else "local")
+    if name not in JUDGES:
+        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(JUDGES)}, got {name!r}")
+    return name
+
+
+def _temperature(env: Mapping[str, str]) -> float | None:
+    raw = env.get("RAGPULSE_JUDGE_TEMPERATURE", "0")
+    if raw.lower() == "none":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"RAGPULSE_JUDGE_TEMPERATURE must be a number or 'none', got {raw!r}") from None
 
 
 def _api_keys(env: Mapping[str, str]) -> dict[str, str]:

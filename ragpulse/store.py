@@ -144,6 +144,14 @@ class Store:
         self._fields(job_id, tenant)
         return self.redis.get(keys.job_report(job_id))
 
+    def save_calibration(self, job_id: str, calibration: bytes) -> None:
+        """Store the job's calibration, replacing an earlier one."""
+        self.redis.set(keys.job_calibration(job_id), calibration, ex=self.ttl)
+
+    def calibration(self, job_id: str) -> bytes | None:
+        """The job's stored calibration JSON, if any."""
+        return self.redis.get(keys.job_calibration(job_id))
+
     def _fields(self, job_id: str, tenant: str | None = None) -> dict[str, str]:
         if not _JOB_ID.match(job_id):
             raise JobNotFound(job_id)

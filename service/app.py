@@ -21,10 +21,11 @@ from ragpulse.store import Store
 from ragpulse.telemetry import ApiMetrics
 from service.auth import tenant_resolver
 from service.batches import BatchController
+from service.calibrations import CalibrationController
 from service.errors import exception_handlers
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
-from service.openapi import document_batch_body
+from service.openapi import document_bodies
 
 log = logging.getLogger("ragpulse.api")
 
@@ -60,7 +61,7 @@ def create_app(
                 client.close()
 
     app = Litestar(
-        route_handlers=[BatchController, JobController, healthz, readyz, metrics],
+        route_handlers=[BatchController, JobController, CalibrationController, healthz, readyz, metrics],
         dependencies={
             "settings": Provide(lambda: settings, sync_to_thread=False, use_cache=True),
             "store": Provide(lambda: store, sync_to_thread=False, use_cache=True),
@@ -73,5 +74,5 @@ def create_app(
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="ragpulse", version=ragpulse.__version__, path="/schema"),
     )
-    document_batch_body(app)
+    document_bodies(app)
     return app

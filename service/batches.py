@@ -33,7 +33,9 @@ class BatchController(Controller):
                api_metrics: ApiMetrics) -> Accepted:
         """Accept a batch: 400 on malformed JSON, 422 listing every schema violation, 413 over the limits."""
         batch = decode_batch(body, settings.max_traces)
-        warnings = data_quality_warnings(batch.traces)
+        if batch.options.judge is None:
+            batch.options.judge = settings.default_judge
+        warnings = data_quality_warnings(batch.traces, batch.options, settings.judge_model)
         job_id = uuid.uuid4().hex
         with store.redis.pipeline(transaction=True) as pipe:
             chunks = store.stage_job(pipe, job_id, tenant, batch.traces, batch.options, warnings, settings.chunk_size)

@@ -12,7 +12,7 @@ from litestar.exceptions import HTTPException
 
 from ragpulse import defaults
 from ragpulse.exceptions import (
-    InputError, InvalidBatch, InvalidParameter, JobNotFound, MalformedBody, StoreUnavailable, TooLarge, Unauthorized,
+    InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreUnavailable, TooLarge, Unauthorized,
 )
 from ragpulse.telemetry import ApiMetrics
 
@@ -22,7 +22,7 @@ PROBLEM = "application/problem+json"
 _STATUS: dict[type[Exception], tuple[int, str]] = {
     MalformedBody: (400, "Malformed JSON"),
     InvalidParameter: (400, "Invalid parameter"),
-    InvalidBatch: (422, "Invalid batch"),
+    InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
     Unauthorized: (401, "Unauthorized"),
     JobNotFound: (404, "Job not found"),

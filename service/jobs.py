@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import msgspec
+
 from litestar import Controller, Response, get
 from litestar.params import Parameter
 
@@ -44,4 +46,9 @@ class JobController(Controller):
                 {"job_id": job_id, "status": job.status, "detail": "the report is not ready yet"},  # type: ignore[arg-type]
                 status_code=status,
             )
+        calibration = store.calibration(job_id)
+        if calibration is not None:
+            report = msgspec.json.decode(raw)
+            report["calibration"] = msgspec.json.decode(calibration)
+            raw = msgspec.json.encode(report)
         return Response(raw, media_type="application/json")

@@ -6,20 +6,26 @@ import msgspec
 from litestar import Litestar
 from litestar.openapi.spec import OpenAPIMediaType, Reference, RequestBody
 
+from ragpulse.calibration import CalibrationRequest
 from ragpulse.schema import BatchRequest
 
 _REF = "#/components/schemas/{name}"
 
 
-def document_batch_body(app: Litestar) -> None:
-    """Replace the raw-bytes body of POST /v1/batches with the BatchRequest schema and its components."""
+BODIES = {"/v1/batches": BatchRequest, "/v1/calibrations": CalibrationRequest}
+"""POST routes that decode their raw body themselves, with the msgspec type they enforce."""
+
+
+def document_bodies(app: Litestar) -> None:
+    """Replace the raw-bytes bodies of BODIES with their msgspec schemas and components."""
     spec = app.openapi_schema
-    (ref,), components = msgspec.json.schema_components([BatchRequest], ref_template=_REF)
+    refs, components = msgspec.json.schema_components(list(BODIES.values()), ref_template=_REF)
     spec.components.schemas.update(components)  # type: ignore[arg-type]
-    operation = spec.paths["/v1/batches"].post  # type: ignore[index,union-attr]
-    operation.request_body = RequestBody(
-        content={"application/json": OpenAPIMediaType(schema=Reference(ref=ref["$ref"]))}, required=True,
-        description="A batch of traces and evaluation options. Unknown fields are rejected.",
-    )
+    for path, ref in zip(BODIES, refs):
+        operation = spec.paths[path].post  # type: ignore[index,union-attr]
+        operation.request_body = RequestBody(
+            content={"application/json": OpenAPIMediaType(schema=Reference(ref=ref["$ref"]))}, required=True,
+            description=f"{BODIES[path].__doc__} Unknown fields are rejected.",
+        )
 
 

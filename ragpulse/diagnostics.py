@@ -1,0 +1,70 @@
+"""The diagnostic matrix: retrieval (good or poor) crossed with generation (faithful or hallucinating)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ragpulse.jobs import TraceResult
+
+RECALL_GOOD = 0.5
+"""recall@k at or above which retrieval counts as good, where gold labels exist."""
+CONTEXT_RELEVANCE_GOOD = 2.0
+"""Mean judged context relevance (1-3) at or above which retrieval counts as good, without gold labels."""
+
+NEXT_STEPS = {
+    "retrieval": "Fix retrieval first (indexing, chunking, embeddings, k, reranking): answers cannot be grounded "
+                 "in evidence that was never retrieved, and lucky or parametric answers will not last.",
+    "generation": "Retrieval surfaces the evidence but answers stray from it: tighten the prompt (answer only from "
+                  "the context, say 'I don't know'), or change the generator model.",
+    "none": "No problem cell dominates: retrieval is good and answers are faithful on the judged traces.",
+}
+
+
+def retrieval_good(result: TraceResult, k: int) -> bool | None:
+    """recall@k >= 0.5 with gold labels; else mean context relevance >= 2; None when neither is known."""
+    if result.retrieval is not None:
+        return result.retrieval[f"recall@{k}"] >= RECALL_GOOD
+    if result.generation is not None and result.generation.context_relevance is not None:
+        return result.generation.context_relevance >= CONTEXT_RELEVANCE_GOOD
+    return None
+
+
+def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> dict[str, Any]:
+    """Counts and shares of the four cells over judged traces that made claims, and the primary issue."""
+    cells: Counter[str] = Counter()
+    excluded: Counter[str] = Counter()
+    for r in results:
+        if r.generation is None:
+            continue
+        if r.generation.claims == 0:
+            excluded["abstained"] += 1
+            continue
+        good = retrieval_good(r, k)
+        if good is None:
+            excluded["no_retrieval_signal"] += 1
+            continue
+        cells[f"retrieval_{'good' if good else 'poor'}_{'hallucinating' if r.generation.hallucinated else 'faithful'}"] += 1
+    total = sum(cells.values())
+    names = ["retrieval_good_faithful", "retrieval_good_hallucinating", "retrieval_poor_faithful",
+             "retrieval_poor_hallucinating"]
+    primary = primary_issue(cells)
+    return {
+        "retrieval_good_means": f"recall@{k} >= {RECALL_GOOD} with gold labels, else mean context relevance >= "
+                                f"{CONTEXT_RELEVANCE_GOOD}",
+        "cells": {n: {"count": cells[n], "share": cells[n] / total if total else None} for n in names},
+        "n": total,
+        "excluded": dict(excluded),
+        "primary_issue": primary,
+        "next_step": NEXT_STEPS[primary],
+    }
+
+
+def primary_issue(cells: Counter[str]) -> str:
+    """Retrieval when poor-retrieval cells outweigh the generator-problem cell (both broken: retrieval first)."""
+    generator = cells["retrieval_good_hallucinating"]
+    retrieval = cells["retrieval_poor_faithful"] + cells["retrieval_poor_hallucinating"]
+    if generator == 0 and retrieval == 0:
+        return "none"
+    return "retrieval" if retrieval >= generator else "generation"

@@ -1,0 +1,1 @@
+"""Judges: one structured verdict per trace, from which every generation metric is computed."""

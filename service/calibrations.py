@@ -1,0 +1,30 @@
+"""POST /v1/calibrations: human labels for a job's traces -> judge accuracy and Cohen's kappa."""
+
+from __future__ import annotations
+
+import msgspec
+from litestar import Controller, post
+
+from ragpulse.calibration import Calibration, CalibrationRequest, calibrate
+from ragpulse.exceptions import InvalidParameter
+from ragpulse.ingest import decode_body
+from ragpulse.store import Store
+
+
+class CalibrationController(Controller):
+    """Judge calibration against hand labels; the result is stored and shown in the job's report."""
+
+    path = "/v1/calibrations"
+    tags = ["calibration"]
+
+    @post("/", status_code=201, sync_to_thread=True, summary="Calibrate a job's judge against human labels")
+    def create(self, body: bytes, tenant: str, store: Store) -> Calibration:
+        """Accuracy and Cohen's kappa (with a 95% interval) between the judge and humans; a warning below 0.6."""
+        request = decode_body(body, CalibrationRequest)
+        job = store.job(request.job_id, tenant)
+        if job.status not in {"finished", "finished_with_errors"}:
+            raise InvalidParameter(f"job {request.job_id} is {job.status}; calibrate a finished job",
+                                   [{"path": "$.job_id", "message": "job not finished"}])
+        calibration = calibrate(request.job_id, request, store.all_results(request.job_id))
+        store.save_calibration(request.job_id, msgspec.json.encode(calibration))
+        return calibration

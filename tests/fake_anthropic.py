@@ -1,0 +1,156 @@
+"""A fake Anthropic Messages API on loopback: a real HTTP server that the real anthropic SDK talks to via base_url.
+
+By default it judges like a literal-minded LLM: each answer sentence is a claim, supported when it appears in a
+document (quoted from there), unsupported otherwise. Tests script faults with `push(...)`: the next requests get
+them in order (429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_BLOCK = re.compile(r"<(question|answer|reference)>(.*?)</\1>", re.S)
+_DOC = re.compile(r'<document id="([^"]*)" rank="\d+">(.*?)</document>', re.S)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+ABSTAIN = ("don't know", "do not know", "not covered", "cannot answer", "can't answer", "no information")
+ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error", 500: "api_error",
+               529: "overloaded_error", 400: "invalid_request_error"}
+
+
+@dataclass
+class Fault:
+    """What the next request gets instead of a normal answer."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    tool_input: dict[str, Any] | None = None
+    stop_reason: str = "tool_use"
+
+
+def parse_user_message(text: str) -> dict[str, Any]:
+    """Recover the trace from the judge's delimited blocks."""
+    blocks = {name: html.unescape(body) for name, body in _BLOCK.findall(text)}
+    docs = [(html.unescape(i), html.unescape(t)) for i, t in _DOC.findall(text)]
+    return {**blocks, "docs": docs}
+
+
+def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
+    """Claims are answer sentences; supported iff the sentence appears verbatim (case-folded) in a document."""
+    answer = trace.get("answer", "")
+    abstained = any(p in answer.lower() for p in ABSTAIN)
+    claims = []
+    for sentence in [s for s in _SENTENCE.split(answer.strip()) if s] if not abstained else []:
+        core = sentence.rstrip(".!?").strip()
+        doc = next(((i, t) for i, t in trace["docs"] if core.lower() in t.lower()), None)
+        if doc:
+            start = doc[1].lower().index(core.lower())
+            claims.append({"text": sentence, "verdict": "supported", "doc_id": doc[0],
+                           "quote": doc[1][start:start + len(core)]})
+        else:
+            claims.append({"text": sentence, "verdict": "unsupported", "doc_id": None, "quote": None})
+    output = {
+        "claims": claims, "answer_relevance": 3 if claims else 1, "answer_relevance_reason": "scripted",
+        "context_relevance": [{"doc_id": i, "score": 3 if any(c["doc_id"] == i for c in claims) else 1}
+                              for i, _ in trace["docs"]],
+        "answerable_from_context": any(c["verdict"] == "supported" for c in claims),
+        "abstained": abstained,
+    }
+    if trace.get("reference"):
+        output["key_facts"] = [{"fact": trace["reference"], "covered": trace["reference"].lower() in answer.lower()}]
+    return output
+
+
+class FakeAnthropic:
+    """Start with `with FakeAnthropic() as fake:`; point the SDK at `fake.url`."""
+
+    def __init__(self, model: str = "claude-sonnet-4-6") -> None:
+        self.model = model
+        self.faults: deque[Fault] = deque()
+        self.faults_by_question: dict[str, deque[Fault]] = {}
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeAnthropic:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def push(self, *faults: Fault) -> None:
+        """Queue faults for the next requests, in order."""
+        with self.lock:
+            self.faults.extend(faults)
+
+    def push_for(self, question: str, *faults: Fault) -> None:
+        """Queue faults for the next requests judging the trace whose query is `question`."""
+        with self.lock:
+            self.faults_by_question.setdefault(question, deque()).extend(faults)
+
+    def _next_fault(self, question: str | None) -> Fault | None:
+        with self.lock:
+            own = self.faults_by_question.get(question or "")
+            if own:
+                return own.popleft()
+            return self.faults.popleft() if self.faults else None
+
+    def respond(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any]]:
+        """Status, headers and JSON body for one Messages API request."""
+        with self.lock:
+            self.requests.append({"body": body, "headers": headers, "at": time.monotonic()})
+        first = body["messages"][0]["content"]
+        fault = self._next_fault(parse_user_message(first).get("question")) or Fault()
+        if fault.delay:
+            time.sleep(fault.delay)
+        request_id = f"req_{uuid.uuid4().hex[:20]}"
+        if fault.status != 200:
+            error = {"type": "error", "error": {"type": ERROR_TYPES.get(fault.status, "api_error"),
+                                                "message": f"scripted {fault.status}"}}
+            return fault.status, {"request-id": request_id, **fault.headers}, error
+        tool_input = fault.tool_input if fault.tool_input is not None else literal_verdicts(parse_user_message(first))
+        message = {
+            "id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant", "model": self.model,
+            "content": [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": "record_verdicts",
+                         "input": tool_input}],
+            "stop_reason": fault.stop_reason, "stop_sequence": None,
+            "usage": {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": len(json.dumps(tool_input)) // 4},
+        }
+        return 200, {"request-id": request_id}, message
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                status, headers, payload = fake.respond(body, {k.lower(): v for k, v in self.headers.items()})
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                for name, value in {"content-type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return Handler
