@@ -21,8 +21,8 @@ RESULT_TTL_SECONDS = 7 * 24 * 3600
 CHUNK_SIZE = 500
 """Traces per worker job; a batch fans out into ceil(n / CHUNK_SIZE) chunk jobs."""
 
-QUEUE_NAME = "ragpulse-batch"
-"""RQ queue that carries evaluation chunks."""
+QUEUE_PREFIX = "ragpulse"
+"""Prefix of the two RQ queues: `ragpulse-online` (production traces, served first) and `ragpulse-batch`."""
 
 DATA_QUALITY_THRESHOLD = 0.2
 """Share of traces missing a field a requested metric needs above which the job carries a warning."""
@@ -59,3 +59,21 @@ JUDGE_TIMEOUT_SECONDS = 60.0
 
 JUDGE_MAX_RETRIES = 4
 """Retries of transient judge failures (429, 529, 5xx, timeouts) before the trace is a judge_error."""
+
+JUDGE_CONCURRENCY = 8
+"""Judge calls in flight at once inside one worker process."""
+
+LEASE_SECONDS = 30
+"""A running chunk renews its lease every third of this; a chunk whose lease lapses is requeued."""
+
+EVALUATE_CHUNK = "worker.jobs.evaluate_chunk"
+"""Dotted path of the worker function that evaluates one chunk; the API enqueues by this name, never by import."""
+
+CHUNK_FAILED = "worker.jobs.chunk_failed"
+"""Dotted path of the worker's RQ failure callback."""
+
+CHUNK_TIMEOUT_SECONDS = 3600
+"""Longest a chunk may run before RQ kills it (its traces are then recorded as failed)."""
+
+JANITOR_INTERVAL_SECONDS = 5
+"""How often each worker looks for chunks whose worker died and for jobs whose finalizer died."""

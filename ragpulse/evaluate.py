@@ -13,7 +13,9 @@ from ragpulse.metrics.retrieval import RELEVANT, retrieval_metrics
 from ragpulse.schema import BatchOptions, Trace
 
 
-def evaluate_trace(trace: Trace, index: int, options: BatchOptions, judge: Judge | None = None) -> TraceResult:
+async def evaluate_trace(
+    trace: Trace, index: int, options: BatchOptions, judge: Judge | None = None
+) -> TraceResult:
     """Retrieval metrics for every k, and generation metrics when a judge is given and the trace has an answer.
 
     JudgeAuthError propagates (the job must fail); any other JudgeError makes the trace `judge_error`,
@@ -24,7 +26,7 @@ def evaluate_trace(trace: Trace, index: int, options: BatchOptions, judge: Judge
         return result
     result.judge = judge.name
     try:
-        judgments = [_judged(judge, trace) for _ in range(options.repeats)]
+        judgments = [await _judged(judge, trace) for _ in range(options.repeats)]
     except JudgeAuthError:
         raise
     except JudgeError as exc:
@@ -42,6 +44,11 @@ def failed_result(trace: Trace, index: int, error: str) -> TraceResult:
     """A trace whose evaluation could not run: kept, with its error, never scored."""
     return TraceResult(**_identity(trace, index), status="failed", retrieval=None, error=error,
                        labels="labelled" if trace.has_labels else "unlabelled")
+
+
+def skipped_result(trace: Trace, index: int, reason: str, options: BatchOptions) -> TraceResult:
+    """A trace left unjudged because a budget ran out: kept with its retrieval metrics, re-runnable."""
+    return TraceResult(**_identity(trace, index), status="skipped_budget", error=reason, **_retrieval(trace, options))
 
 
 def _identity(trace: Trace, index: int) -> dict[str, Any]:
@@ -62,8 +69,8 @@ def _retrieval(trace: Trace, options: BatchOptions) -> dict[str, Any]:
     return {"labels": "labelled", "retrieval": scores, "missed_doc_ids": missed}
 
 
-def _judged(judge: Judge, trace: Trace) -> Judgment:
-    judgment = judge.judge(trace)
+async def _judged(judge: Judge, trace: Trace) -> Judgment:
+    judgment = await judge.ajudge(trace)
     judgment.output = check_quotes(judgment.output, trace)
     return judgment
 

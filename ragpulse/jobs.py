@@ -10,7 +10,7 @@ from ragpulse.judges.verdicts import Claim, Judgment, JudgeCall
 from ragpulse.metrics.generation import GenerationScores
 
 JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]
-TraceStatus = Literal["ok", "failed", "judge_error"]
+TraceStatus = Literal["ok", "failed", "judge_error", "skipped_budget"]
 LabelState = Literal["labelled", "no_relevant", "unlabelled"]
 TERMINAL: frozenset[str] = frozenset({"finished", "finished_with_errors", "failed"})
 """Statuses a job never leaves."""
@@ -26,11 +26,22 @@ class DataWarning(msgspec.Struct, kw_only=True):
 
 
 class Progress(msgspec.Struct, kw_only=True):
-    """How many traces of the job are evaluated so far."""
+    """How many traces of the job are evaluated so far; done + failed + skipped reaches total at the end."""
 
     total: int
     done: int
     failed: int
+    skipped: int = 0
+    """Traces skipped because a budget ran out; POST /v1/jobs/{id}/retry runs them."""
+
+
+class Spend(msgspec.Struct, kw_only=True):
+    """Judge usage and cost of a job, counting every call made (retries and repairs included)."""
+
+    judge_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
 
 
 class JobView(msgspec.Struct, kw_only=True):
@@ -44,6 +55,8 @@ class JobView(msgspec.Struct, kw_only=True):
     finished_at: str | None
     warnings: list[DataWarning]
     error: str | None
+    queue: str = "batch"
+    spend: Spend | None = None
 
 
 class TraceResult(msgspec.Struct, kw_only=True):

@@ -32,3 +32,38 @@ def job_report(job_id: str) -> str:
 def job_calibration(job_id: str) -> str:
     """String: JSON calibration of the job's judge against human labels."""
     return f"{PREFIX}:job:{job_id}:calibration"
+
+
+def judge_pause(model: str) -> str:
+    """String with PX expiry: ms timestamp before which no worker may call this judge model (shared 429 backoff)."""
+    return f"{PREFIX}:judge:{model}:pause_until"
+
+
+def job_failed(job_id: str) -> str:
+    """Set: indexes of traces whose latest result is failed or judge_error."""
+    return f"{PREFIX}:job:{job_id}:failed"
+
+
+def job_skipped(job_id: str) -> str:
+    """Set: indexes of traces skipped because a budget ran out (re-runnable)."""
+    return f"{PREFIX}:job:{job_id}:skipped"
+
+
+def job_chunk_states(job_id: str) -> str:
+    """Hash: chunk index -> queued | started | requeued | done."""
+    return f"{PREFIX}:job:{job_id}:chunk_states"
+
+
+def job_lease(job_id: str, chunk: int) -> str:
+    """String with a short TTL, renewed while a worker runs the chunk; its expiry means the worker died."""
+    return f"{PREFIX}:job:{job_id}:lease:{chunk}"
+
+
+def active_jobs() -> str:
+    """Sorted set: ids of jobs not yet finalized, scored by creation time; the janitor scans it."""
+    return f"{PREFIX}:jobs:active"
+
+
+def tenant_spend(tenant: str, day: str) -> str:
+    """Hash: judge spend of a tenant on one UTC day (cost_usd, calls, tokens); expires after two days."""
+    return f"{PREFIX}:spend:{tenant}:{day}"

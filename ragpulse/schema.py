@@ -92,6 +92,10 @@ class BatchOptions(Base):
     """Judge for generation metrics; absent means the service's configured default. `none` skips judging."""
     repeats: Annotated[int, Meta(ge=1, le=2)] = 1
     """2 judges every trace twice and flags disagreements for human review."""
+    queue: Literal["online", "batch"] | None = None
+    """Priority queue; absent means `online` when every trace has source `production`, else `batch`."""
+    budget_usd: Annotated[float, Meta(gt=0)] | None = None
+    """Judge spend cap of this job; traces left when it is reached are `skipped_budget` (re-runnable)."""
 
     def __post_init__(self) -> None:
         self.k = sorted(set(self.k))

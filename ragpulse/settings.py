@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ragpulse import defaults
 from ragpulse.auth import parse_key_specs
+from ragpulse.cost import parse_prices
 from ragpulse.exceptions import ConfigError
 
 
@@ -44,8 +45,37 @@ class Settings:
     chunk_size: int = defaults.CHUNK_SIZE
     """RAGPULSE_CHUNK_SIZE: traces per worker job (default 500)."""
 
-    queue_name: str = defaults.QUEUE_NAME
-    """RAGPULSE_QUEUE: RQ queue name (default ragpulse-batch)."""
+    queue_prefix: str = defaults.QUEUE_PREFIX
+    """RAGPULSE_QUEUE: prefix of the two RQ queues, `<prefix>-online` and `<prefix>-batch` (default ragpulse)."""
+
+    judge_rpm: int = 0
+    """RAGPULSE_JUDGE_RPM: judge requests per window shared by all workers, per model (0 = unlimited)."""
+
+    judge_itpm: int = 0
+    """RAGPULSE_JUDGE_ITPM: judge input tokens per window, shared (0 = unlimited)."""
+
+    judge_otpm: int = 0
+    """RAGPULSE_JUDGE_OTPM: judge output tokens per window, shared (0 = unlimited)."""
+
+    judge_rate_window_seconds: int = 60
+    """RAGPULSE_JUDGE_RATE_WINDOW_SECONDS: the window of the three limits above (default 60, as Anthropic's)."""
+
+    judge_concurrency: int = defaults.JUDGE_CONCURRENCY
+    """RAGPULSE_JUDGE_CONCURRENCY: judge calls in flight at once inside one worker process (default 8)."""
+
+    judge_prices: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=lambda: parse_prices(None))
+    """RAGPULSE_JUDGE_PRICES: JSON {model: [usd_per_mtok_in, usd_per_mtok_out]} over built-in list prices."""
+
+    tenant_daily_budget_usd: float | None = None
+    """RAGPULSE_TENANT_DAILY_BUDGET_USD: judge spend cap per tenant per UTC day (default none)."""
+
+    lease_seconds: int = defaults.LEASE_SECONDS
+    """RAGPULSE_LEASE_SECONDS: a chunk whose worker stops renewing its lease this long is requeued (default 30)."""
+
+    @property
+    def queues(self) -> tuple[str, str]:
+        """(online, batch) queue names, in the priority order workers listen to them."""
+        return f"{self.queue_prefix}-online", f"{self.queue_prefix}-batch"
 
     default_judge: str = "local"
     """RAGPULSE_JUDGE: judge used when a batch names none: `anthropic` when ANTHROPIC_API_KEY is set, else `local`."""
@@ -95,7 +125,15 @@ class Settings:
             "max_traces": _int(env, "RAGPULSE_MAX_TRACES", cls.max_traces),
             "result_ttl_seconds": _int(env, "RAGPULSE_RESULT_TTL_SECONDS", cls.result_ttl_seconds),
             "chunk_size": _int(env, "RAGPULSE_CHUNK_SIZE", cls.chunk_size),
-            "queue_name": env.get("RAGPULSE_QUEUE", cls.queue_name),
+            "queue_prefix": env.get("RAGPULSE_QUEUE", cls.queue_prefix),
+            "judge_rpm": _int(env, "RAGPULSE_JUDGE_RPM", 0, allow_zero=True),
+            "judge_itpm": _int(env, "RAGPULSE_JUDGE_ITPM", 0, allow_zero=True),
+            "judge_otpm": _int(env, "RAGPULSE_JUDGE_OTPM", 0, allow_zero=True),
+            "judge_rate_window_seconds": _int(env, "RAGPULSE_JUDGE_RATE_WINDOW_SECONDS", cls.judge_rate_window_seconds),
+            "judge_concurrency": _int(env, "RAGPULSE_JUDGE_CONCURRENCY", cls.judge_concurrency),
+            "judge_prices": parse_prices(env.get("RAGPULSE_JUDGE_PRICES")),
+            "tenant_daily_budget_usd": _float(env, "RAGPULSE_TENANT_DAILY_BUDGET_USD"),
+            "lease_seconds": _int(env, "RAGPULSE_LEASE_SECONDS", cls.lease_seconds),
             "default_judge": _judge_name(env),
             "judge_model": env.get("RAGPULSE_JUDGE_MODEL", cls.judge_model),
             "judge_max_tokens": _int(env, "RAGPULSE_JUDGE_MAX_TOKENS", cls.judge_max_tokens),
@@ -108,7 +146,7 @@ class Settings:
         return cls(**values)  # type: ignore[arg-type]
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
+def _int(env: Mapping[str, str], name: str, default: int, allow_zero: bool = False) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -116,6 +154,19 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str) -> float | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
     if value <= 0:
         raise ConfigError(f"{name} must be positive, got {value}")
     return value

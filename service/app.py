@@ -11,8 +11,6 @@ from litestar import Litestar
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from prometheus_client import CollectorRegistry
-from rq import Queue
-from rq.serializers import JSONSerializer
 
 import ragpulse
 from ragpulse import defaults
@@ -46,7 +44,6 @@ def create_app(
     owns_client = redis is None
     client = redis if redis is not None else redis_client(settings)
     store = Store(client, settings.result_ttl_seconds)
-    queue = Queue(settings.queue_name, connection=client, serializer=JSONSerializer)
     api_metrics = ApiMetrics(registry or CollectorRegistry())
 
     @contextlib.asynccontextmanager
@@ -65,7 +62,6 @@ def create_app(
         dependencies={
             "settings": Provide(lambda: settings, sync_to_thread=False, use_cache=True),
             "store": Provide(lambda: store, sync_to_thread=False, use_cache=True),
-            "queue": Provide(lambda: queue, sync_to_thread=False, use_cache=True),
             "api_metrics": Provide(lambda: api_metrics, sync_to_thread=False, use_cache=True),
             "tenant": Provide(tenant_resolver(settings), sync_to_thread=False),
         },

@@ -6,12 +6,15 @@ from typing import Annotated
 
 import msgspec
 
-from litestar import Controller, Response, get
+from litestar import Controller, Response, get, post
 from litestar.params import Parameter
 
 from ragpulse import defaults
+from ragpulse.exceptions import InvalidParameter
 from ragpulse.jobs import TERMINAL, JobView, ResultsPage
+from ragpulse.settings import Settings
 from ragpulse.store import Store
+from service.queueing import enqueue_chunks
 
 JobId = Annotated[str, Parameter(max_length=64, description="Job id returned by POST /v1/batches.")]
 
@@ -34,6 +37,20 @@ class JobController(Controller):
     ) -> ResultsPage:
         """Results in trace order; follow `next_cursor` until it is null."""
         return store.results_page(job_id, tenant, cursor, limit)
+
+    @post("/{job_id:str}/retry", status_code=202, sync_to_thread=True, summary="Re-run failed and skipped traces")
+    def retry(self, job_id: JobId, tenant: str, store: Store, settings: Settings) -> JobView:
+        """Re-run only the traces that failed or were skipped; results already stored are kept."""
+        job = store.job(job_id, tenant)
+        if job.status not in TERMINAL:
+            raise InvalidParameter(f"job {job_id} is {job.status}; retry it once it has ended",
+                                   [{"path": "path.job_id", "message": "job still running"}])
+        chunks = store.reopen_unfinished(job_id, tenant)
+        if chunks:
+            with store.redis.pipeline(transaction=True) as pipe:
+                enqueue_chunks(pipe, store.redis, settings, job.queue, job_id, chunks, fresh_ids=True)
+                pipe.execute()
+        return store.job(job_id, tenant)
 
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job")
     def report(self, job_id: JobId, tenant: str, store: Store) -> Response[bytes]:

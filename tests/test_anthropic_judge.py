@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import pytest
 
 from ragpulse.evaluate import evaluate_trace
 from ragpulse.exceptions import JudgeAuthError, JudgeOutputInvalid, JudgeUnavailable
-from ragpulse.judges.anthropic_judge import AnthropicJudge
+from ragpulse.judges.anthropic_judge import AnthropicJudge, RetryPolicy
 from ragpulse.judges.factory import make_judge
 from ragpulse.judges.prompt import PROMPT_VERSION, TOOL_NAME
 from ragpulse.schema import BatchOptions, RetrievedDoc, Trace
@@ -27,9 +28,26 @@ def fake() -> Iterator[FakeAnthropic]:
         yield server
 
 
-def judge_for(fake: FakeAnthropic, retries: int = 2, timeout: float = 10.0) -> AnthropicJudge:
-    client = anthropic.Anthropic(api_key="test-key", base_url=fake.url, max_retries=retries, timeout=timeout)
-    return AnthropicJudge(client, "claude-sonnet-4-6", 1024)
+class SyncJudge:
+    """Drives the async judge from a plain test, each call on a fresh event loop and a fresh SDK client."""
+
+    def __init__(self, fake: FakeAnthropic, retries: int, timeout: float) -> None:
+        self.fake, self.retries, self.timeout = fake, retries, timeout
+
+    def build(self) -> AnthropicJudge:
+        client = anthropic.AsyncAnthropic(api_key="test-key", base_url=self.fake.url, max_retries=0,
+                                          timeout=self.timeout)
+        return AnthropicJudge(client, "claude-sonnet-4-6", 1024, retry=RetryPolicy(max_retries=self.retries))
+
+    def judge(self, trace: Trace):
+        return asyncio.run(self.build().ajudge(trace))
+
+    def evaluate(self, trace: Trace, options: BatchOptions):
+        return asyncio.run(evaluate_trace(trace, 0, options, self.build()))
+
+
+def judge_for(fake: FakeAnthropic, retries: int = 2, timeout: float = 10.0) -> SyncJudge:
+    return SyncJudge(fake, retries, timeout)
 
 
 def make_trace(answer: str = "The warranty lasts 2 years.", **extra: object) -> Trace:
@@ -134,7 +152,7 @@ def test_fabricated_quotes_are_downgraded(fake: FakeAnthropic) -> None:
                    {"text": "Returns take 30 days.", "verdict": "supported", "doc_id": "nope", "quote": "30 days"}],
         "answer_relevance": 3, "answer_relevance_reason": "r", "context_relevance": [],
         "answerable_from_context": True, "abstained": False}))
-    result = evaluate_trace(make_trace(), 0, BatchOptions(judge="anthropic"), judge_for(fake))
+    result = judge_for(fake).evaluate(make_trace(), BatchOptions(judge="anthropic"))
     fabricated, fine, unretrieved = result.claims
     assert fabricated.verdict == "unsupported" and fabricated.flags == ["quote_not_found"]
     assert fine.verdict == "supported" and fine.flags == []          # case and whitespace do not matter
@@ -143,7 +161,7 @@ def test_fabricated_quotes_are_downgraded(fake: FakeAnthropic) -> None:
 
 
 def test_a_refusal_has_no_faithfulness_and_counts_as_abstained(fake: FakeAnthropic) -> None:
-    result = evaluate_trace(make_trace("Sorry, I don't know."), 0, BatchOptions(), judge_for(fake))
+    result = judge_for(fake).evaluate(make_trace("Sorry, I don't know."), BatchOptions())
     assert result.generation.faithfulness is None
     assert result.generation.abstained and not result.generation.hallucinated
 
@@ -153,6 +171,6 @@ def test_sdk_environment_variables_reach_the_fake(fake: FakeAnthropic, monkeypat
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
     settings = Settings.from_env()
     assert settings.default_judge == "anthropic"
-    make_judge("anthropic", settings).judge(make_trace())
+    asyncio.run(make_judge("anthropic", settings).ajudge(make_trace()))
     headers = fake.requests[0]["headers"]
     assert headers.get("x-api-key") == "env-key" or headers.get("authorization") == "Bearer env-key"

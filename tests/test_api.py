@@ -38,7 +38,7 @@ def test_batch_is_evaluated_and_paginated(client: httpx.Client) -> None:
     assert body["trace_count"] == 4 and body["status_url"] == f"/v1/jobs/{body['job_id']}"
     job = wait_for_job(client, body["job_id"])
     assert job["status"] == "finished"
-    assert job["progress"] == {"total": 4, "done": 4, "failed": 0}
+    assert job["progress"] == {"total": 4, "done": 4, "failed": 0, "skipped": 0}
 
     first = client.get(f"/v1/jobs/{body['job_id']}/results", params={"limit": 3}).json()
     assert [i["trace_id"] for i in first["items"]] == ["t0", "t1", "t2"]

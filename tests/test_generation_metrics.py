@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 import pytest
@@ -76,7 +77,7 @@ class Scripted:
     def __init__(self, verdicts: list[str]) -> None:
         self.verdicts = verdicts
 
-    def judge(self, trace: Trace) -> Judgment:
+    async def ajudge(self, trace: Trace) -> Judgment:
         out = output(self.verdicts)
         return Judgment(judge="scripted", model="m", prompt_version="p", output=out,
                         calls=[JudgeCall(judge="scripted", model="m", prompt_version="p", raw_output={})])
@@ -85,11 +86,9 @@ class Scripted:
 def test_matrix_crosses_recall_with_hallucination() -> None:
     good = Trace(query="q", answer="x", gold_doc_ids=["a"], retrieved_docs=TRACE.retrieved_docs)
     poor = Trace(query="q", answer="x", gold_doc_ids=["zzz"], retrieved_docs=TRACE.retrieved_docs)
-    results = [evaluate_trace(good, 0, BatchOptions(), Scripted(["supported"])),
-               evaluate_trace(good, 1, BatchOptions(), Scripted(["unsupported"])),
-               evaluate_trace(poor, 2, BatchOptions(), Scripted(["unsupported"])),
-               evaluate_trace(poor, 3, BatchOptions(), Scripted(["unsupported"])),
-               evaluate_trace(poor, 4, BatchOptions(), Scripted([]))]     # no claims: excluded
+    cases = [(good, ["supported"]), (good, ["unsupported"]), (poor, ["unsupported"]), (poor, ["unsupported"]),
+             (poor, [])]                                                # the last makes no claim: excluded
+    results = [asyncio.run(evaluate_trace(t, i, BatchOptions(), Scripted(v))) for i, (t, v) in enumerate(cases)]
     matrix = diagnostic_matrix(results, 5)
     counts = {name: cell["count"] for name, cell in matrix["cells"].items()}
     assert counts == {"retrieval_good_faithful": 1, "retrieval_good_hallucinating": 1,

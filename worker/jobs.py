@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 
@@ -9,13 +10,10 @@ import msgspec
 import redis
 from rq import get_current_job
 
-from ragpulse.evaluate import evaluate_trace, failed_result
-from ragpulse.exceptions import JudgeAuthError
-from ragpulse.jobs import TraceResult
+from ragpulse.evaluate import failed_result
 from ragpulse.judges.factory import make_judge
-from ragpulse.judges.verdicts import Judge
 from ragpulse.report import build_report
-from ragpulse.schema import BatchOptions, Trace
+from ragpulse.runner import ChunkRun, SpendObserver
 from ragpulse.settings import Settings
 from ragpulse.store import Store
 
@@ -23,74 +21,61 @@ log = logging.getLogger("ragpulse.worker")
 
 
 @functools.cache
-def _settings() -> Settings:
+def settings() -> Settings:
+    """The worker's settings, read from the environment once per process."""
     return Settings.from_env()
 
 
-@functools.cache
-def _judge(name: str) -> Judge | None:
-    return make_judge(name, _settings())
-
-
-def _store(connection: redis.Redis | None = None) -> Store:
+def store_for(connection: redis.Redis | None = None) -> Store:
+    """A store on the current RQ job's connection (or the one given)."""
     connection = connection if connection is not None else get_current_job().connection
-    return Store(connection, _settings().result_ttl_seconds)
+    return Store(connection, settings().result_ttl_seconds)
 
 
 def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
     """Evaluate one chunk of a job; the call that completes the last chunk builds the report."""
-    store = _store()
-    traces = store.load_chunk(job_id, chunk)
-    offset = store.chunk_offset(job_id, chunk)
-    job = store.job(job_id)
-    if job.status == "failed":
-        results = [failed_result(t, offset + i, f"job failed: {job.error}") for i, t in enumerate(traces)]
-    else:
-        store.mark_running(job_id)
-        results = _evaluate(store, job_id, traces, offset, store.options(job_id))
-    if store.record_chunk(job_id, chunk, results):
+    store = store_for()
+    if asyncio.run(_run(store, job_id, chunk)):
         finalize(store, job_id)
-    return {"traces": len(results), "failed": sum(r.status != "ok" for r in results)}
+    return {"chunk": chunk}
 
 
-def _evaluate(store: Store, job_id: str, traces: list[Trace], offset: int, options: BatchOptions) -> list[TraceResult]:
-    judge = _judge(options.judge or _settings().default_judge)
-    results: list[TraceResult] = []
-    for position, trace in enumerate(traces):
-        index = offset + position
-        try:
-            results.append(evaluate_trace(trace, index, options, judge))
-        except JudgeAuthError as exc:
-            store.finish(job_id, "failed", exc.reason)
-            results += [failed_result(t, offset + p, f"job failed: {exc.reason}")
-                        for p, t in enumerate(traces[position:], start=position)]
-            break
-        except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data, the chunk goes on
-            log.exception("trace %s of job %s failed", index, job_id)
-            results.append(failed_result(trace, index, f"{type(exc).__name__}: {exc}"))
-    return results
+async def _run(store: Store, job_id: str, chunk: int) -> bool:
+    options = store.options(job_id)
+    observer = SpendObserver(store, job_id, store.tenant_of(job_id), settings())
+    judge = make_judge(options.judge or settings().default_judge, settings(), observer)
+    try:
+        return await ChunkRun(store, settings(), job_id, chunk, judge).run()
+    finally:
+        if judge is not None:
+            await judge.aclose()
 
 
 def finalize(store: Store, job_id: str) -> None:
     """Build and store the report, then move the job to its terminal status (a failed job stays failed)."""
     report = build_report(job_id, store.options(job_id), store.all_results(job_id))
     store.save_report(job_id, msgspec.json.encode(report))
-    if store.job(job_id).status == "failed":
-        return
-    store.finish(job_id, "finished_with_errors" if report["counts"]["failed"] else "finished")
+    if store.failure(job_id) is None:
+        store.finish(job_id, "finished_with_errors" if report["counts"]["failed"] else "finished")
+    store.deactivate(job_id)
 
 
 def chunk_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's callback signature
-    """RQ failure callback: the whole chunk crashed, so record each of its traces as failed, with the error."""
+    """RQ failure callback: the chunk crashed (not merely lost its worker), so keep its traces as failed data."""
+    if exc_type.__name__ == "AbandonedJobError":
+        return  # the worker died; the janitor requeues the chunk from its lapsed lease
     job_id, chunk = job.args
-    store = _store(connection)
+    store = store_for(connection)
     error = f"chunk failed: {exc_type.__name__}: {exc_value}"
     try:
         traces = store.load_chunk(job_id, chunk)
+        offset = store.chunk_offset(job_id, chunk)
     except Exception:  # noqa: BLE001 - the chunk data itself is gone; fail the whole job with the reason
         store.finish(job_id, "failed", error)
         return
-    offset = store.chunk_offset(job_id, chunk)
-    results = [failed_result(t, offset + i, error) for i, t in enumerate(traces)]
-    if store.record_chunk(job_id, chunk, results):
+    stored = store.stored_indexes(job_id, range(offset, offset + len(traces)))
+    for i, trace in enumerate(traces):
+        if offset + i not in stored:
+            store.record_result(job_id, failed_result(trace, offset + i, error))
+    if store.complete_chunk(job_id, chunk):
         finalize(store, job_id)

@@ -1,30 +1,41 @@
-"""Worker entry point: an RQ worker on the ragpulse queue, JSON-serialised (never pickle)."""
+"""Worker entry point: an RQ worker on the online then the batch queue (strict priority), JSON-serialised."""
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 
 import redis
-from rq import Queue, Worker
+from rq import Worker
 from rq.serializers import JSONSerializer
 
 from ragpulse.exceptions import ConfigError
 from ragpulse.settings import Settings
+# Imported here, before any fork or thread: RQ forks a work-horse per job, and a horse that had to import the job
+# module itself would pay for it on every job, or deadlock on an import lock held by the janitor thread at fork.
+import worker.jobs  # noqa: F401
+from worker.enqueue import queue_named
+from worker.janitor import start_janitor
 
 
 def create_worker(settings: Settings, connection: redis.Redis | None = None) -> Worker:
-    """A worker listening on the configured queue."""
+    """A worker that always takes online work before batch work."""
     connection = connection or redis.Redis.from_url(settings.redis_url)
-    queue = Queue(settings.queue_name, connection=connection, serializer=JSONSerializer)
-    return Worker([queue], connection=connection, serializer=JSONSerializer)
+    queues = [queue_named(name, connection) for name in settings.queues]
+    return Worker(queues, connection=connection, serializer=JSONSerializer)
 
 
 def main() -> None:
-    """Start one worker process and work until stopped."""
+    """Start one worker process (and its janitor thread) and work until stopped."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         settings = Settings.from_env()
     except ConfigError as exc:
         sys.exit(f"ragpulse worker: {exc}")
-    create_worker(settings).work(with_scheduler=False)
+    stop = threading.Event()
+    start_janitor(settings, stop)
+    try:
+        create_worker(settings).work(with_scheduler=False)
+    finally:
+        stop.set()

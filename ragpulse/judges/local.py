@@ -234,6 +234,13 @@ class LocalJudge:
     name = "local"
     model = HEURISTIC_VERSION
 
+    async def aclose(self) -> None:
+        """Nothing to close: the heuristic holds no connections."""
+
+    async def ajudge(self, trace: Trace) -> Judgment:
+        """The Judge protocol's entry point: pure CPU work, run inline (it never waits on I/O)."""
+        return self.judge(trace)
+
     def judge(self, trace: Trace) -> Judgment:
         """Judge one trace by word overlap and exact anchors; same trace in, same output out."""
         started = time.perf_counter()

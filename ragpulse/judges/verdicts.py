@@ -82,6 +82,30 @@ class Judge(Protocol):
     name: str
     model: str
 
-    def judge(self, trace: Trace) -> Judgment:
+    async def ajudge(self, trace: Trace) -> Judgment:
         """Judge one trace; raise ragpulse.exceptions.JudgeError subclasses on failure."""
         ...
+
+    async def aclose(self) -> None:
+        """Release connections before the event loop that used them ends."""
+        ...
+
+
+class JudgeObserver(Protocol):
+    """Receives every judge request's outcome, for metrics and cost accounting."""
+
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
+        """One HTTP request to the provider ended with `status` (ok, rate_limited, overloaded, ...)."""
+
+    def waited(self, model: str, seconds: float) -> None:
+        """A call waited `seconds` for the shared rate limit."""
+
+
+class NullObserver:
+    """An observer that records nothing."""
+
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
+        """Ignore the request."""
+
+    def waited(self, model: str, seconds: float) -> None:
+        """Ignore the wait."""

@@ -1,0 +1,48 @@
+"""Reading the provider's rate-limit headers: `retry-after` and `anthropic-ratelimit-*`."""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+from collections.abc import Mapping
+
+RATELIMIT_KINDS = ("requests", "tokens", "input-tokens", "output-tokens")
+MAX_HINT_SECONDS = 120.0
+"""Longest pause we accept from a header; a larger value is treated as a provider glitch and capped."""
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date), or None."""
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return min(float(ms) / 1000, MAX_HINT_SECONDS)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return min(max(float(value), 0.0), MAX_HINT_SECONDS)
+    except ValueError:
+        moment = email.utils.parsedate_to_datetime(value)
+        if moment is None:
+            return None
+        delta = (moment - datetime.datetime.now(datetime.UTC)).total_seconds()
+        return min(max(delta, 0.0), MAX_HINT_SECONDS)
+
+
+def pause_from_headers(headers: Mapping[str, str]) -> float | None:
+    """Seconds until the provider's exhausted limit resets, when a `*-remaining` header reached 0."""
+    waits = []
+    for kind in RATELIMIT_KINDS:
+        remaining = headers.get(f"anthropic-ratelimit-{kind}-remaining")
+        reset = headers.get(f"anthropic-ratelimit-{kind}-reset")
+        if remaining is None or reset is None or remaining.strip() != "0":
+            continue
+        try:
+            moment = datetime.datetime.fromisoformat(reset.replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        waits.append((moment - datetime.datetime.now(datetime.UTC)).total_seconds())
+    positive = [w for w in waits if w > 0]
+    return min(max(positive), MAX_HINT_SECONDS) if positive else None

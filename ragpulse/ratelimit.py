@@ -1,0 +1,99 @@
+"""Judge rate limits shared by every worker through Redis: requests, input tokens and output tokens per window.
+
+Requests use `limits`' moving window (exact; one list entry per request). Token limits use its sliding-window
+counter: a moving window would push one list entry per *token* (hundreds of thousands per minute), while the
+counter is O(1) per hit with a cost. A 429 anywhere pauses every worker through one shared key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+
+import redis.asyncio as aioredis
+from limits import RateLimitItemPerSecond
+from limits.aio.storage import RedisStorage
+from limits.aio.strategies import MovingWindowRateLimiter, SlidingWindowCounterRateLimiter
+
+from ragpulse import keys
+
+# Raise the shared pause to ARGV[1] (ms since epoch) unless it is already later. KEYS: pause key.
+_EXTEND_PAUSE = """
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local target = tonumber(ARGV[1])
+if target > current then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(1, target - tonumber(ARGV[2])))
+end
+return math.max(current, target)
+"""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Provider limits for one model; 0 means unlimited."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    window_seconds: int = 60
+
+
+class JudgeLimiter:
+    """Waits until a judge call fits every limit, shared across processes and machines."""
+
+    def __init__(self, redis_url: str, client: aioredis.Redis, model: str, limits: Limits) -> None:
+        self.model = model
+        self.limits = limits
+        self.redis = client
+        storage = RedisStorage(f"async+{redis_url}", implementation="redispy", key_prefix=f"{keys.PREFIX}:ratelimit",
+                               connection_pool=client.connection_pool)
+        self._requests = MovingWindowRateLimiter(storage)
+        self._tokens = SlidingWindowCounterRateLimiter(storage)
+        self._pause = client.register_script(_EXTEND_PAUSE)
+        self.waited_seconds = 0.0
+
+    async def acquire(self, input_tokens: int, output_tokens: int) -> float:
+        """Block until one request with these token estimates fits; returns the seconds spent waiting."""
+        start = time.monotonic()
+        await self._wait_for_pause()
+        await self._take(self._tokens, self.limits.input_tokens, "input", input_tokens)
+        await self._take(self._tokens, self.limits.output_tokens, "output", output_tokens)
+        await self._take(self._requests, self.limits.requests, "requests", 1)
+        waited = time.monotonic() - start
+        self.waited_seconds += waited
+        return waited
+
+    async def settle(self, estimated: tuple[int, int], actual: tuple[int, int]) -> None:
+        """Charge what the estimate missed, once the real usage is known (over-estimates are not refunded)."""
+        for limit, kind, guess, real in zip((self.limits.input_tokens, self.limits.output_tokens),
+                                            ("input", "output"), estimated, actual, strict=True):
+            if real > guess:
+                await self._take(self._tokens, limit, kind, real - guess)
+
+    async def pause(self, seconds: float) -> None:
+        """Make every worker wait `seconds` before its next call to this model (honours the longest pause)."""
+        now_ms = int(time.time() * 1000)
+        await self._pause(keys=[keys.judge_pause(self.model)], args=[now_ms + int(seconds * 1000), now_ms])
+
+    async def aclose(self) -> None:
+        """Close this limiter's Redis connections."""
+        await self.redis.aclose()
+
+    async def _wait_for_pause(self) -> None:
+        while True:
+            until = await self.redis.get(keys.judge_pause(self.model))
+            delay = (int(until) / 1000 - time.time()) if until else 0
+            if delay <= 0:
+                return
+            await asyncio.sleep(delay + random.uniform(0, 0.05))
+
+    async def _take(self, limiter, limit: int, kind: str, cost: int) -> None:  # noqa: ANN001 - a limits strategy
+        if limit <= 0 or cost <= 0:
+            return
+        item = RateLimitItemPerSecond(limit, self.limits.window_seconds)
+        cost = min(cost, limit)  # a single call larger than the whole window can only wait for an empty window
+        while not await limiter.hit(item, self.model, kind, cost=cost):
+            stats = await limiter.get_window_stats(item, self.model, kind)
+            await asyncio.sleep(min(max(stats.reset_time - time.time(), 0.02), 1.0) * random.uniform(0.5, 1.0))

@@ -1,0 +1,102 @@
+"""Run one chunk of a job: judge calls concurrently under a bound, each result stored as soon as it exists.
+
+A chunk runs under a lease it renews; results are written per trace and idempotently, so a chunk picked up again
+after its worker died skips what is already stored, and nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from ragpulse.cost import budget_exhausted, call_cost
+from ragpulse.evaluate import evaluate_trace, failed_result, skipped_result
+from ragpulse.exceptions import JudgeAuthError
+from ragpulse.judges.verdicts import Judge
+from ragpulse.schema import BatchOptions, Trace
+from ragpulse.settings import Settings
+from ragpulse.store import Store
+
+log = logging.getLogger("ragpulse.runner")
+
+
+class SpendObserver:
+    """Counts every judge call's tokens and cost against its job and its tenant's day."""
+
+    def __init__(self, store: Store, job_id: str, tenant: str, settings: Settings) -> None:
+        self.store, self.job_id, self.tenant, self.settings = store, job_id, tenant, settings
+
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
+        """Record an answered call (failed calls carry no usage)."""
+        if status == "ok":
+            cost = call_cost(self.settings.judge_prices, model, input_tokens, output_tokens)
+            self.store.add_spend(self.job_id, self.tenant, cost, input_tokens, output_tokens)
+
+    def waited(self, model: str, seconds: float) -> None:
+        """Waiting for the rate limit costs nothing."""
+
+
+@dataclass
+class ChunkRun:
+    """Everything one chunk run needs."""
+
+    store: Store
+    settings: Settings
+    job_id: str
+    chunk: int
+    judge: Judge | None
+
+    async def run(self) -> bool:
+        """Evaluate the chunk's remaining traces; True when this completed the job (the caller finalizes)."""
+        store, job_id = self.store, self.job_id
+        traces = store.load_chunk(job_id, self.chunk)
+        offset = store.chunk_offset(job_id, self.chunk)
+        options = store.options(job_id)
+        store.start_chunk(job_id, self.chunk, self.settings.lease_seconds)
+        stored = store.stored_indexes(job_id, range(offset, offset + len(traces)))
+        pending = [(offset + i, t) for i, t in enumerate(traces) if offset + i not in stored]
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            await self._evaluate_all(pending, options)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+        return store.complete_chunk(job_id, self.chunk)
+
+    async def _evaluate_all(self, pending: list[tuple[int, Trace]], options: BatchOptions) -> None:
+        bound = asyncio.Semaphore(self.settings.judge_concurrency)
+        tenant = self.store.tenant_of(self.job_id)
+
+        async def one(index: int, trace: Trace) -> None:
+            async with bound:
+                result = await self._evaluate(index, trace, options, tenant)
+            self.store.record_result(self.job_id, result)
+
+        await asyncio.gather(*(one(index, trace) for index, trace in pending))
+
+    async def _evaluate(self, index: int, trace: Trace, options: BatchOptions, tenant: str):  # noqa: ANN202
+        failure = self.store.failure(self.job_id)
+        if failure is not None:
+            return failed_result(trace, index, f"job failed: {failure}")
+        judge = self.judge if trace.answer else None
+        if judge is not None and judge.name == "anthropic":
+            reason = budget_exhausted(*self.store.spent(self.job_id, tenant), options.budget_usd,
+                                      self.settings.tenant_daily_budget_usd)
+            if reason:
+                return skipped_result(trace, index, reason, options)
+        try:
+            return await evaluate_trace(trace, index, options, self.judge)
+        except JudgeAuthError as exc:
+            self.store.finish(self.job_id, "failed", exc.reason)
+            return failed_result(trace, index, f"job failed: {exc.reason}")
+        except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data; the chunk goes on
+            log.exception("trace %s of job %s failed", index, self.job_id)
+            return failed_result(trace, index, f"{type(exc).__name__}: {exc}")
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.lease_seconds / 3)
+            self.store.renew_lease(self.job_id, self.chunk, self.settings.lease_seconds)

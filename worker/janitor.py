@@ -1,0 +1,53 @@
+"""The janitor: requeue chunks whose worker died, finalize jobs whose finalizer died. Runs in every worker."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+
+from ragpulse import defaults
+from ragpulse.settings import Settings
+from ragpulse.store import Store
+from worker.enqueue import queue_named, requeue
+from worker.jobs import finalize
+
+log = logging.getLogger("ragpulse.janitor")
+
+
+def sweep(store: Store, settings: Settings) -> int:
+    """One pass over active jobs; returns how many chunks were requeued."""
+    requeued = 0
+    for job_id in store.active_job_ids():
+        chunks = store.claim_stale_chunks(job_id)
+        if chunks:
+            queue = queue_named(_queue_name(store, job_id, settings), store.redis)
+            requeue(queue, job_id, chunks, settings)
+            log.warning("job %s: requeued chunks %s whose worker stopped renewing its lease", job_id, chunks)
+            requeued += len(chunks)
+        elif store.stuck_finalizing(job_id, settings.lease_seconds):
+            log.warning("job %s: finalizing again; the previous finalizer stopped", job_id)
+            finalize(store, job_id)
+    return requeued
+
+
+def _queue_name(store: Store, job_id: str, settings: Settings) -> str:
+    online, batch = settings.queues
+    return online if store.job(job_id).queue == "online" else batch
+
+
+def start_janitor(settings: Settings, stop: threading.Event) -> threading.Thread:
+    """A daemon thread sweeping every JANITOR_INTERVAL_SECONDS until `stop` is set."""
+    store = Store(redis.Redis.from_url(settings.redis_url), settings.result_ttl_seconds)
+
+    def loop() -> None:
+        while not stop.wait(defaults.JANITOR_INTERVAL_SECONDS):
+            try:
+                sweep(store, settings)
+            except redis.RedisError as exc:
+                log.warning("janitor sweep skipped: %s", exc)
+
+    thread = threading.Thread(target=loop, name="ragpulse-janitor", daemon=True)
+    thread.start()
+    return thread
