@@ -67,3 +67,8 @@ def active_jobs() -> str:
 def tenant_spend(tenant: str, day: str) -> str:
     """Hash: judge spend of a tenant on one UTC day (cost_usd, calls, tokens); expires after two days."""
     return f"{PREFIX}:spend:{tenant}:{day}"
+
+
+def judge_pacer(model: str) -> str:
+    """String with PX expiry: Redis-clock time of the next free request slot for this judge model."""
+    return f"{PREFIX}:judge:{model}:next_slot"

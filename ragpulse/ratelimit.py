@@ -1,8 +1,12 @@
 """Judge rate limits shared by every worker through Redis: requests, input tokens and output tokens per window.
 
-Requests use `limits`' moving window (exact; one list entry per request). Token limits use its sliding-window
-counter: a moving window would push one list entry per *token* (hundreds of thousands per minute), while the
-counter is O(1) per hit with a cost. A 429 anywhere pauses every worker through one shared key.
+Token limits use `limits`' sliding-window counter (O(1) per hit with a cost; its moving window would push one
+list entry per *token*). Requests are paced instead of windowed: measured against a provider enforcing the same
+limit with its own clock, a moving window admits a full burst right at each window edge, and the provider,
+receiving those requests a few ms later, counted them into one window (9 of 60 requests got 429 at a matching
+limit). Pacing at window / (limit - 1) keeps every provider window under the limit: zero 429s, at
+(limit - 1) / limit of the ceiling. The pacer is one small Lua script on Redis's clock, shared by every worker.
+A 429 anywhere pauses every worker through one shared key.
 """
 
 from __future__ import annotations
@@ -15,9 +19,20 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 from limits import RateLimitItemPerSecond
 from limits.aio.storage import RedisStorage
-from limits.aio.strategies import MovingWindowRateLimiter, SlidingWindowCounterRateLimiter
+from limits.aio.strategies import SlidingWindowCounterRateLimiter
 
 from ragpulse import keys
+
+# Reserve the next request slot: slots are `spacing` seconds apart on Redis's clock. Returns the seconds to wait
+# (as a string: Lua numbers would be truncated to integers in the reply). KEYS: pacer key. ARGV: spacing.
+_PACE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local spacing = tonumber(ARGV[1])
+local slot = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
+redis.call('SET', KEYS[1], tostring(slot + spacing), 'PX', math.ceil((slot + spacing - now) * 1000) + 1000)
+return tostring(slot - now)
+"""
 
 # Raise the shared pause to ARGV[1] (ms since epoch) unless it is already later. KEYS: pause key.
 _EXTEND_PAUSE = """
@@ -49,9 +64,9 @@ class JudgeLimiter:
         self.redis = client
         storage = RedisStorage(f"async+{redis_url}", implementation="redispy", key_prefix=f"{keys.PREFIX}:ratelimit",
                                connection_pool=client.connection_pool)
-        self._requests = MovingWindowRateLimiter(storage)
         self._tokens = SlidingWindowCounterRateLimiter(storage)
         self._pause = client.register_script(_EXTEND_PAUSE)
+        self._pace = client.register_script(_PACE)
         self.waited_seconds = 0.0
 
     async def acquire(self, input_tokens: int, output_tokens: int) -> float:
@@ -60,7 +75,8 @@ class JudgeLimiter:
         await self._wait_for_pause()
         await self._take(self._tokens, self.limits.input_tokens, "input", input_tokens)
         await self._take(self._tokens, self.limits.output_tokens, "output", output_tokens)
-        await self._take(self._requests, self.limits.requests, "requests", 1)
+        await self._request_slot()
+        await self._wait_for_pause()
         waited = time.monotonic() - start
         self.waited_seconds += waited
         return waited
@@ -80,6 +96,14 @@ class JudgeLimiter:
     async def aclose(self) -> None:
         """Close this limiter's Redis connections."""
         await self.redis.aclose()
+
+    async def _request_slot(self) -> None:
+        if self.limits.requests <= 0:
+            return
+        spacing = self.limits.window_seconds / max(1, self.limits.requests - 1)
+        wait = float(await self._pace(keys=[keys.judge_pacer(self.model)], args=[spacing]))
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     async def _wait_for_pause(self) -> None:
         while True:

@@ -73,8 +73,14 @@ def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
 class FakeAnthropic:
     """Start with `with FakeAnthropic() as fake:`; point the SDK at `fake.url`."""
 
-    def __init__(self, model: str = "claude-sonnet-4-6") -> None:
+    def __init__(self, model: str = "claude-sonnet-4-6", latency: float = 0.0, rpm: int = 0,
+                 window_seconds: float = 60.0) -> None:
         self.model = model
+        self.latency = latency
+        self.rpm = rpm
+        self.window_seconds = window_seconds
+        self.admitted: deque[float] = deque()
+        self.rejected = 0
         self.faults: deque[Fault] = deque()
         self.faults_by_question: dict[str, deque[Fault]] = {}
         self.requests: list[dict[str, Any]] = []
@@ -115,9 +121,13 @@ class FakeAnthropic:
             self.requests.append({"body": body, "headers": headers, "at": time.monotonic()})
         first = body["messages"][0]["content"]
         fault = self._next_fault(parse_user_message(first).get("question")) or Fault()
-        if fault.delay:
-            time.sleep(fault.delay)
         request_id = f"req_{uuid.uuid4().hex[:20]}"
+        wait = self._over_limit()
+        if wait is not None:
+            error = {"type": "error", "error": {"type": "rate_limit_error", "message": "requests per minute exceeded"}}
+            return 429, {"request-id": request_id, "retry-after": str(max(1, round(wait)))}, error
+        if fault.delay or self.latency:
+            time.sleep(fault.delay or self.latency)
         if fault.status != 200:
             error = {"type": "error", "error": {"type": ERROR_TYPES.get(fault.status, "api_error"),
                                                 "message": f"scripted {fault.status}"}}
@@ -131,6 +141,20 @@ class FakeAnthropic:
             "usage": {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": len(json.dumps(tool_input)) // 4},
         }
         return 200, {"request-id": request_id}, message
+
+    def _over_limit(self) -> float | None:
+        """Enforce `rpm` requests per `window_seconds` (a moving window); seconds to wait when over it."""
+        if not self.rpm:
+            return None
+        now = time.monotonic()
+        with self.lock:
+            while self.admitted and self.admitted[0] <= now - self.window_seconds:
+                self.admitted.popleft()
+            if len(self.admitted) >= self.rpm:
+                self.rejected += 1
+                return self.admitted[0] + self.window_seconds - now
+            self.admitted.append(now)
+        return None
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self

@@ -1,0 +1,145 @@
+"""Scale-out judging with several real worker processes against a fake provider that enforces its own limit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fake_anthropic import FakeAnthropic
+from tests.support import Proc, start_api, start_worker, wait_for_job
+
+pytestmark = pytest.mark.integration
+
+
+def traces(n: int, tag: str, source: str = "human") -> list[dict]:
+    return [{"trace_id": f"{tag}-{i}", "query": f"{tag} question {i}", "answer": f"Fact {i} holds.",
+             "source": source, "gold_doc_ids": ["d"],
+             "retrieved_docs": [{"id": "d", "text": f"Fact {i} holds. Nothing else."}]} for i in range(n)]
+
+
+class Cluster:
+    """An API and N workers sharing one queue prefix, judging against `fake`."""
+
+    def __init__(self, redis_url: str, tmp: Path, fake: FakeAnthropic, workers: int, **env: str) -> None:
+        self.env = {"RAGPULSE_QUEUE": f"scale-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "k",
+                    "RAGPULSE_JUDGE_BASE_URL": fake.url, "RAGPULSE_LEASE_SECONDS": "3", **env}
+        self.redis_url, self.tmp = redis_url, tmp
+        self.url, api = start_api(redis_url, tmp, self.env)
+        self.procs: list[Proc] = [api]
+        self.workers = [self.add_worker() for _ in range(workers)]
+        self.http = httpx.Client(base_url=self.url, timeout=60)
+
+    def add_worker(self) -> Proc:
+        proc = start_worker(self.redis_url, self.tmp, self.env, name=uuid.uuid4().hex[:6])
+        self.procs.append(proc)
+        return proc
+
+    def post(self, batch: list[dict], **options: object) -> str:
+        response = self.http.post("/v1/batches", json={"traces": batch, "options": {"judge": "anthropic", **options}})
+        assert response.status_code == 202, response.text
+        return response.json()["job_id"]
+
+    def results(self, job_id: str) -> list[dict]:
+        items, cursor = [], None
+        while True:
+            page = self.http.get(f"/v1/jobs/{job_id}/results", params={"limit": 1000, "cursor": cursor or ""}).json()
+            items += page["items"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return items
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.stop()
+
+
+@pytest.fixture
+def cluster_factory(redis_url: str, tmp_path: Path) -> Iterator:
+    made: list[Cluster] = []
+
+    def make(fake: FakeAnthropic, workers: int, **env: str) -> Cluster:
+        made.append(Cluster(redis_url, tmp_path, fake, workers, **env))
+        return made[-1]
+
+    yield make
+    for cluster in made:
+        cluster.stop()
+
+
+def test_matching_limit_means_zero_429s(cluster_factory) -> None:
+    with FakeAnthropic(latency=0.05, rpm=20, window_seconds=3) as fake:
+        cluster = cluster_factory(fake, 3, RAGPULSE_JUDGE_RPM="20", RAGPULSE_JUDGE_RATE_WINDOW_SECONDS="3",
+                                  RAGPULSE_CHUNK_SIZE="10")
+        job_id = cluster.post(traces(60, "match"))
+        job = wait_for_job(cluster.http, job_id, timeout=120)
+        assert job["status"] == "finished" and job["progress"]["done"] == 60
+        assert fake.rejected == 0 and len(fake.requests) == 60
+
+
+def test_too_high_a_limit_recovers_from_429s_without_losing_traces(cluster_factory) -> None:
+    with FakeAnthropic(latency=0.02, rpm=15, window_seconds=2) as fake:
+        cluster = cluster_factory(fake, 2, RAGPULSE_JUDGE_RPM="1000", RAGPULSE_JUDGE_RATE_WINDOW_SECONDS="2",
+                                  RAGPULSE_JUDGE_MAX_RETRIES="10", RAGPULSE_CHUNK_SIZE="10")
+        job_id = cluster.post(traces(45, "high"))
+        job = wait_for_job(cluster.http, job_id, timeout=120)
+        assert fake.rejected > 0                                   # the provider did push back
+        assert job["status"] == "finished" and job["progress"] == {"total": 45, "done": 45, "failed": 0,
+                                                                   "skipped": 0}
+        assert all(item["status"] == "ok" and item["generation"] for item in cluster.results(job_id))
+
+
+def test_sigkilled_worker_loses_nothing_and_counts_nothing_twice(cluster_factory) -> None:
+    with FakeAnthropic(latency=0.15) as fake:
+        cluster = cluster_factory(fake, 2, RAGPULSE_CHUNK_SIZE="20", RAGPULSE_JUDGE_CONCURRENCY="2")
+        job_id = cluster.post(traces(120, "kill"))
+        deadline = time.monotonic() + 60
+        while cluster.http.get(f"/v1/jobs/{job_id}").json()["progress"]["done"] < 10:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        victim = cluster.workers[0]
+        horses = _children(victim.process.pid)
+        assert horses, "the worker should be busy in a work-horse"
+        for pid in [victim.process.pid, *horses]:                 # the worker and its busy work-horse, no warning
+            os.kill(pid, signal.SIGKILL)
+        job = wait_for_job(cluster.http, job_id, timeout=120)
+        assert job["status"] == "finished"
+        items = cluster.results(job_id)
+        assert sorted(i["trace_id"] for i in items) == sorted(f"kill-{i}" for i in range(120))
+        assert all(i["status"] == "ok" for i in items)
+        report = cluster.http.get(f"/v1/jobs/{job_id}/report").json()
+        assert report["counts"]["total"] == 120 and report["generation"]["n_judged"] == 120
+        survivor_logs = "".join(w.output() for w in cluster.workers[1:])
+        assert "whose worker stopped renewing its lease" in survivor_logs      # recovered by the janitor
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_online_traces_are_served_while_a_100k_batch_waits(cluster_factory) -> None:
+    with FakeAnthropic(latency=0.01) as fake:
+        cluster = cluster_factory(fake, 1, RAGPULSE_CHUNK_SIZE="500")
+        big = []
+        for n in range(10):                                       # 10 x 10,000 = 100,000 offline traces
+            big.append(cluster.post(traces(10_000, f"bulk{n}"), judge="local"))
+        online = cluster.post(traces(3, "prod", source="production"))
+        job = wait_for_job(cluster.http, online, timeout=60)
+        assert job["status"] == "finished" and job["queue"] == "online"
+        pending = [cluster.http.get(f"/v1/jobs/{j}").json() for j in big]
+        assert sum(p["progress"]["done"] for p in pending) < 100_000   # the batch was still far from done
+        assert any(p["status"] in {"queued", "running"} for p in pending)
