@@ -70,6 +70,13 @@ def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
     return output
 
 
+class _Server(ThreadingHTTPServer):
+    """A listen backlog large enough for many workers' concurrent connections (the default is 5)."""
+
+    request_queue_size = 512
+    daemon_threads = True
+
+
 class FakeAnthropic:
     """Start with `with FakeAnthropic() as fake:`; point the SDK at `fake.url`."""
 
@@ -85,7 +92,7 @@ class FakeAnthropic:
         self.faults_by_question: dict[str, deque[Fault]] = {}
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -109,7 +109,7 @@ def test_sigkilled_worker_loses_nothing_and_counts_nothing_twice(cluster_factory
         for pid in [victim.process.pid, *horses]:                 # the worker and its busy work-horse, no warning
             os.kill(pid, signal.SIGKILL)
         job = wait_for_job(cluster.http, job_id, timeout=120)
-        assert job["status"] == "finished"
+        assert job["status"] == "finished", cluster.http.get(f"/v1/jobs/{job_id}/report").json()["failures"]
         items = cluster.results(job_id)
         assert sorted(i["trace_id"] for i in items) == sorted(f"kill-{i}" for i in range(120))
         assert all(i["status"] == "ok" for i in items)
