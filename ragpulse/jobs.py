@@ -77,6 +77,12 @@ class TraceResult(msgspec.Struct, kw_only=True):
     generation: GenerationScores | None = None
     claims: list[Claim] = []
     """Per-claim verdicts of the (first) judgment, after the quote check."""
+    sampled: bool | None = None
+    """Whether the sampling policy sent this trace to the judge (None: no judge was asked for)."""
+    sample_reason: str | None = None
+    """`sampled`, `not_sampled`, `all` (offline batch) or `always:<rule>`."""
+    checks: list[str] = []
+    """Cheap programmatic checks that flagged this trace (run on every trace, judged or not)."""
     needs_review: bool = False
     """True when repeated judgments disagreed; a human should look."""
     judgments: list[Judgment] = []

@@ -72,3 +72,23 @@ def tenant_spend(tenant: str, day: str) -> str:
 def judge_pacer(model: str) -> str:
     """String with PX expiry: Redis-clock time of the next free request slot for this judge model."""
     return f"{PREFIX}:judge:{model}:next_slot"
+
+
+def metrics() -> str:
+    """Hash: every ragpulse_* metric sample written by any process; the API's /metrics reads it."""
+    return f"{PREFIX}:metrics"
+
+
+def monitor_bucket(tenant: str, app: str, minute: int) -> str:
+    """Hash: one minute of an app's judged-trace counts, for rolling windows; expires after 25 hours."""
+    return f"{PREFIX}:monitor:{tenant}:{app}:{minute}"
+
+
+def app_policy(tenant: str, app: str) -> str:
+    """String: JSON sampling policy of one app of one tenant."""
+    return f"{PREFIX}:policy:{tenant}:{app}"
+
+
+def tenant_apps(tenant: str) -> str:
+    """Set: apps of a tenant that have a stored policy (bounded by settings.max_apps_per_tenant)."""
+    return f"{PREFIX}:apps:{tenant}"

@@ -9,12 +9,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ragpulse.cost import budget_exhausted, call_cost
 from ragpulse.evaluate import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
+from ragpulse.jobs import TraceResult
 from ragpulse.judges.verdicts import Judge
+from ragpulse.monitoring.policies import PolicyStore
+from ragpulse.monitoring.policy import SamplingPolicy, cheap_checks, sampling_decision
+from ragpulse.monitoring.recorder import CallMetrics, record_result
 from ragpulse.schema import BatchOptions, Trace
 from ragpulse.settings import Settings
 from ragpulse.store import Store
@@ -22,20 +26,23 @@ from ragpulse.store import Store
 log = logging.getLogger("ragpulse.runner")
 
 
-class SpendObserver:
-    """Counts every judge call's tokens and cost against its job and its tenant's day."""
+class CallObserver:
+    """Counts every judge call: tokens and cost against its job and tenant-day, and in the shared metrics."""
 
     def __init__(self, store: Store, job_id: str, tenant: str, settings: Settings) -> None:
         self.store, self.job_id, self.tenant, self.settings = store, job_id, tenant, settings
+        self.metrics = CallMetrics(store.redis, dict(settings.judge_prices))
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
-        """Record an answered call (failed calls carry no usage)."""
+        """Record one provider request (failed requests carry no usage)."""
+        self.metrics.request(model, status, latency_seconds, input_tokens, output_tokens)
         if status == "ok":
             cost = call_cost(self.settings.judge_prices, model, input_tokens, output_tokens)
             self.store.add_spend(self.job_id, self.tenant, cost, input_tokens, output_tokens)
 
     def waited(self, model: str, seconds: float) -> None:
-        """Waiting for the rate limit costs nothing."""
+        """Record time spent waiting for the shared rate limit."""
+        self.metrics.waited(model, seconds)
 
 
 @dataclass
@@ -47,6 +54,7 @@ class ChunkRun:
     job_id: str
     chunk: int
     judge: Judge | None
+    _policies: dict[str, SamplingPolicy] = field(default_factory=dict)
 
     async def run(self) -> bool:
         """Evaluate the chunk's remaining traces; True when this completed the job (the caller finalizes)."""
@@ -69,26 +77,40 @@ class ChunkRun:
     async def _evaluate_all(self, pending: list[tuple[int, Trace]], options: BatchOptions) -> None:
         bound = asyncio.Semaphore(self.settings.judge_concurrency)
         tenant = self.store.tenant_of(self.job_id)
+        policies = PolicyStore(self.store.redis, self.settings.default_sample_rate, self.settings.max_apps_per_tenant)
 
         async def one(index: int, trace: Trace) -> None:
+            policy = self._policies.get(trace.app) or self._policies.setdefault(trace.app, policies.get(tenant, trace.app))
             async with bound:
-                result = await self._evaluate(index, trace, options, tenant)
-            self.store.record_result(self.job_id, result)
+                result = await self._evaluate(index, trace, options, tenant, policy)
+            if self.store.record_result(self.job_id, result):
+                record_result(self.store.redis, self.settings.apps, tenant, result)
 
         await asyncio.gather(*(one(index, trace) for index, trace in pending))
 
-    async def _evaluate(self, index: int, trace: Trace, options: BatchOptions, tenant: str):  # noqa: ANN202
+    async def _evaluate(self, index: int, trace: Trace, options: BatchOptions, tenant: str,
+                        policy: SamplingPolicy) -> TraceResult:
         failure = self.store.failure(self.job_id)
         if failure is not None:
             return failed_result(trace, index, f"job failed: {failure}")
-        judge = self.judge if trace.answer else None
+        checks = cheap_checks(trace, policy)
+        sampled, reason = (True, "all") if options.sample != "policy" else sampling_decision(trace, policy, checks)
+        judge = self.judge if (trace.answer and sampled) else None
+        result = await self._judged(index, trace, options, tenant, judge)
+        if self.judge is not None:
+            result.sampled, result.sample_reason = sampled, reason
+        result.checks = checks
+        return result
+
+    async def _judged(self, index: int, trace: Trace, options: BatchOptions, tenant: str,
+                      judge: Judge | None) -> TraceResult:
         if judge is not None and judge.name == "anthropic":
             reason = budget_exhausted(*self.store.spent(self.job_id, tenant), options.budget_usd,
                                       self.settings.tenant_daily_budget_usd)
             if reason:
                 return skipped_result(trace, index, reason, options)
         try:
-            return await evaluate_trace(trace, index, options, self.judge)
+            return await evaluate_trace(trace, index, options, judge)
         except JudgeAuthError as exc:
             self.store.finish(self.job_id, "failed", exc.reason)
             return failed_result(trace, index, f"job failed: {exc.reason}")

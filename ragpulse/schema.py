@@ -94,6 +94,9 @@ class BatchOptions(Base):
     """2 judges every trace twice and flags disagreements for human review."""
     queue: Literal["online", "batch"] | None = None
     """Priority queue; absent means `online` when every trace has source `production`, else `batch`."""
+    sample: Literal["policy", "all"] | None = None
+    """`policy` judges a sample per the app's sampling policy; `all` judges every trace. Absent: `policy` on the
+    online queue, `all` on the batch queue."""
     budget_usd: Annotated[float, Meta(gt=0)] | None = None
     """Judge spend cap of this job; traces left when it is reached are `skipped_budget` (re-runnable)."""
 

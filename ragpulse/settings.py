@@ -72,6 +72,15 @@ class Settings:
     lease_seconds: int = defaults.LEASE_SECONDS
     """RAGPULSE_LEASE_SECONDS: a chunk whose worker stops renewing its lease this long is requeued (default 30)."""
 
+    apps: frozenset[str] = frozenset({"default"})
+    """RAGPULSE_APPS: comma-separated app names that get their own `app` label in Prometheus; others are `other`."""
+
+    default_sample_rate: float = 1.0
+    """RAGPULSE_SAMPLE_RATE: judge sample rate of production traces for apps without a stored policy (default 1)."""
+
+    max_apps_per_tenant: int = 100
+    """RAGPULSE_MAX_APPS_PER_TENANT: stored sampling policies per tenant (bounds Redis growth)."""
+
     @property
     def queues(self) -> tuple[str, str]:
         """(online, batch) queue names, in the priority order workers listen to them."""
@@ -134,6 +143,9 @@ class Settings:
             "judge_prices": parse_prices(env.get("RAGPULSE_JUDGE_PRICES")),
             "tenant_daily_budget_usd": _float(env, "RAGPULSE_TENANT_DAILY_BUDGET_USD"),
             "lease_seconds": _int(env, "RAGPULSE_LEASE_SECONDS", cls.lease_seconds),
+            "apps": frozenset(a.strip() for a in env.get("RAGPULSE_APPS", "default").split(",") if a.strip()),
+            "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE"),
+            "max_apps_per_tenant": _int(env, "RAGPULSE_MAX_APPS_PER_TENANT", cls.max_apps_per_tenant),
             "default_judge": _judge_name(env),
             "judge_model": env.get("RAGPULSE_JUDGE_MODEL", cls.judge_model),
             "judge_max_tokens": _int(env, "RAGPULSE_JUDGE_MAX_TOKENS", cls.judge_max_tokens),
@@ -156,6 +168,17 @@ def _int(env: Mapping[str, str], name: str, default: int, allow_zero: bool = Fal
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
     if value < 0 or (value == 0 and not allow_zero):
         raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _rate(env: Mapping[str, str], name: str) -> float:
+    raw = env.get(name, "1")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number from 0 to 1, got {raw!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{name} must be from 0 to 1, got {value}")
     return value
 
 

@@ -152,8 +152,11 @@ class Store:
         present = self.redis.hmget(keys.job_results(job_id), [str(i) for i in wanted])
         return {i for i, raw in zip(wanted, present) if raw is not None}
 
-    def record_result(self, job_id: str, result: TraceResult) -> None:
-        """Store one trace's result idempotently and file its index under failed or skipped as its status says."""
+    def record_result(self, job_id: str, result: TraceResult) -> bool:
+        """Store one trace's result idempotently, filed under failed or skipped as its status says.
+
+        True when no result was stored for this trace before: only new results are counted in metrics.
+        """
         index = str(result.index)
         bucket = TERMINAL_RESULT.get(result.status, "failed")
         with self.redis.pipeline() as pipe:
@@ -162,7 +165,7 @@ class Store:
                 (pipe.sadd if bucket == name else pipe.srem)(key, index)
                 pipe.expire(key, self.ttl)
             pipe.expire(keys.job_results(job_id), self.ttl)
-            pipe.execute()
+            return bool(pipe.execute()[0])
 
     def complete_chunk(self, job_id: str, chunk: int) -> bool:
         """Mark the chunk done; True for the one caller whose chunk completed the job (it must finalize)."""

@@ -14,6 +14,8 @@ from prometheus_client import CollectorRegistry
 
 import ragpulse
 from ragpulse import defaults
+from ragpulse.monitoring.collector import RedisMetricsCollector
+from ragpulse.monitoring.policies import PolicyStore
 from ragpulse.settings import Settings
 from ragpulse.store import Store
 from ragpulse.telemetry import ApiMetrics
@@ -23,6 +25,7 @@ from service.calibrations import CalibrationController
 from service.errors import exception_handlers
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
+from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.openapi import document_bodies
 
 log = logging.getLogger("ragpulse.api")
@@ -45,6 +48,9 @@ def create_app(
     client = redis if redis is not None else redis_client(settings)
     store = Store(client, settings.result_ttl_seconds)
     api_metrics = ApiMetrics(registry or CollectorRegistry())
+    api_metrics.registry.register(RedisMetricsCollector(client))
+    api_metrics.registry.register(QueueCollector(client, settings))
+    policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -58,11 +64,12 @@ def create_app(
                 client.close()
 
     app = Litestar(
-        route_handlers=[BatchController, JobController, CalibrationController, healthz, readyz, metrics],
+        route_handlers=[BatchController, JobController, CalibrationController, AppPolicyController, MonitorController, healthz, readyz, metrics],
         dependencies={
             "settings": Provide(lambda: settings, sync_to_thread=False, use_cache=True),
             "store": Provide(lambda: store, sync_to_thread=False, use_cache=True),
             "api_metrics": Provide(lambda: api_metrics, sync_to_thread=False, use_cache=True),
+            "policies": Provide(lambda: policies, sync_to_thread=False, use_cache=True),
             "tenant": Provide(tenant_resolver(settings), sync_to_thread=False),
         },
         exception_handlers=exception_handlers(api_metrics),

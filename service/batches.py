@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 
 from litestar import Controller, Response, post
 
 from ragpulse.cost import estimate_batch
 from ragpulse.ingest import decode_batch
 from ragpulse.jobs import Accepted
+from ragpulse.monitoring.catalog import TRACES_RECEIVED
+from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.quality import data_quality_warnings
 from ragpulse.settings import Settings
 from ragpulse.store import Store
@@ -37,11 +40,16 @@ class BatchController(Controller):
             return Response({"dry_run": True, "trace_count": len(batch.traces), "estimate": estimate}, status_code=200)
         warnings = data_quality_warnings(batch.traces, batch.options, settings.judge_model)
         job_id = uuid.uuid4().hex
-        queue = pick_queue(batch.traces, batch.options)
+        queue = batch.options.queue = pick_queue(batch.traces, batch.options)
+        batch.options.sample = batch.options.sample or ("policy" if queue == "online" else "all")
+        received = MetricsBatch(settings.apps)
+        for app, count in Counter(t.app for t in batch.traces).items():
+            received.inc(TRACES_RECEIVED, {"app": received.app(app)}, count)
         with store.redis.pipeline(transaction=True) as pipe:
             chunks = store.stage_job(pipe, job_id, tenant, batch.traces, batch.options, warnings,
                                      settings.chunk_size, queue)
             enqueue_chunks(pipe, store.redis, settings, queue, job_id, range(chunks))
+            received.queue_onto(pipe)
             pipe.execute()
         api_metrics.batches.inc()
         api_metrics.traces.inc(len(batch.traces))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
 import logging
 
@@ -12,8 +13,10 @@ from rq import get_current_job
 
 from ragpulse.evaluate import failed_result
 from ragpulse.judges.factory import make_judge
+from ragpulse.monitoring.catalog import JOB_DURATION
+from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.report import build_report
-from ragpulse.runner import ChunkRun, SpendObserver
+from ragpulse.runner import CallObserver, ChunkRun
 from ragpulse.settings import Settings
 from ragpulse.store import Store
 
@@ -42,7 +45,7 @@ def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
 
 async def _run(store: Store, job_id: str, chunk: int) -> bool:
     options = store.options(job_id)
-    observer = SpendObserver(store, job_id, store.tenant_of(job_id), settings())
+    observer = CallObserver(store, job_id, store.tenant_of(job_id), settings())
     judge = make_judge(options.judge or settings().default_judge, settings(), observer)
     try:
         return await ChunkRun(store, settings(), job_id, chunk, judge).run()
@@ -52,12 +55,21 @@ async def _run(store: Store, job_id: str, chunk: int) -> bool:
 
 
 def finalize(store: Store, job_id: str) -> None:
-    """Build and store the report, then move the job to its terminal status (a failed job stays failed)."""
+    """Build and store the report, move the job to its terminal status (a failed job stays failed), count it."""
     report = build_report(job_id, store.options(job_id), store.all_results(job_id))
     store.save_report(job_id, msgspec.json.encode(report))
     if store.failure(job_id) is None:
         store.finish(job_id, "finished_with_errors" if report["counts"]["failed"] else "finished")
     store.deactivate(job_id)
+    job = store.job(job_id)
+    batch = MetricsBatch(())
+    batch.observe(JOB_DURATION, {"queue": job.queue}, _seconds_since(job.created_at))
+    batch.flush(store.redis)
+
+
+def _seconds_since(timestamp: str) -> float:
+    started = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    return (datetime.datetime.now(datetime.UTC) - started).total_seconds()
 
 
 def chunk_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's callback signature

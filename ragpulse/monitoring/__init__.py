@@ -1,0 +1,1 @@
+"""Online monitoring: sampling policy, Prometheus metrics aggregated through Redis, rolling windows."""

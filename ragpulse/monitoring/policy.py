@@ -1,0 +1,79 @@
+"""Sampling policy per app: which production traces the judge sees, and the cheap checks every trace gets."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+from ragpulse.schema import Base, Trace
+
+NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "down", "bad", "-1"})
+"""Values of `metadata.feedback` that count as negative user feedback."""
+
+
+class AlwaysJudge(Base):
+    """Rules that send a trace to the judge whatever the sample rate."""
+
+    negative_feedback: bool = True
+    """`metadata.feedback` is negative (negative, thumbs_down, down, bad, or a number below 0)."""
+    cited_not_retrieved: bool = True
+    """The answer cites a document that was not retrieved."""
+    top_score_below: float | None = None
+    """The best retrieval score is below this threshold (a likely retrieval miss)."""
+
+
+class SamplingPolicy(Base):
+    """How much of an app's production traffic is judged. Traces not sampled are counted, not judged."""
+
+    sample_rate: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
+    """Share of traces judged, chosen deterministically by a hash of trace_id (a retried post samples alike)."""
+    always_judge: AlwaysJudge = msgspec.field(default_factory=AlwaysJudge)
+
+
+def hash_fraction(trace_id: str) -> float:
+    """A uniform number in [0, 1) fixed by the trace id."""
+    return int.from_bytes(hashlib.sha256(trace_id.encode()).digest()[:8], "big") / 2**64
+
+
+def cheap_checks(trace: Trace, policy: SamplingPolicy) -> list[str]:
+    """Programmatic checks run on every trace, judged or not."""
+    retrieved = {doc.id for doc in trace.retrieved_docs}
+    flags = []
+    if any(doc_id not in retrieved for doc_id in trace.citations or ()):
+        flags.append("cited_not_retrieved")
+    if not trace.retrieved_docs:
+        flags.append("no_retrieved_docs")
+    if not (trace.answer or "").strip():
+        flags.append("empty_answer")
+    if _negative_feedback(trace):
+        flags.append("negative_feedback")
+    threshold = policy.always_judge.top_score_below
+    scores = [doc.score for doc in trace.retrieved_docs if doc.score is not None]
+    if threshold is not None and scores and max(scores) < threshold:
+        flags.append("low_top_score")
+    return flags
+
+
+def sampling_decision(trace: Trace, policy: SamplingPolicy, checks: list[str]) -> tuple[bool, str]:
+    """(judge it?, why): an always-judge rule first, then the deterministic sample."""
+    rules = policy.always_judge
+    forced = {"negative_feedback": rules.negative_feedback, "cited_not_retrieved": rules.cited_not_retrieved,
+              "low_top_score": rules.top_score_below is not None}
+    for check in checks:
+        if forced.get(check):
+            return True, f"always:{check}"
+    if hash_fraction(trace.trace_id or "") < policy.sample_rate:
+        return True, "sampled"
+    return False, "not_sampled"
+
+
+def _negative_feedback(trace: Trace) -> bool:
+    value = (trace.metadata or {}).get("feedback")
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return value < 0
+    return str(value).strip().lower() in NEGATIVE_FEEDBACK

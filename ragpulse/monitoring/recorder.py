@@ -1,0 +1,76 @@
+"""Turn stored trace results and judge calls into metric increments and rolling-window counts."""
+
+from __future__ import annotations
+
+import redis
+
+from ragpulse.cost import call_cost
+from ragpulse.jobs import TraceResult
+from ragpulse.monitoring import catalog as m
+from ragpulse.monitoring.counters import MetricsBatch
+from ragpulse.monitoring.rolling import queue_bucket
+
+
+def count_result(batch: MetricsBatch, result: TraceResult) -> None:
+    """Metric increments for one newly stored trace result."""
+    app = {"app": batch.app(result.app)}
+    if result.sampled is not None:
+        batch.inc(m.TRACES_SAMPLED if result.sampled else m.TRACES_NOT_SAMPLED, app)
+    for check in result.checks:
+        batch.inc(m.CHECKS, {**app, "check": check})
+    if result.status == "judge_error":
+        batch.inc(m.JUDGE_ERRORS, app)
+    g = result.generation
+    if g is None:
+        return
+    judge = {**app, "judge": result.judge or "unknown"}
+    batch.inc(m.TRACES_JUDGED, judge)
+    batch.inc(m.TRACES_HALLUCINATED, judge, float(g.hallucinated))
+    for verdict, count in (("supported", g.supported), ("unsupported", g.unsupported),
+                           ("contradicted", g.contradicted)):
+        if count:
+            batch.inc(m.CLAIMS, {**app, "verdict": verdict}, count)
+    if g.faithfulness is not None:
+        batch.observe(m.FAITHFULNESS, app, g.faithfulness)
+    if g.abstained:
+        batch.inc(m.ABSTENTIONS, app)
+    if g.unanswerable:
+        batch.inc(m.UNANSWERABLE, app)
+        batch.inc(m.UNANSWERABLE_HALLUCINATIONS, app, float(not g.abstained))
+
+
+def record_result(client: redis.Redis, apps: frozenset[str], tenant: str, result: TraceResult) -> None:
+    """Count one newly stored result in the shared metrics and in its app's rolling window, in one round trip."""
+    batch = MetricsBatch(apps)
+    count_result(batch, result)
+    with client.pipeline(transaction=False) as pipe:
+        batch.queue_onto(pipe)
+        queue_bucket(pipe, tenant, result)
+        pipe.execute()
+
+
+class CallMetrics:
+    """Judge request metrics: outcome, latency, tokens, cost and rate-limit waits."""
+
+    def __init__(self, client: redis.Redis, prices: dict[str, tuple[float, float]]) -> None:
+        self.client = client
+        self.prices = prices
+
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
+        """Count one provider request."""
+        batch = MetricsBatch(())
+        labels = {"model": model}
+        batch.inc(m.JUDGE_REQUESTS, {**labels, "status": status})
+        batch.observe(m.JUDGE_LATENCY, labels, latency_seconds)
+        if status == "ok":
+            batch.inc(m.JUDGE_TOKENS, {**labels, "direction": "input"}, input_tokens)
+            batch.inc(m.JUDGE_TOKENS, {**labels, "direction": "output"}, output_tokens)
+            batch.inc(m.JUDGE_COST, labels, call_cost(self.prices, model, input_tokens, output_tokens))
+        batch.flush(self.client)
+
+    def waited(self, model: str, seconds: float) -> None:
+        """Count time spent waiting for the shared rate limit."""
+        if seconds > 0:
+            batch = MetricsBatch(())
+            batch.inc(m.RATELIMIT_WAIT, {"model": model}, seconds)
+            batch.flush(self.client)

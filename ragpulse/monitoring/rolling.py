@@ -1,0 +1,82 @@
+"""Rolling windows per app: per-minute counts in Redis, summed on read into a monitor view."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis
+
+from ragpulse import keys
+from ragpulse.jobs import TraceResult
+from ragpulse.metrics.stats import WILSON_METHOD, wilson_interval
+
+WINDOWS = {"5m": 5, "1h": 60, "24h": 1440}
+"""Window name -> minutes."""
+BUCKET_TTL_SECONDS = 25 * 3600
+"""A minute bucket outlives the longest window by an hour."""
+FIELDS = ("judged", "hallucinated", "unanswerable", "unanswerable_hallucinated", "abstained", "judge_errors",
+          "faithfulness_sum", "faithfulness_n", "sampled", "not_sampled")
+
+
+def minute(now: float | None = None) -> int:
+    """Minutes since the epoch."""
+    return int((now if now is not None else time.time()) // 60)
+
+
+def bucket_increments(result: TraceResult) -> dict[str, float]:
+    """What one trace result adds to its minute bucket."""
+    inc: dict[str, float] = {}
+    if result.sampled is not None:
+        inc["sampled" if result.sampled else "not_sampled"] = 1
+    if result.status == "judge_error":
+        inc["judge_errors"] = 1
+    g = result.generation
+    if g is None:
+        return inc
+    inc.update(judged=1, hallucinated=float(g.hallucinated), abstained=float(g.abstained))
+    if g.unanswerable:
+        inc.update(unanswerable=1, unanswerable_hallucinated=float(not g.abstained))
+    if g.faithfulness is not None:
+        inc.update(faithfulness_sum=g.faithfulness, faithfulness_n=1)
+    return inc
+
+
+def queue_bucket(pipe: redis.client.Pipeline, tenant: str, result: TraceResult, at: float | None = None) -> None:
+    """Add one result's counts to the current minute of its app."""
+    key = keys.monitor_bucket(tenant, result.app, minute(at))
+    for name, value in bucket_increments(result).items():
+        pipe.hincrbyfloat(key, name, value)
+    pipe.expire(key, BUCKET_TTL_SECONDS)
+
+
+def window_totals(client: redis.Redis, tenant: str, app: str, minutes: int, now: float | None = None) -> dict:
+    """Sums of every field over the last `minutes` minute buckets (the current one included)."""
+    last = minute(now)
+    with client.pipeline(transaction=False) as pipe:
+        for m in range(last - minutes + 1, last + 1):
+            pipe.hmget(keys.monitor_bucket(tenant, app, m), FIELDS)
+        rows = pipe.execute()
+    return {name: sum(float(row[i] or 0) for row in rows) for i, name in enumerate(FIELDS)}
+
+
+def monitor_view(totals: dict[str, float], app: str, window: str, sample_rate: float) -> dict[str, Any]:
+    """Rates with Wilson 95% intervals; a rate over zero traces is null, never 0."""
+    judged = int(totals["judged"])
+    return {
+        "app": app, "window": window, "judged": judged, "sample_rate": sample_rate,
+        "sampled": int(totals["sampled"]), "not_sampled": int(totals["not_sampled"]),
+        "hallucination_rate": _rate(totals["hallucinated"], judged),
+        "unanswerable_hallucination_rate": _rate(totals["unanswerable_hallucinated"], totals["unanswerable"]),
+        "mean_faithfulness": totals["faithfulness_sum"] / totals["faithfulness_n"] if totals["faithfulness_n"] else None,
+        "abstention_rate": _rate(totals["abstained"], judged),
+        "judge_error_rate": _rate(totals["judge_errors"], judged + totals["judge_errors"]),
+        "ci_method": WILSON_METHOD,
+    }
+
+
+def _rate(hits: float, n: float) -> dict[str, Any] | None:
+    n = int(n)
+    if n == 0:
+        return None
+    return {"rate": hits / n, "n": n, "ci95": wilson_interval(round(hits), n)}

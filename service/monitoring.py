@@ -1,0 +1,78 @@
+"""Online monitoring endpoints: sampling policy per app, rolling monitor, and the RQ gauges of /metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+import redis
+from litestar import Controller, get, put
+from litestar.params import Parameter
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from rq import Queue, Worker
+
+from ragpulse.ingest import decode_body
+from ragpulse.monitoring.policies import PolicyStore
+from ragpulse.monitoring.policy import SamplingPolicy
+from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
+from ragpulse.settings import Settings
+from ragpulse.store import Store
+
+AppName = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9._-]{1,64}$", description="RAG application name.")]
+
+
+class AppPolicyController(Controller):
+    """Sampling policy of one app: the judge sample rate and the always-judge rules."""
+
+    path = "/v1/apps/{app:str}/policy"
+    tags = ["monitoring"]
+
+    @get("/", sync_to_thread=True, summary="The app's sampling policy")
+    def read(self, app: AppName, tenant: str, policies: PolicyStore) -> SamplingPolicy:
+        """The stored policy, or the configured default (RAGPULSE_SAMPLE_RATE) when none is stored."""
+        return policies.get(tenant, app)
+
+    @put("/", sync_to_thread=True, summary="Set the app's sampling policy")
+    def write(self, app: AppName, body: bytes, tenant: str, policies: PolicyStore) -> SamplingPolicy:
+        """Replace the policy; sampling is by a hash of trace_id, so a retried post is sampled the same way."""
+        return policies.put(tenant, app, decode_body(body, SamplingPolicy))
+
+
+class MonitorController(Controller):
+    """Rolling quality of an app's judged production traces."""
+
+    path = "/v1/monitor"
+    tags = ["monitoring"]
+
+    @get("/{app:str}", sync_to_thread=True, summary="Rolling hallucination rate and friends")
+    def monitor(self, app: AppName, tenant: str, store: Store, policies: PolicyStore,
+                window: Literal["5m", "1h", "24h"] = "1h") -> dict:
+        """Judged traces, hallucination rate (Wilson 95%), unanswerable hallucination rate, mean faithfulness,
+        abstention rate, judge error rate, and the sample rate in force, over the window."""
+        totals = window_totals(store.redis, tenant, app, WINDOWS[window])
+        return monitor_view(totals, app, window, policies.get(tenant, app).sample_rate)
+
+
+class QueueCollector(Collector):
+    """Queue depth per priority queue and live RQ workers, read from Redis at scrape time."""
+
+    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+        self.client = client
+        self.queues = {label: Queue(name, connection=client)
+                       for label, name in zip(("online", "batch"), settings.queues, strict=True)}
+
+    def describe(self) -> Iterator[Metric]:
+        """Declare the gauges without touching Redis."""
+        yield GaugeMetricFamily("ragpulse_queue_depth", "Chunk jobs waiting per queue.", labels=["queue"])
+        yield GaugeMetricFamily("ragpulse_workers", "Live RQ workers listening to ragpulse's queues.")
+
+    def collect(self) -> Iterator[Metric]:
+        """Read the queue lengths and the worker registry."""
+        depth = GaugeMetricFamily("ragpulse_queue_depth", "Chunk jobs waiting per queue.", labels=["queue"])
+        for label, queue in self.queues.items():
+            depth.add_metric([label], queue.count)
+        yield depth
+        yield GaugeMetricFamily("ragpulse_workers", "Live RQ workers listening to ragpulse's queues.",
+                                value=Worker.count(connection=self.client, queue=self.queues["batch"]))
+
