@@ -13,7 +13,8 @@ import pytest
 import redis
 
 from ragpulse.redis_server import PrivateRedis
-from tests.support import Proc, start_api, start_worker
+from tests.fake_anthropic import FakeAnthropic
+from tests.support import Cluster, Proc, start_api, start_worker
 
 
 @pytest.fixture(scope="session")
@@ -81,3 +82,16 @@ def api_factory(redis_url: str, tmp_path: Path) -> Iterator:
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture
+def cluster_factory(redis_url: str, tmp_path: Path) -> Iterator:
+    made: list[Cluster] = []
+
+    def make(fake: FakeAnthropic, workers: int, **env: str) -> Cluster:
+        made.append(Cluster(redis_url, tmp_path, fake, workers, **env))
+        return made[-1]
+
+    yield make
+    for cluster in made:
+        cluster.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import uuid
 import sys
 import time
 from collections.abc import Mapping
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from ragpulse.redis_server import free_port
+from tests.fake_anthropic import FakeAnthropic
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,3 +91,39 @@ def wait_for_job(client: httpx.Client, job_id: str, timeout: float = 60.0) -> di
             return job
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} did not finish: {job}")
+
+
+class Cluster:
+    """An API and N workers sharing one queue prefix, judging against `fake`."""
+
+    def __init__(self, redis_url: str, tmp: Path, fake: FakeAnthropic, workers: int, **env: str) -> None:
+        self.env = {"RAGPULSE_QUEUE": f"scale-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "k",
+                    "RAGPULSE_JUDGE_BASE_URL": fake.url, "RAGPULSE_LEASE_SECONDS": "3", **env}
+        self.redis_url, self.tmp = redis_url, tmp
+        self.url, api = start_api(redis_url, tmp, self.env)
+        self.procs: list[Proc] = [api]
+        self.workers = [self.add_worker() for _ in range(workers)]
+        self.http = httpx.Client(base_url=self.url, timeout=60)
+
+    def add_worker(self) -> Proc:
+        proc = start_worker(self.redis_url, self.tmp, self.env, name=uuid.uuid4().hex[:6])
+        self.procs.append(proc)
+        return proc
+
+    def post(self, batch: list[dict], **options: object) -> str:
+        response = self.http.post("/v1/batches", json={"traces": batch, "options": {"judge": "anthropic", **options}})
+        assert response.status_code == 202, response.text
+        return response.json()["job_id"]
+
+    def results(self, job_id: str) -> list[dict]:
+        items, cursor = [], None
+        while True:
+            page = self.http.get(f"/v1/jobs/{job_id}/results", params={"limit": 1000, "cursor": cursor or ""}).json()
+            items += page["items"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return items
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.stop()

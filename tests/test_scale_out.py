@@ -5,15 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic
-from tests.support import Proc, start_api, start_worker, wait_for_job
+from tests.support import wait_for_job
 
 pytestmark = pytest.mark.integration
 
@@ -22,55 +19,6 @@ def traces(n: int, tag: str, source: str = "human") -> list[dict]:
     return [{"trace_id": f"{tag}-{i}", "query": f"{tag} question {i}", "answer": f"Fact {i} holds.",
              "source": source, "gold_doc_ids": ["d"],
              "retrieved_docs": [{"id": "d", "text": f"Fact {i} holds. Nothing else."}]} for i in range(n)]
-
-
-class Cluster:
-    """An API and N workers sharing one queue prefix, judging against `fake`."""
-
-    def __init__(self, redis_url: str, tmp: Path, fake: FakeAnthropic, workers: int, **env: str) -> None:
-        self.env = {"RAGPULSE_QUEUE": f"scale-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "k",
-                    "RAGPULSE_JUDGE_BASE_URL": fake.url, "RAGPULSE_LEASE_SECONDS": "3", **env}
-        self.redis_url, self.tmp = redis_url, tmp
-        self.url, api = start_api(redis_url, tmp, self.env)
-        self.procs: list[Proc] = [api]
-        self.workers = [self.add_worker() for _ in range(workers)]
-        self.http = httpx.Client(base_url=self.url, timeout=60)
-
-    def add_worker(self) -> Proc:
-        proc = start_worker(self.redis_url, self.tmp, self.env, name=uuid.uuid4().hex[:6])
-        self.procs.append(proc)
-        return proc
-
-    def post(self, batch: list[dict], **options: object) -> str:
-        response = self.http.post("/v1/batches", json={"traces": batch, "options": {"judge": "anthropic", **options}})
-        assert response.status_code == 202, response.text
-        return response.json()["job_id"]
-
-    def results(self, job_id: str) -> list[dict]:
-        items, cursor = [], None
-        while True:
-            page = self.http.get(f"/v1/jobs/{job_id}/results", params={"limit": 1000, "cursor": cursor or ""}).json()
-            items += page["items"]
-            cursor = page["next_cursor"]
-            if cursor is None:
-                return items
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            proc.stop()
-
-
-@pytest.fixture
-def cluster_factory(redis_url: str, tmp_path: Path) -> Iterator:
-    made: list[Cluster] = []
-
-    def make(fake: FakeAnthropic, workers: int, **env: str) -> Cluster:
-        made.append(Cluster(redis_url, tmp_path, fake, workers, **env))
-        return made[-1]
-
-    yield make
-    for cluster in made:
-        cluster.stop()
 
 
 def test_matching_limit_means_zero_429s(cluster_factory) -> None:

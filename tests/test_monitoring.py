@@ -1,0 +1,80 @@
+"""Online monitoring over real HTTP and real workers: policies, sampling, /metrics across workers, the monitor."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import httpx
+import pytest
+
+from ragpulse.monitoring.policy import hash_fraction
+from tests.fake_anthropic import FakeAnthropic
+from tests.support import wait_for_job
+
+pytestmark = pytest.mark.integration
+
+
+def production(app: str, n: int, tag: str, **extra: object) -> list[dict]:
+    """Answers the fake judge finds in the context for even i, and invents for odd i."""
+    return [{"trace_id": f"{tag}-{i}", "app": app, "source": "production", "query": f"q {i}",
+             "answer": f"Fact {i} holds." if i % 2 == 0 else f"Invented {i} claim.",
+             "retrieved_docs": [{"id": "d", "text": f"Fact {i} holds."}], **extra} for i in range(n)]
+
+
+def sample(metrics_text: str, name: str, **labels: str) -> float:
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in metrics_text.splitlines():
+        match = re.match(rf"^{name}\{{(.*)\}} (\S+)$", line)
+        if match and ",".join(sorted(match.group(1).split(","))) == wanted:
+            return float(match.group(2))
+    return 0.0
+
+
+def test_policy_round_trip_and_validation(client: httpx.Client) -> None:
+    app = f"shop-{uuid.uuid4().hex[:6]}"
+    assert client.get(f"/v1/apps/{app}/policy").json()["sample_rate"] == 1.0
+    written = client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.25, "always_judge": {"top_score_below": 0.3}})
+    assert written.status_code == 200
+    policy = client.get(f"/v1/apps/{app}/policy").json()
+    assert policy["sample_rate"] == 0.25 and policy["always_judge"]["top_score_below"] == 0.3
+    bad = client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 1.5})
+    assert bad.status_code == 422 and bad.json()["errors"][0]["path"] == "$.sample_rate"
+
+
+def test_production_traces_are_sampled_by_policy(client: httpx.Client) -> None:
+    app = f"shop-{uuid.uuid4().hex[:6]}"
+    client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5})
+    traces = production(app, 40, app)
+    traces[1]["metadata"] = {"feedback": "thumbs_down"}
+    accepted = client.post("/v1/batches", json={"traces": traces}).json()
+    job = wait_for_job(client, accepted["job_id"])
+    assert job["queue"] == "online"
+    items = client.get(f"/v1/jobs/{accepted['job_id']}/results", params={"limit": 100}).json()["items"]
+    for item in items:
+        expected = hash_fraction(item["trace_id"]) < 0.5 or item["trace_id"] == f"{app}-1"
+        assert item["sampled"] is expected, item["trace_id"]
+        assert (item["generation"] is not None) is expected          # not sampled: counted, not judged
+    assert next(i for i in items if i["trace_id"] == f"{app}-1")["sample_reason"] == "always:negative_feedback"
+    monitor = client.get(f"/v1/monitor/{app}", params={"window": "5m"}).json()
+    assert monitor["judged"] == sum(i["sampled"] for i in items) and monitor["sample_rate"] == 0.5
+    assert monitor["sampled"] + monitor["not_sampled"] == 40
+
+
+def test_metrics_add_up_across_two_workers(cluster_factory) -> None:
+    app = f"m{uuid.uuid4().hex[:6]}"
+    with FakeAnthropic(latency=0.02) as fake:
+        cluster = cluster_factory(fake, 2, RAGPULSE_APPS=app, RAGPULSE_CHUNK_SIZE="4")
+        job_id = cluster.post(production(app, 40, app), queue="batch")
+        assert wait_for_job(cluster.http, job_id, timeout=120)["status"] == "finished"
+        assert all("evaluate_chunk" in w.output() for w in cluster.workers)      # both workers took chunks
+        text = cluster.http.get("/metrics").text
+        assert sample(text, "ragpulse_traces_received_total", app=app) == 40
+        assert sample(text, "ragpulse_traces_judged_total", app=app, judge="anthropic") == 40
+        assert sample(text, "ragpulse_traces_hallucinated_total", app=app, judge="anthropic") == 20
+        assert sample(text, "ragpulse_claims_total", app=app, verdict="unsupported") == 20
+        assert sample(text, "ragpulse_faithfulness_count", app=app) == 40
+        assert sample(text, "ragpulse_judge_requests_total", model="claude-sonnet-4-6", status="ok") >= 40
+        assert 'ragpulse_queue_depth{queue="online"}' in text and "ragpulse_workers 2.0" in text
+        monitor = cluster.http.get(f"/v1/monitor/{app}", params={"window": "1h"}).json()
+        assert monitor["judged"] == 40 and monitor["hallucination_rate"]["rate"] == 0.5

@@ -1,0 +1,107 @@
+"""Sampling policy, cheap checks, Redis-aggregated metrics and rolling windows, on small exact cases."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from ragpulse import keys
+from ragpulse.jobs import TraceResult
+from ragpulse.metrics.generation import GenerationScores
+from ragpulse.monitoring import catalog
+from ragpulse.monitoring.collector import RedisMetricsCollector
+from ragpulse.monitoring.counters import MetricsBatch
+from ragpulse.monitoring.policy import AlwaysJudge, SamplingPolicy, cheap_checks, hash_fraction, sampling_decision
+from ragpulse.monitoring.rolling import bucket_increments, monitor_view, queue_bucket, window_totals
+from ragpulse.schema import RetrievedDoc, Trace
+
+
+def make_trace(trace_id: str = "t", **extra: object) -> Trace:
+    return Trace(query="q", trace_id=trace_id, answer="a", retrieved_docs=[RetrievedDoc(id="d", score=0.2)], **extra)
+
+
+def test_sampling_is_deterministic_and_near_the_rate() -> None:
+    policy = SamplingPolicy(sample_rate=0.3)
+    decisions = [sampling_decision(make_trace(f"id-{i}"), policy, [])[0] for i in range(2000)]
+    again = [sampling_decision(make_trace(f"id-{i}"), policy, [])[0] for i in range(2000)]
+    assert decisions == again                                   # same trace id, same decision
+    assert 0.26 < sum(decisions) / 2000 < 0.34                  # 600 expected; sd ~ 20
+    assert all(d == (hash_fraction(f"id-{i}") < 0.3) for i, d in enumerate(decisions))
+
+
+def test_always_judge_rules_override_a_zero_rate() -> None:
+    policy = SamplingPolicy(sample_rate=0.0, always_judge=AlwaysJudge(top_score_below=0.5))
+    negative = make_trace(metadata={"feedback": "thumbs_down"})
+    assert sampling_decision(negative, policy, cheap_checks(negative, policy)) == (True, "always:negative_feedback")
+    miscited = make_trace(citations=["nope"])
+    assert sampling_decision(miscited, policy, cheap_checks(miscited, policy))[1] == "always:cited_not_retrieved"
+    low = make_trace()                                          # top score 0.2 < 0.5
+    assert sampling_decision(low, policy, cheap_checks(low, policy)) == (True, "always:low_top_score")
+    plain = make_trace(metadata={"feedback": "positive"})
+    assert sampling_decision(plain, SamplingPolicy(sample_rate=0.0), []) == (False, "not_sampled")
+
+
+def test_cheap_checks_flag_what_they_name() -> None:
+    trace = Trace(query="q", answer=" ", citations=["x"], metadata={"feedback": -1})
+    assert cheap_checks(trace, SamplingPolicy()) == ["cited_not_retrieved", "no_retrieved_docs", "empty_answer",
+                                                     "negative_feedback"]
+
+
+def scored(hallucinated: bool, faithfulness: float | None, unanswerable: bool = False, abstained: bool = False):
+    return GenerationScores(
+        faithfulness=faithfulness, hallucinated=hallucinated, abstained=abstained, answer_relevance=3,
+        context_relevance=None, correctness=None, answerable_from_context=not unanswerable, unanswerable=unanswerable,
+        unanswerable_hallucination=(not abstained) if unanswerable else None, claims=2, supported=1,
+        unsupported=int(hallucinated), contradicted=0, cited=0, cited_not_retrieved=[], cited_without_support=[])
+
+
+def result(app: str, generation: GenerationScores | None, status: str = "ok") -> TraceResult:
+    return TraceResult(trace_id="t", index=0, status=status, app=app, labels="unlabelled", retrieval=None,
+                       judge="anthropic" if generation else None, generation=generation, sampled=True)
+
+
+def test_redis_metrics_reach_a_fresh_registry(redis_client) -> None:
+    app = f"app-{uuid.uuid4().hex[:6]}"
+    batch = MetricsBatch({app})
+    batch.inc(catalog.TRACES_JUDGED, {"app": batch.app(app), "judge": "anthropic"}, 3)
+    batch.inc(catalog.TRACES_JUDGED, {"app": batch.app("unlisted"), "judge": "anthropic"})
+    batch.observe(catalog.FAITHFULNESS, {"app": app}, 0.35)
+    batch.flush(redis_client)
+    registry = CollectorRegistry()
+    registry.register(RedisMetricsCollector(redis_client))
+    value = registry.get_sample_value
+    assert value("ragpulse_traces_judged_total", {"app": app, "judge": "anthropic"}) == 3
+    assert value("ragpulse_traces_judged_total", {"app": "other", "judge": "anthropic"}) >= 1
+    assert value("ragpulse_faithfulness_bucket", {"app": app, "le": "0.3"}) == 0
+    assert value("ragpulse_faithfulness_bucket", {"app": app, "le": "0.4"}) == 1      # cumulative from 0.4 up
+    assert value("ragpulse_faithfulness_bucket", {"app": app, "le": "+Inf"}) == 1
+    assert value("ragpulse_faithfulness_sum", {"app": app}) == pytest.approx(0.35)
+    assert 0 < redis_client.ttl(keys.metrics())
+
+
+def test_rolling_window_rates_with_wilson_intervals(redis_client) -> None:
+    tenant, app, now = f"t-{uuid.uuid4().hex[:6]}", "shop", 1_800_000_000.0
+    results = [result(app, scored(True, 0.5)), result(app, scored(False, 1.0)), result(app, scored(False, 1.0)),
+               result(app, scored(True, 0.0, unanswerable=True)), result(app, None, status="judge_error")]
+    with redis_client.pipeline() as pipe:
+        for r in results:
+            queue_bucket(pipe, tenant, r, at=now)
+        queue_bucket(pipe, tenant, result(app, scored(True, 0.0)), at=now - 600)   # ten minutes earlier
+        pipe.execute()
+    five = monitor_view(window_totals(redis_client, tenant, app, 5, now=now), app, "5m", 0.5)
+    assert five["judged"] == 4 and five["hallucination_rate"]["rate"] == 0.5          # 2 of 4
+    assert five["mean_faithfulness"] == pytest.approx(2.5 / 4)
+    assert five["unanswerable_hallucination_rate"]["rate"] == 1.0
+    assert five["judge_error_rate"]["rate"] == pytest.approx(1 / 5) and five["sample_rate"] == 0.5
+    low, high = five["hallucination_rate"]["ci95"]
+    assert low < 0.5 < high
+    hour = monitor_view(window_totals(redis_client, tenant, app, 60, now=now), app, "1h", 0.5)
+    assert hour["judged"] == 5 and hour["hallucination_rate"]["rate"] == 0.6           # 3 of 5
+    empty = monitor_view(window_totals(redis_client, tenant, "quiet", 5, now=now), "quiet", "5m", 1.0)
+    assert empty["hallucination_rate"] is None and empty["judged"] == 0                 # no data is not 0%
+
+
+def test_bucket_increments_skip_unjudged_traces() -> None:
+    assert bucket_increments(result("a", None)) == {"sampled": 1}
