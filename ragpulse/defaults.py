@@ -77,3 +77,9 @@ CHUNK_TIMEOUT_SECONDS = 3600
 
 JANITOR_INTERVAL_SECONDS = 5
 """How often each worker looks for chunks whose worker died and for jobs whose finalizer died."""
+
+DELIVER_CALLBACK = "worker.jobs.deliver_callback"
+"""Dotted path of the worker function that POSTs a job's completion callback."""
+
+CALLBACK_FAILED = "worker.jobs.callback_failed"
+"""Dotted path of the RQ failure callback run when the last delivery attempt failed."""

@@ -44,6 +44,14 @@ class Spend(msgspec.Struct, kw_only=True):
     cost_usd: float
 
 
+class CallbackState(msgspec.Struct, kw_only=True):
+    """Delivery state of the job's completion callback."""
+
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    last_error: str | None
+
+
 class JobView(msgspec.Struct, kw_only=True):
     """GET /v1/jobs/{job_id}."""
 
@@ -57,6 +65,7 @@ class JobView(msgspec.Struct, kw_only=True):
     error: str | None
     queue: str = "batch"
     spend: Spend | None = None
+    callback: CallbackState | None = None
 
 
 class TraceResult(msgspec.Struct, kw_only=True):

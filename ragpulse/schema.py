@@ -97,6 +97,8 @@ class BatchOptions(Base):
     sample: Literal["policy", "all"] | None = None
     """`policy` judges a sample per the app's sampling policy; `all` judges every trace. Absent: `policy` on the
     online queue, `all` on the batch queue."""
+    callback_url: Annotated[str, Meta(max_length=2048)] | None = None
+    """POSTed a signed summary when the job ends (the host must be in RAGPULSE_CALLBACK_ALLOWLIST)."""
     budget_usd: Annotated[float, Meta(gt=0)] | None = None
     """Judge spend cap of this job; traces left when it is reached are `skipped_budget` (re-runnable)."""
 

@@ -81,6 +81,18 @@ class Settings:
     max_apps_per_tenant: int = 100
     """RAGPULSE_MAX_APPS_PER_TENANT: stored sampling policies per tenant (bounds Redis growth)."""
 
+    callback_allowlist: tuple[str, ...] = ()
+    """RAGPULSE_CALLBACK_ALLOWLIST: comma-separated `host`, `host:port` or `*.domain` a callback may target."""
+
+    callback_secret: str | None = None
+    """RAGPULSE_CALLBACK_SECRET: HMAC-SHA256 key signing callbacks; callbacks are refused without it."""
+
+    callback_allow_http: bool = False
+    """RAGPULSE_CALLBACK_ALLOW_HTTP=1: accept http:// callback URLs (default https only)."""
+
+    callback_retry_seconds: tuple[int, ...] = (5, 30, 120, 600, 1800)
+    """RAGPULSE_CALLBACK_RETRY_SECONDS: waits before each retry of a failed callback delivery."""
+
     @property
     def queues(self) -> tuple[str, str]:
         """(online, batch) queue names, in the priority order workers listen to them."""
@@ -146,6 +158,12 @@ class Settings:
             "apps": frozenset(a.strip() for a in env.get("RAGPULSE_APPS", "default").split(",") if a.strip()),
             "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE"),
             "max_apps_per_tenant": _int(env, "RAGPULSE_MAX_APPS_PER_TENANT", cls.max_apps_per_tenant),
+            "callback_allowlist": tuple(h.strip() for h in env.get("RAGPULSE_CALLBACK_ALLOWLIST", "").split(",")
+                                        if h.strip()),
+            "callback_secret": env.get("RAGPULSE_CALLBACK_SECRET") or None,
+            "callback_retry_seconds": tuple(int(x) for x in env.get("RAGPULSE_CALLBACK_RETRY_SECONDS",
+                                                                     "5,30,120,600,1800").split(",") if x.strip()),
+            "callback_allow_http": env.get("RAGPULSE_CALLBACK_ALLOW_HTTP", "").lower() in {"1", "true", "yes"},
             "default_judge": _judge_name(env),
             "judge_model": env.get("RAGPULSE_JUDGE_MODEL", cls.judge_model),
             "judge_max_tokens": _int(env, "RAGPULSE_JUDGE_MAX_TOKENS", cls.judge_max_tokens),

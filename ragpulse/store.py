@@ -12,7 +12,7 @@ import redis
 
 from ragpulse import keys
 from ragpulse.exceptions import InvalidParameter, JobNotFound
-from ragpulse.jobs import JobView, Progress, ResultsPage, Spend, TraceResult
+from ragpulse.jobs import CallbackState, JobView, Progress, ResultsPage, Spend, TraceResult
 from ragpulse.schema import BatchOptions, Trace
 
 _encoder = msgspec.msgpack.Encoder()
@@ -101,7 +101,7 @@ class Store:
                               skipped=skipped),
             created_at=fields["created_at"], started_at=fields.get("started_at"),
             finished_at=fields.get("finished_at"), error=fields.get("error"),
-            warnings=msgspec.json.decode(fields["warnings"]), spend=_spend(fields),
+            warnings=msgspec.json.decode(fields["warnings"]), spend=_spend(fields), callback=_callback(fields),
         )
 
     def failure(self, job_id: str) -> str | None:
@@ -184,6 +184,14 @@ class Store:
     def deactivate(self, job_id: str) -> None:
         """Stop the janitor from watching a job (its report is built)."""
         self.redis.zrem(keys.active_jobs(), job_id)
+
+    def set_callback(self, job_id: str, status: str, error: str | None = None, attempted: bool = False) -> None:
+        """Record the completion callback's state: pending, delivered or failed."""
+        with self.redis.pipeline() as pipe:
+            pipe.hset(keys.job(job_id), mapping={"callback_status": status, "callback_error": error or ""})
+            if attempted:
+                pipe.hincrby(keys.job(job_id), "callback_attempts", 1)
+            pipe.execute()
 
     # --- recovery -------------------------------------------------------------------------------------------
 
@@ -298,6 +306,13 @@ class Store:
 def _spend(fields: dict[str, str]) -> Spend:
     return Spend(judge_calls=int(fields.get("judge_calls", 0)), input_tokens=int(fields.get("input_tokens", 0)),
                  output_tokens=int(fields.get("output_tokens", 0)), cost_usd=round(float(fields.get("cost_usd", 0)), 6))
+
+
+def _callback(fields: dict[str, str]) -> CallbackState | None:
+    if "callback_status" not in fields:
+        return None
+    return CallbackState(status=fields["callback_status"], attempts=int(fields.get("callback_attempts", 0)),
+                         last_error=fields.get("callback_error") or None)
 
 
 def _parse_cursor(cursor: str | None) -> int:

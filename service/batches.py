@@ -7,7 +7,9 @@ from collections import Counter
 
 from litestar import Controller, Response, post
 
+from ragpulse.callbacks import CallbackRejected, matching_entry
 from ragpulse.cost import estimate_batch
+from ragpulse.exceptions import InvalidBody
 from ragpulse.ingest import decode_batch
 from ragpulse.jobs import Accepted
 from ragpulse.monitoring.catalog import TRACES_RECEIVED
@@ -17,6 +19,19 @@ from ragpulse.settings import Settings
 from ragpulse.store import Store
 from ragpulse.telemetry import ApiMetrics
 from service.queueing import enqueue_chunks, pick_queue
+
+
+def check_callback_url(url: str, settings: Settings) -> None:
+    """422 naming `$.options.callback_url` when callbacks are off or the URL is not allowlisted."""
+    if not settings.callback_secret or not settings.callback_allowlist:
+        reason = "callbacks are not configured (RAGPULSE_CALLBACK_SECRET and RAGPULSE_CALLBACK_ALLOWLIST)"
+    else:
+        try:
+            matching_entry(url, settings.callback_allowlist, settings.callback_allow_http)
+            return
+        except CallbackRejected as exc:
+            reason = str(exc)
+    raise InvalidBody("callback_url is not allowed", [{"path": "$.options.callback_url", "message": reason}])
 
 
 class BatchController(Controller):
@@ -33,6 +48,8 @@ class BatchController(Controller):
         With `?dry_run=true`, answer 200 with the estimated judge calls, tokens and cost, and enqueue nothing.
         """
         batch = decode_batch(body, settings.max_traces)
+        if batch.options.callback_url:
+            check_callback_url(batch.options.callback_url, settings)
         if batch.options.judge is None:
             batch.options.judge = settings.default_judge
         if dry_run:

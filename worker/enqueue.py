@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from rq import Callback, Queue
+from rq import Callback, Queue, Retry
 from rq.queue import EnqueueData
 from rq.serializers import JSONSerializer
 
@@ -31,3 +31,16 @@ def requeue(queue: Queue, job_id: str, chunks: list[int], settings: Settings) ->
 def queue_named(name: str, connection) -> Queue:  # noqa: ANN001 - a redis.Redis
     """An RQ queue that serialises job arguments as JSON, never pickle."""
     return Queue(name, connection=connection, serializer=JSONSerializer)
+
+
+def enqueue_callback(connection, settings: Settings, queue_label: str, job_id: str) -> None:  # noqa: ANN001
+    """Enqueue the completion callback delivery, retried with backoff by RQ's scheduler."""
+    online, batch = settings.queues
+    queue = queue_named(online if queue_label == "online" else batch, connection)
+    intervals = list(settings.callback_retry_seconds)
+    queue.enqueue_call(
+        defaults.DELIVER_CALLBACK, args=(job_id,), job_id=f"{job_id}-callback-{uuid.uuid4().hex[:6]}",
+        timeout=60, result_ttl=settings.result_ttl_seconds, failure_ttl=settings.result_ttl_seconds,
+        retry=Retry(max=len(intervals), interval=intervals) if intervals else None,
+        on_failure=Callback(defaults.CALLBACK_FAILED),
+    )

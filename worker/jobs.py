@@ -11,6 +11,7 @@ import msgspec
 import redis
 from rq import get_current_job
 
+from ragpulse.callbacks import CallbackRejected, DeliveryFailed, deliver
 from ragpulse.evaluate import failed_result
 from ragpulse.judges.factory import make_judge
 from ragpulse.monitoring.catalog import JOB_DURATION
@@ -19,6 +20,7 @@ from ragpulse.report import build_report
 from ragpulse.runner import CallObserver, ChunkRun
 from ragpulse.settings import Settings
 from ragpulse.store import Store
+from worker.enqueue import enqueue_callback
 
 log = logging.getLogger("ragpulse.worker")
 
@@ -62,6 +64,9 @@ def finalize(store: Store, job_id: str) -> None:
         store.finish(job_id, "finished_with_errors" if report["counts"]["failed"] else "finished")
     store.deactivate(job_id)
     job = store.job(job_id)
+    if store.options(job_id).callback_url:
+        store.set_callback(job_id, "pending")
+        enqueue_callback(store.redis, settings(), job.queue, job_id)
     batch = MetricsBatch(())
     batch.observe(JOB_DURATION, {"queue": job.queue}, _seconds_since(job.created_at))
     batch.flush(store.redis)
@@ -70,6 +75,34 @@ def finalize(store: Store, job_id: str) -> None:
 def _seconds_since(timestamp: str) -> float:
     started = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     return (datetime.datetime.now(datetime.UTC) - started).total_seconds()
+
+
+def deliver_callback(job_id: str) -> str:
+    """POST the signed job summary to the batch's callback URL; raising makes RQ retry with backoff."""
+    store = store_for()
+    url = store.options(job_id).callback_url
+    job = store.job(job_id)
+    body = msgspec.json.encode({"job_id": job_id, "status": job.status, "progress": job.progress,
+                                "finished_at": job.finished_at, "error": job.error,
+                                "report_url": f"/v1/jobs/{job_id}/report", "results_url": f"/v1/jobs/{job_id}/results"})
+    config = settings()
+    try:
+        deliver(url, body, config.callback_secret or "", config.callback_allowlist, config.callback_allow_http)
+    except CallbackRejected as exc:
+        store.set_callback(job_id, "failed", str(exc), attempted=True)
+        return "rejected"
+    except DeliveryFailed as exc:
+        store.set_callback(job_id, "pending", str(exc), attempted=True)
+        raise
+    store.set_callback(job_id, "delivered", attempted=True)
+    return "delivered"
+
+
+def callback_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's signature
+    """RQ failure callback, run after every failed attempt: once no retry is left, the callback is failed."""
+    if job.retries_left:
+        return  # RQ retries this delivery after its next interval; the attempt's error is already recorded
+    store_for(connection).set_callback(job.args[0], "failed", f"{exc_type.__name__}: {exc_value}")
 
 
 def chunk_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's callback signature

@@ -36,6 +36,6 @@ def main() -> None:
     stop = threading.Event()
     start_janitor(settings, stop)
     try:
-        create_worker(settings).work(with_scheduler=False)
+        create_worker(settings).work(with_scheduler=True)  # the scheduler runs callback retries
     finally:
         stop.set()
