@@ -71,11 +71,12 @@ class Store:
     # --- creating and reading jobs -------------------------------------------------------------------------
 
     def stage_job(self, pipe: redis.client.Pipeline, job_id: str, tenant: str, traces: Sequence[Trace],
-                  options: BatchOptions, warnings: list, chunk_size: int, queue: str) -> int:
+                  options: BatchOptions, warnings: list, chunk_size: int, queue: str, rq_queue: str) -> int:
         """Queue the writes that create a job onto `pipe`; returns the number of chunks."""
         chunks = chunked(traces, chunk_size)
         pipe.hset(keys.job(job_id), mapping={
-            "tenant": tenant, "status": "queued", "created_at": utcnow(), "queue": queue, "attempt": 0,
+            "tenant": tenant, "status": "queued", "created_at": utcnow(), "queue": queue, "rq_queue": rq_queue,
+            "attempt": 0,
             "total": len(traces), "n_chunks": len(chunks), "chunk_size": chunk_size,
             "options": msgspec.json.encode(options), "warnings": msgspec.json.encode(warnings),
         })
@@ -108,6 +109,10 @@ class Store:
         """The job's error when it has failed, else None (one cheap read, checked before every trace)."""
         status, error = self.redis.hmget(keys.job(job_id), ["status", "error"])
         return (error or b"failed").decode() if status == b"failed" else None
+
+    def rq_queue(self, job_id: str) -> str:
+        """Name of the RQ queue the job's chunks were enqueued on (requeues and callbacks go there too)."""
+        return self._fields(job_id)["rq_queue"]
 
     def tenant_of(self, job_id: str) -> str:
         """The tenant owning the job."""

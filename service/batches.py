@@ -18,7 +18,7 @@ from ragpulse.quality import data_quality_warnings
 from ragpulse.settings import Settings
 from ragpulse.store import Store
 from ragpulse.telemetry import ApiMetrics
-from service.queueing import enqueue_chunks, pick_queue
+from service.queueing import enqueue_chunks, pick_queue, rq_queue_name
 
 
 def check_callback_url(url: str, settings: Settings) -> None:
@@ -63,9 +63,10 @@ class BatchController(Controller):
         for app, count in Counter(t.app for t in batch.traces).items():
             received.inc(TRACES_RECEIVED, {"app": received.app(app)}, count)
         with store.redis.pipeline(transaction=True) as pipe:
+            rq_queue = rq_queue_name(settings, queue)
             chunks = store.stage_job(pipe, job_id, tenant, batch.traces, batch.options, warnings,
-                                     settings.chunk_size, queue)
-            enqueue_chunks(pipe, store.redis, settings, queue, job_id, range(chunks))
+                                     settings.chunk_size, queue, rq_queue)
+            enqueue_chunks(pipe, store.redis, settings, rq_queue, job_id, range(chunks))
             received.queue_onto(pipe)
             pipe.execute()
         api_metrics.batches.inc()

@@ -48,7 +48,7 @@ class JobController(Controller):
         chunks = store.reopen_unfinished(job_id, tenant)
         if chunks:
             with store.redis.pipeline(transaction=True) as pipe:
-                enqueue_chunks(pipe, store.redis, settings, job.queue, job_id, chunks, fresh_ids=True)
+                enqueue_chunks(pipe, store.redis, settings, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
                 pipe.execute()
         return store.job(job_id, tenant)
 

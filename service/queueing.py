@@ -21,11 +21,16 @@ def pick_queue(traces: Sequence[Trace], options: BatchOptions) -> str:
     return "online" if all(t.source == "production" for t in traces) else "batch"
 
 
-def enqueue_chunks(pipe: redis.client.Pipeline, connection: redis.Redis, settings: Settings, queue: str,
+def rq_queue_name(settings: Settings, queue: str) -> str:
+    """The RQ queue behind a priority label."""
+    online, batch = settings.queues
+    return online if queue == "online" else batch
+
+
+def enqueue_chunks(pipe: redis.client.Pipeline, connection: redis.Redis, settings: Settings, rq_queue_name: str,
                    job_id: str, chunks: Sequence[int], fresh_ids: bool = False) -> None:
     """Enqueue `evaluate_chunk(job_id, n)` for each chunk onto `pipe` (executed by the caller)."""
-    online, batch = settings.queues
-    rq_queue = Queue(online if queue == "online" else batch, connection=connection, serializer=JSONSerializer)
+    rq_queue = Queue(rq_queue_name, connection=connection, serializer=JSONSerializer)
     suffix = f"-r{uuid.uuid4().hex[:8]}" if fresh_ids else ""
     rq_queue.enqueue_many([
         Queue.prepare_data(

@@ -33,10 +33,9 @@ def queue_named(name: str, connection) -> Queue:  # noqa: ANN001 - a redis.Redis
     return Queue(name, connection=connection, serializer=JSONSerializer)
 
 
-def enqueue_callback(connection, settings: Settings, queue_label: str, job_id: str) -> None:  # noqa: ANN001
-    """Enqueue the completion callback delivery, retried with backoff by RQ's scheduler."""
-    online, batch = settings.queues
-    queue = queue_named(online if queue_label == "online" else batch, connection)
+def enqueue_callback(connection, settings: Settings, rq_queue: str, job_id: str) -> None:  # noqa: ANN001
+    """Enqueue the completion callback delivery on the job's queue, retried with backoff by RQ's scheduler."""
+    queue = queue_named(rq_queue, connection)
     intervals = list(settings.callback_retry_seconds)
     queue.enqueue_call(
         defaults.DELIVER_CALLBACK, args=(job_id,), job_id=f"{job_id}-callback-{uuid.uuid4().hex[:6]}",

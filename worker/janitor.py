@@ -22,7 +22,7 @@ def sweep(store: Store, settings: Settings) -> int:
     for job_id in store.active_job_ids():
         chunks = store.claim_stale_chunks(job_id)
         if chunks:
-            queue = queue_named(_queue_name(store, job_id, settings), store.redis)
+            queue = queue_named(store.rq_queue(job_id), store.redis)
             requeue(queue, job_id, chunks, settings)
             log.warning("job %s: requeued chunks %s whose worker stopped renewing its lease", job_id, chunks)
             requeued += len(chunks)
@@ -30,11 +30,6 @@ def sweep(store: Store, settings: Settings) -> int:
             log.warning("job %s: finalizing again; the previous finalizer stopped", job_id)
             finalize(store, job_id)
     return requeued
-
-
-def _queue_name(store: Store, job_id: str, settings: Settings) -> str:
-    online, batch = settings.queues
-    return online if store.job(job_id).queue == "online" else batch
 
 
 def start_janitor(settings: Settings, stop: threading.Event) -> threading.Thread:

@@ -66,7 +66,7 @@ def finalize(store: Store, job_id: str) -> None:
     job = store.job(job_id)
     if store.options(job_id).callback_url:
         store.set_callback(job_id, "pending")
-        enqueue_callback(store.redis, settings(), job.queue, job_id)
+        enqueue_callback(store.redis, settings(), store.rq_queue(job_id), job_id)
     batch = MetricsBatch(())
     batch.observe(JOB_DURATION, {"queue": job.queue}, _seconds_since(job.created_at))
     batch.flush(store.redis)

@@ -113,6 +113,10 @@ class AnthropicJudge:
             except anthropic.APIError as exc:
                 await self._failed(exc, attempt, time.perf_counter() - start, calls)
                 continue
+            except TypeError as exc:  # how this SDK says that no API key or token is configured at all
+                if "authentication method" not in str(exc):
+                    raise
+                raise JudgeAuthError("judge not configured: set ANTHROPIC_API_KEY (or use judge=local)", calls) from None
             message = await raw.parse()
             calls.append(self._record(message, raw.headers.get("request-id"), time.perf_counter() - start))
             await self._settle(raw.headers, estimate, message)
