@@ -7,13 +7,15 @@ from litestar import Litestar
 from litestar.openapi.spec import OpenAPIMediaType, Reference, RequestBody
 
 from ragpulse.calibration import CalibrationRequest
+from ragpulse.monitoring.policy import SamplingPolicy
 from ragpulse.schema import BatchRequest
 
 _REF = "#/components/schemas/{name}"
 
 
-BODIES = {"/v1/batches": BatchRequest, "/v1/calibrations": CalibrationRequest}
-"""POST routes that decode their raw body themselves, with the msgspec type they enforce."""
+BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/calibrations", "post"): CalibrationRequest,
+          ("/v1/apps/{app}/policy", "put"): SamplingPolicy}
+"""Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
 
 def document_bodies(app: Litestar) -> None:
@@ -21,11 +23,11 @@ def document_bodies(app: Litestar) -> None:
     spec = app.openapi_schema
     refs, components = msgspec.json.schema_components(list(BODIES.values()), ref_template=_REF)
     spec.components.schemas.update(components)  # type: ignore[arg-type]
-    for path, ref in zip(BODIES, refs):
-        operation = spec.paths[path].post  # type: ignore[index,union-attr]
+    for (path, method), ref in zip(BODIES, refs):
+        operation = getattr(spec.paths[path], method)  # type: ignore[index]
         operation.request_body = RequestBody(
             content={"application/json": OpenAPIMediaType(schema=Reference(ref=ref["$ref"]))}, required=True,
-            description=f"{BODIES[path].__doc__} Unknown fields are rejected.",
+            description=f"{BODIES[path, method].__doc__} Unknown fields are rejected.",
         )
 
 
