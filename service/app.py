@@ -48,7 +48,7 @@ def create_app(
     client = redis if redis is not None else redis_client(settings)
     store = Store(client, settings.result_ttl_seconds)
     api_metrics = ApiMetrics(registry or CollectorRegistry())
-    api_metrics.registry.register(RedisMetricsCollector(client))
+    api_metrics.registry.register(RedisMetricsCollector(client, settings.apps, [settings.judge_model]))
     api_metrics.registry.register(QueueCollector(client, settings))
     policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
 

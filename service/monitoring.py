@@ -68,7 +68,13 @@ class QueueCollector(Collector):
         yield GaugeMetricFamily("ragpulse_workers", "Live RQ workers listening to ragpulse's queues.")
 
     def collect(self) -> Iterator[Metric]:
-        """Read the queue lengths and the worker registry."""
+        """Read the queue lengths and the worker registry; with Redis down both gauges are left out."""
+        try:
+            yield from self._gauges()
+        except redis.RedisError:
+            return
+
+    def _gauges(self) -> Iterator[Metric]:
         depth = GaugeMetricFamily("ragpulse_queue_depth", "Chunk jobs waiting per queue.", labels=["queue"])
         for label, queue in self.queues.items():
             depth.add_metric([label], queue.count)

@@ -78,3 +78,13 @@ def test_metrics_add_up_across_two_workers(cluster_factory) -> None:
         assert 'ragpulse_queue_depth{queue="online"}' in text and "ragpulse_workers 2.0" in text
         monitor = cluster.http.get(f"/v1/monitor/{app}", params={"window": "1h"}).json()
         assert monitor["judged"] == 40 and monitor["hallucination_rate"]["rate"] == 0.5
+
+
+def test_every_metric_the_rules_and_dashboard_use_is_exposed(client: httpx.Client) -> None:
+    from tests.test_deploy import METRICS
+
+    text = client.get("/metrics").text
+    declared = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
+    exposed = {name + "_total" if name + "_total" in METRICS else name for name in declared}
+    assert METRICS <= exposed, sorted(METRICS - exposed)
+    assert 'ragpulse_traces_judged_total{app="default",judge="anthropic"}' in text   # present at 0 before any

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import logging
+from collections.abc import Iterable, Iterator, Mapping
 
 import redis
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
@@ -11,12 +13,25 @@ from prometheus_client.registry import Collector
 from ragpulse.monitoring.catalog import ALL, MetricDef
 from ragpulse.monitoring.counters import read_samples
 
+log = logging.getLogger("ragpulse.metrics")
+
+KNOWN_LABEL_VALUES: dict[str, tuple[str, ...]] = {
+    "judge": ("anthropic", "local"),
+    "verdict": ("supported", "unsupported", "contradicted"),
+    "direction": ("input", "output"),
+    "queue": ("online", "batch"),
+    "status": ("ok",),
+}
+"""Label values whose series are exposed at 0 before their first increment, so `increase()` sees the first one."""
+
 
 class RedisMetricsCollector(Collector):
-    """Reads the shared counters hash at scrape time; every family is declared even before its first sample."""
+    """Reads the shared counters hash at scrape time; known series start at 0 instead of appearing later."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, apps: Iterable[str] = (), models: Iterable[str] = ()) -> None:
         self.client = client
+        self.label_values: Mapping[str, tuple[str, ...]] = {
+            **KNOWN_LABEL_VALUES, "app": (*sorted(apps), "other"), "model": tuple(models)}
 
     def describe(self) -> Iterator[Metric]:
         """Declare families without touching Redis (registration must not depend on Redis being up)."""
@@ -24,17 +39,27 @@ class RedisMetricsCollector(Collector):
             yield _family(metric)
 
     def collect(self) -> Iterator[Metric]:
-        """One HGETALL per scrape; a Redis outage surfaces as a failed scrape, not as zeros."""
-        samples = read_samples(self.client)
+        """One HGETALL per scrape. With Redis down these families are left out (the API's 503 on /readyz and the
+        missing ragpulse_workers say why), rather than reported as zeros."""
+        try:
+            samples = read_samples(self.client)
+        except redis.RedisError as exc:
+            log.warning("metrics store unreachable: %s", exc)
+            return
         for metric in ALL:
             family = _family(metric)
             rows = samples.get(metric.name, [])
             if metric.kind == "counter":
-                for _, labels, value in rows:
-                    family.add_metric([labels[name] for name in metric.labels], value)
+                _add_counters(family, metric, rows, self._zeros(metric))
             else:
-                _add_histograms(family, metric, rows)
+                _add_histograms(family, metric, rows, self._zeros(metric))
             yield family
+
+    def _zeros(self, metric: MetricDef) -> list[tuple[str, ...]]:
+        """Label combinations to expose at 0: every known value of every label, when all of them are known."""
+        if not all(self.label_values.get(name) for name in metric.labels):
+            return []
+        return list(itertools.product(*(self.label_values[name] for name in metric.labels)))
 
 
 def _family(metric: MetricDef) -> Metric:
@@ -43,8 +68,16 @@ def _family(metric: MetricDef) -> Metric:
     return HistogramMetricFamily(metric.name, metric.help, labels=metric.labels)
 
 
-def _add_histograms(family: HistogramMetricFamily, metric: MetricDef, rows: list) -> None:
-    series: dict[tuple[str, ...], dict] = {}
+def _add_counters(family: CounterMetricFamily, metric: MetricDef, rows: list, zeros: list) -> None:
+    values = {tuple(labels[name] for name in metric.labels): value for _, labels, value in rows}
+    for key in zeros:
+        values.setdefault(key, 0.0)
+    for key, value in values.items():
+        family.add_metric(list(key), value)
+
+
+def _add_histograms(family: HistogramMetricFamily, metric: MetricDef, rows: list, zeros: list) -> None:
+    series: dict[tuple[str, ...], dict] = {key: {"buckets": {}, "sum": 0.0} for key in zeros}
     for suffix, labels, value in rows:
         key = tuple(labels[name] for name in metric.labels)
         entry = series.setdefault(key, {"buckets": {}, "sum": 0.0})
@@ -54,5 +87,4 @@ def _add_histograms(family: HistogramMetricFamily, metric: MetricDef, rows: list
             entry["sum"] = value
     for key, entry in series.items():
         bounds = [repr(float(b)) for b in metric.buckets] + ["+Inf"]
-        buckets = [(bound, entry["buckets"].get(bound, 0.0)) for bound in bounds]
-        family.add_metric(list(key), buckets, entry["sum"])
+        family.add_metric(list(key), [(bound, entry["buckets"].get(bound, 0.0)) for bound in bounds], entry["sum"])
