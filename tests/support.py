@@ -68,6 +68,19 @@ def start_worker(redis_url: str, tmp: Path, extra: Mapping[str, str] | None = No
     return spawn([sys.executable, "-m", "worker"], child_env(redis_url, extra), tmp / f"worker-{name}.log")
 
 
+def children_of(pid: int) -> set[int]:
+    """Pids whose parent is `pid`, read from /proc."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
 def wait_until_up(url: str, proc: Proc, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

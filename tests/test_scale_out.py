@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic
-from tests.support import wait_for_job
+from tests.support import children_of, wait_for_job
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +53,7 @@ def test_sigkilled_worker_loses_nothing_and_counts_nothing_twice(cluster_factory
             assert time.monotonic() < deadline
             time.sleep(0.05)
         victim = cluster.workers[0]
-        horses = _children(victim.process.pid)
+        horses = children_of(victim.process.pid)
         assert horses, "the worker should be busy in a work-horse"
         for pid in [victim.process.pid, *horses]:                 # the worker and its busy work-horse, no warning
             os.kill(pid, signal.SIGKILL)
@@ -67,18 +66,6 @@ def test_sigkilled_worker_loses_nothing_and_counts_nothing_twice(cluster_factory
         assert report["counts"]["total"] == 120 and report["generation"]["n_judged"] == 120
         survivor_logs = "".join(w.output() for w in cluster.workers[1:])
         assert "whose worker stopped renewing its lease" in survivor_logs      # recovered by the janitor
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def test_online_traces_are_served_while_a_100k_batch_waits(cluster_factory) -> None:

@@ -14,23 +14,10 @@ import httpx
 import pytest
 
 from ragpulse.redis_server import free_port
-from tests.support import ROOT, Proc, child_env, spawn, wait_until_up
+from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_until_up
 
 pytestmark = pytest.mark.integration
 EXAMPLES = ROOT / "examples" / "acme_support_traces.jsonl"
-
-
-def children_of(pid: int) -> set[int]:
-    """Pids whose parent is `pid`, read from /proc."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.add(int(stat.parent.name))
-    return found
 
 
 def alive(pid: int) -> bool:
