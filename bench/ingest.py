@@ -200,7 +200,11 @@ def handler_and_kwargs(redis_url: str, body: bytes) -> tuple[object, dict, objec
     app = create_app(Settings.from_env(api_env(redis_url)))
     route = app.route_handler_method_map["/v1/batches"]["POST"]
     providers = route.resolve_dependencies() if hasattr(route, "resolve_dependencies") else app.dependencies
-    resolved: dict[str, object] = {"body": body, "tenant": "default"}  # open access on loopback: tenant "default"
+    from service.context import Call  # noqa: PLC0415
+
+    # open access on loopback: every request is tenant "default"; `call` is what the request-bound dependency gives
+    resolved: dict[str, object] = {"body": body, "tenant": "default",
+                                   "call": Call("default", app.state.services)}
 
     def resolve(name: str) -> object:
         if name not in resolved:
@@ -224,8 +228,8 @@ def handler_and_kwargs(redis_url: str, body: bytes) -> tuple[object, dict, objec
             return loop.run_until_complete(coroutine_fn(**kw))
 
         fn.__module__ = coroutine_fn.__module__
-    store = resolved.get("store")
-    return fn, kwargs, getattr(store, "redis", None)
+    store = app.state.services.store
+    return fn, kwargs, store.redis
 
 
 def in_process(redis_url: str, redis_pid: int, label: str, body: bytes, n_traces: int, seconds: float) -> InProcessResult:

@@ -19,9 +19,9 @@ from ragpulse.monitoring.policies import PolicyStore
 from ragpulse.settings import Settings
 from ragpulse.store import Store
 from ragpulse.telemetry import ApiMetrics
-from service.auth import tenant_resolver
 from service.batches import BatchController
 from service.calibrations import CalibrationController
+from service.context import Services, call_resolver
 from service.errors import exception_handlers
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
@@ -63,19 +63,19 @@ def create_app(
             if owns_client:
                 client.close()
 
+    services = Services(settings=settings, store=store, api_metrics=api_metrics, policies=policies)
     app = Litestar(
-        route_handlers=[BatchController, JobController, CalibrationController, AppPolicyController, MonitorController, healthz, readyz, metrics],
+        route_handlers=[BatchController, JobController, CalibrationController, AppPolicyController,
+                        MonitorController, healthz, readyz, metrics],
         dependencies={
-            "settings": Provide(lambda: settings, sync_to_thread=False, use_cache=True),
-            "store": Provide(lambda: store, sync_to_thread=False, use_cache=True),
-            "api_metrics": Provide(lambda: api_metrics, sync_to_thread=False, use_cache=True),
-            "policies": Provide(lambda: policies, sync_to_thread=False, use_cache=True),
-            "tenant": Provide(tenant_resolver(settings), sync_to_thread=False),
+            "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),
+            "call": Provide(call_resolver(services), sync_to_thread=False),
         },
         exception_handlers=exception_handlers(api_metrics),
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="ragpulse", version=ragpulse.__version__, path="/schema"),
     )
+    app.state.services = services
     document_bodies(app)
     return app

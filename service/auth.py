@@ -12,18 +12,14 @@ OPEN_TENANT = "default"
 """The tenant every request acts as when no API keys are configured (loopback only)."""
 
 
-def tenant_resolver(settings: Settings):  # noqa: ANN201 - returns a Litestar dependency
-    """A dependency that yields the calling tenant, or raises Unauthorized."""
-
-    def resolve_tenant(request: Request) -> str:
-        if settings.open_access:
-            return OPEN_TENANT
-        scheme, _, key = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not key:
-            raise Unauthorized("send `Authorization: Bearer <api key>`")
-        tenant = tenant_for_key(key.strip(), settings.api_key_digests)
-        if tenant is None:
-            raise Unauthorized("unknown API key")
-        return tenant
-
-    return resolve_tenant
+def resolve_tenant(request: Request, settings: Settings) -> str:
+    """The calling tenant, from `Authorization: Bearer <key>`; Unauthorized when missing or unknown."""
+    if settings.open_access:
+        return OPEN_TENANT
+    scheme, _, key = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not key:
+        raise Unauthorized("send `Authorization: Bearer <api key>`")
+    tenant = tenant_for_key(key.strip(), settings.api_key_digests)
+    if tenant is None:
+        raise Unauthorized("unknown API key")
+    return tenant

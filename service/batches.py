@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
+import anyio.to_thread
 from litestar import Controller, Response, post
 
 from ragpulse.callbacks import CallbackRejected, matching_entry
@@ -16,9 +17,12 @@ from ragpulse.monitoring.catalog import TRACES_RECEIVED
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.quality import data_quality_warnings
 from ragpulse.settings import Settings
-from ragpulse.store import Store
-from ragpulse.telemetry import ApiMetrics
+from service.context import Call
 from service.queueing import enqueue_chunks, pick_queue, rq_queue_name
+
+INLINE_BODY_BYTES = 256 * 1024
+"""Bodies up to this size are handled on the event loop (a thread hop costs more than the work); larger ones,
+whose decoding takes milliseconds, in a worker thread so the loop keeps serving other requests."""
 
 
 def check_callback_url(url: str, settings: Settings) -> None:
@@ -34,44 +38,50 @@ def check_callback_url(url: str, settings: Settings) -> None:
     raise InvalidBody("callback_url is not allowed", [{"path": "$.options.callback_url", "message": reason}])
 
 
+def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Response:
+    """Decode, check, store and enqueue one batch, all Redis writes in one MULTI/EXEC."""
+    settings, store, metrics = call.settings, call.store, call.services.api_metrics
+    batch = decode_batch(body, settings.max_traces)
+    options = batch.options
+    if options.callback_url:
+        check_callback_url(options.callback_url, settings)
+    options.judge = options.judge or settings.default_judge
+    if dry_run:
+        estimate = estimate_batch(batch.traces, options, settings.judge_model, settings.judge_prices)
+        return Response({"dry_run": True, "trace_count": len(batch.traces), "estimate": estimate}, status_code=200)
+    warnings = data_quality_warnings(batch.traces, options, settings.judge_model)
+    job_id = uuid.uuid4().hex
+    queue = options.queue = pick_queue(batch.traces, options)
+    options.sample = options.sample or ("policy" if queue == "online" else "all")
+    received = MetricsBatch(settings.apps)
+    for app, count in Counter(t.app for t in batch.traces).items():
+        received.inc(TRACES_RECEIVED, {"app": received.app(app)}, count)
+    with store.redis.pipeline(transaction=True) as pipe:
+        rq_queue = rq_queue_name(settings, queue)
+        chunks = store.stage_job(pipe, job_id, call.tenant, batch.traces, options, warnings,
+                                 settings.chunk_size, queue, rq_queue)
+        enqueue_chunks(pipe, store.redis, settings, rq_queue, job_id, range(chunks))
+        received.queue_onto(pipe)
+        pipe.execute()
+    metrics.batches.inc()
+    metrics.traces.inc(len(batch.traces))
+    for warning in warnings:
+        metrics.data_warnings.labels(code=warning.code).inc()
+    return Accepted(job_id=job_id, status_url=f"/v1/jobs/{job_id}", trace_count=len(batch.traces), warnings=warnings)
+
+
 class BatchController(Controller):
     """Batch ingestion."""
 
     path = "/v1/batches"
     tags = ["batches"]
 
-    @post("/", status_code=202, sync_to_thread=True, summary="Submit a batch of traces for evaluation")
-    def create(self, body: bytes, tenant: str, store: Store, settings: Settings, api_metrics: ApiMetrics,
-               dry_run: bool = False) -> Accepted | Response:
+    @post("/", status_code=202, summary="Submit a batch of traces for evaluation")
+    async def create(self, body: bytes, call: Call, dry_run: bool = False) -> Accepted | Response:
         """Accept a batch: 400 on malformed JSON, 422 listing every schema violation, 413 over the limits.
 
         With `?dry_run=true`, answer 200 with the estimated judge calls, tokens and cost, and enqueue nothing.
         """
-        batch = decode_batch(body, settings.max_traces)
-        if batch.options.callback_url:
-            check_callback_url(batch.options.callback_url, settings)
-        if batch.options.judge is None:
-            batch.options.judge = settings.default_judge
-        if dry_run:
-            estimate = estimate_batch(batch.traces, batch.options, settings.judge_model, settings.judge_prices)
-            return Response({"dry_run": True, "trace_count": len(batch.traces), "estimate": estimate}, status_code=200)
-        warnings = data_quality_warnings(batch.traces, batch.options, settings.judge_model)
-        job_id = uuid.uuid4().hex
-        queue = batch.options.queue = pick_queue(batch.traces, batch.options)
-        batch.options.sample = batch.options.sample or ("policy" if queue == "online" else "all")
-        received = MetricsBatch(settings.apps)
-        for app, count in Counter(t.app for t in batch.traces).items():
-            received.inc(TRACES_RECEIVED, {"app": received.app(app)}, count)
-        with store.redis.pipeline(transaction=True) as pipe:
-            rq_queue = rq_queue_name(settings, queue)
-            chunks = store.stage_job(pipe, job_id, tenant, batch.traces, batch.options, warnings,
-                                     settings.chunk_size, queue, rq_queue)
-            enqueue_chunks(pipe, store.redis, settings, rq_queue, job_id, range(chunks))
-            received.queue_onto(pipe)
-            pipe.execute()
-        api_metrics.batches.inc()
-        api_metrics.traces.inc(len(batch.traces))
-        for warning in warnings:
-            api_metrics.data_warnings.labels(code=warning.code).inc()
-        return Accepted(job_id=job_id, status_url=f"/v1/jobs/{job_id}", trace_count=len(batch.traces),
-                        warnings=warnings)
+        if len(body) <= INLINE_BODY_BYTES:
+            return accept_batch(body, call, dry_run)
+        return await anyio.to_thread.run_sync(accept_batch, body, call, dry_run)

@@ -8,7 +8,7 @@ from litestar import Controller, post
 from ragpulse.calibration import Calibration, CalibrationRequest, calibrate
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.ingest import decode_body
-from ragpulse.store import Store
+from service.context import Call
 
 
 class CalibrationController(Controller):
@@ -18,8 +18,9 @@ class CalibrationController(Controller):
     tags = ["calibration"]
 
     @post("/", status_code=201, sync_to_thread=True, summary="Calibrate a job's judge against human labels")
-    def create(self, body: bytes, tenant: str, store: Store) -> Calibration:
+    def create(self, body: bytes, call: Call) -> Calibration:
         """Accuracy and Cohen's kappa (with a 95% interval) between the judge and humans; a warning below 0.6."""
+        store, tenant = call.store, call.tenant
         request = decode_body(body, CalibrationRequest)
         job = store.job(request.job_id, tenant)
         if job.status not in {"finished", "finished_with_errors"}:

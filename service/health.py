@@ -5,8 +5,7 @@ from __future__ import annotations
 from litestar import Response, get
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ragpulse.store import Store
-from ragpulse.telemetry import ApiMetrics
+from service.context import Services
 
 
 @get("/healthz", tags=["ops"], summary="The process is up")
@@ -16,13 +15,13 @@ async def healthz() -> dict[str, str]:
 
 
 @get("/readyz", sync_to_thread=True, tags=["ops"], summary="Redis is reachable")
-def readyz(store: Store) -> dict[str, str]:
+def readyz(services: Services) -> dict[str, str]:
     """Readiness: 503 (with Retry-After) when Redis does not answer a PING."""
-    store.redis.ping()
+    services.store.redis.ping()
     return {"status": "ready"}
 
 
 @get("/metrics", sync_to_thread=False, tags=["ops"], summary="Prometheus metrics", media_type=CONTENT_TYPE_LATEST)
-def metrics(api_metrics: ApiMetrics) -> Response[bytes]:
-    """Prometheus text exposition of the API's registry."""
-    return Response(generate_latest(api_metrics.registry), media_type=CONTENT_TYPE_LATEST)
+def metrics(services: Services) -> Response[bytes]:
+    """Prometheus text exposition: the API's own counters and every worker's, aggregated in Redis."""
+    return Response(generate_latest(services.api_metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -12,8 +12,7 @@ from litestar.params import Parameter
 from ragpulse import defaults
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.jobs import TERMINAL, JobView, ResultsPage
-from ragpulse.settings import Settings
-from ragpulse.store import Store
+from service.context import Call
 from service.queueing import enqueue_chunks
 
 JobId = Annotated[str, Parameter(max_length=64, description="Job id returned by POST /v1/batches.")]
@@ -26,21 +25,22 @@ class JobController(Controller):
     tags = ["jobs"]
 
     @get("/{job_id:str}", sync_to_thread=True, summary="Job status and progress")
-    def status(self, job_id: JobId, tenant: str, store: Store) -> JobView:
+    def status(self, job_id: JobId, call: Call) -> JobView:
         """Poll this until `status` is finished, finished_with_errors or failed."""
-        return store.job(job_id, tenant)
+        return call.store.job(job_id, call.tenant)
 
     @get("/{job_id:str}/results", sync_to_thread=True, summary="Per-trace results, paginated")
     def results(
-        self, job_id: JobId, tenant: str, store: Store, cursor: str | None = None,
+        self, job_id: JobId, call: Call, cursor: str | None = None,
         limit: Annotated[int, Parameter(ge=1, le=defaults.RESULTS_PAGE_MAX)] = defaults.RESULTS_PAGE_DEFAULT,
     ) -> ResultsPage:
         """Results in trace order; follow `next_cursor` until it is null."""
-        return store.results_page(job_id, tenant, cursor, limit)
+        return call.store.results_page(job_id, call.tenant, cursor, limit)
 
     @post("/{job_id:str}/retry", status_code=202, sync_to_thread=True, summary="Re-run failed and skipped traces")
-    def retry(self, job_id: JobId, tenant: str, store: Store, settings: Settings) -> JobView:
+    def retry(self, job_id: JobId, call: Call) -> JobView:
         """Re-run only the traces that failed or were skipped; results already stored are kept."""
+        store, tenant, settings = call.store, call.tenant, call.settings
         job = store.job(job_id, tenant)
         if job.status not in TERMINAL:
             raise InvalidParameter(f"job {job_id} is {job.status}; retry it once it has ended",
@@ -53,8 +53,9 @@ class JobController(Controller):
         return store.job(job_id, tenant)
 
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job")
-    def report(self, job_id: JobId, tenant: str, store: Store) -> Response[bytes]:
+    def report(self, job_id: JobId, call: Call) -> Response[bytes]:
         """The report once the job is done; 202 with the job status while it runs."""
+        store, tenant = call.store, call.tenant
         raw = store.report(job_id, tenant)
         if raw is None:
             job = store.job(job_id, tenant)

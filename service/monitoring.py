@@ -13,11 +13,10 @@ from prometheus_client.registry import Collector
 from rq import Queue, Worker
 
 from ragpulse.ingest import decode_body
-from ragpulse.monitoring.policies import PolicyStore
 from ragpulse.monitoring.policy import SamplingPolicy
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
 from ragpulse.settings import Settings
-from ragpulse.store import Store
+from service.context import Call
 
 AppName = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9._-]{1,64}$", description="RAG application name.")]
 
@@ -29,14 +28,14 @@ class AppPolicyController(Controller):
     tags = ["monitoring"]
 
     @get("/", sync_to_thread=True, summary="The app's sampling policy")
-    def read(self, app: AppName, tenant: str, policies: PolicyStore) -> SamplingPolicy:
+    def read(self, app: AppName, call: Call) -> SamplingPolicy:
         """The stored policy, or the configured default (RAGPULSE_SAMPLE_RATE) when none is stored."""
-        return policies.get(tenant, app)
+        return call.services.policies.get(call.tenant, app)
 
     @put("/", sync_to_thread=True, summary="Set the app's sampling policy")
-    def write(self, app: AppName, body: bytes, tenant: str, policies: PolicyStore) -> SamplingPolicy:
+    def write(self, app: AppName, body: bytes, call: Call) -> SamplingPolicy:
         """Replace the policy; sampling is by a hash of trace_id, so a retried post is sampled the same way."""
-        return policies.put(tenant, app, decode_body(body, SamplingPolicy))
+        return call.services.policies.put(call.tenant, app, decode_body(body, SamplingPolicy))
 
 
 class MonitorController(Controller):
@@ -46,12 +45,11 @@ class MonitorController(Controller):
     tags = ["monitoring"]
 
     @get("/{app:str}", sync_to_thread=True, summary="Rolling hallucination rate and friends")
-    def monitor(self, app: AppName, tenant: str, store: Store, policies: PolicyStore,
-                window: Literal["5m", "1h", "24h"] = "1h") -> dict:
+    def monitor(self, app: AppName, call: Call, window: Literal["5m", "1h", "24h"] = "1h") -> dict:
         """Judged traces, hallucination rate (Wilson 95%), unanswerable hallucination rate, mean faithfulness,
         abstention rate, judge error rate, and the sample rate in force, over the window."""
-        totals = window_totals(store.redis, tenant, app, WINDOWS[window])
-        return monitor_view(totals, app, window, policies.get(tenant, app).sample_rate)
+        totals = window_totals(call.store.redis, call.tenant, app, WINDOWS[window])
+        return monitor_view(totals, app, window, call.services.policies.get(call.tenant, app).sample_rate)
 
 
 class QueueCollector(Collector):
