@@ -44,6 +44,12 @@ return 1
 """
 
 
+# queued -> running, and nothing else (a failed or finished job keeps its status). KEYS: job hash.
+_MARK_RUNNING = """
+if redis.call('HGET', KEYS[1], 'status') == 'queued' then redis.call('HSET', KEYS[1], 'status', 'running') end
+"""
+
+
 def utcnow() -> str:
     """Current UTC time in RFC 3339, as every timestamp ragpulse stores."""
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -67,6 +73,7 @@ class Store:
         self.ttl = ttl_seconds
         self._complete_chunk = client.register_script(_COMPLETE_CHUNK)
         self._claim_stale = client.register_script(_CLAIM_STALE)
+        self._mark_running = client.register_script(_MARK_RUNNING)
 
     # --- creating and reading jobs -------------------------------------------------------------------------
 
@@ -142,8 +149,7 @@ class Store:
             pipe.hset(keys.job_chunk_states(job_id), chunk, "started")
             pipe.hsetnx(keys.job(job_id), "started_at", utcnow())
             pipe.execute()
-        self.redis.eval("if redis.call('HGET', KEYS[1], 'status') == 'queued' then "
-                        "redis.call('HSET', KEYS[1], 'status', 'running') end", 1, keys.job(job_id))
+        self._mark_running(keys=[keys.job(job_id)])
 
     def renew_lease(self, job_id: str, chunk: int, lease_seconds: int) -> None:
         """Heartbeat: keep the chunk's lease alive while its worker runs."""
@@ -203,7 +209,11 @@ class Store:
     def active_job_ids(self) -> list[str]:
         """Ids of jobs not yet finalized; ids whose job expired are dropped from the set."""
         ids = [raw.decode() for raw in self.redis.zrange(keys.active_jobs(), 0, -1)]
-        gone = [i for i in ids if not self.redis.exists(keys.job(i))]
+        with self.redis.pipeline(transaction=False) as pipe:
+            for job_id in ids:
+                pipe.exists(keys.job(job_id))
+            present = pipe.execute()
+        gone = [job_id for job_id, exists in zip(ids, present) if not exists]
         if gone:
             self.redis.zrem(keys.active_jobs(), *gone)
         return [i for i in ids if i not in gone]
