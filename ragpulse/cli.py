@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--server", default=f"http://{defaults.DEFAULT_HOST}:{defaults.DEFAULT_PORT}")
     ev.add_argument("--k", type=int, nargs="+", help="retrieval cutoffs (default 1 3 5 10)")
     ev.add_argument("--gain", choices=["linear", "exponential"])
+    ev.add_argument("--judge", choices=["local", "anthropic", "none"],
+                    help="judge for generation metrics (default: the service's; `local` is an offline heuristic)")
+    ev.add_argument("--repeats", type=int, choices=[1, 2], help="2 judges every trace twice and reports agreement")
     ev.add_argument("--batch-size", type=int, default=defaults.MAX_TRACES_PER_BATCH)
     ev.add_argument("--api-key", default=os.environ.get("RAGPULSE_API_KEY"))
     ev.set_defaults(run=_eval)
@@ -59,8 +62,9 @@ def _eval(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.k:
         options["k"] = args.k
-    if args.gain:
-        options["gain"] = args.gain
+    for name in ("gain", "judge", "repeats"):
+        if getattr(args, name):
+            options[name] = getattr(args, name)
     try:
         traces = read_traces(args.file)
     except (OSError, ValueError, KeyError) as exc:

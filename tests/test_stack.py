@@ -46,7 +46,8 @@ def ragpulse_up(tmp_path: Path):
 def test_up_then_eval_examples_then_clean_stop(ragpulse_up: tuple[str, Proc]) -> None:
     url, up = ragpulse_up
     result = subprocess.run(
-        [sys.executable, "-m", "ragpulse.cli", "eval", str(EXAMPLES), "--server", url, "--k", "1", "5", "10"],
+        [sys.executable, "-m", "ragpulse.cli", "eval", str(EXAMPLES), "--server", url, "--k", "1", "5", "10",
+         "--judge", "local"],
         capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env("unused"),
     )
     assert result.returncode == 0, result.stderr
