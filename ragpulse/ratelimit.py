@@ -34,14 +34,27 @@ redis.call('SET', KEYS[1], tostring(slot + spacing), 'PX', math.ceil((slot + spa
 return tostring(slot - now)
 """
 
-# Raise the shared pause to ARGV[1] (ms since epoch) unless it is already later. KEYS: pause key.
+# Raise the shared pause to now + ARGV[1] seconds (Redis clock) unless it already ends later, and move the next
+# request slot past it, so requests held by the pause leave paced rather than in one burst.
+# KEYS: pause key, pacer key. Returns the seconds the pause still lasts.
 _EXTEND_PAUSE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local target = now + tonumber(ARGV[1])
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local target = tonumber(ARGV[1])
 if target > current then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(1, target - tonumber(ARGV[2])))
+  redis.call('SET', KEYS[1], tostring(target), 'PX', math.ceil((target - now) * 1000) + 1)
 end
-return math.max(current, target)
+if tonumber(redis.call('GET', KEYS[2]) or '0') < target then
+  redis.call('SET', KEYS[2], tostring(target), 'PX', math.ceil((target - now) * 1000) + 1000)
+end
+return tostring(math.max(current, target) - now)
+"""
+
+# Seconds left of the shared pause, on Redis's clock (0 or less: no pause). KEYS: pause key.
+_PAUSE_LEFT = """
+local t = redis.call('TIME')
+return tostring(tonumber(redis.call('GET', KEYS[1]) or '0') - (tonumber(t[1]) + tonumber(t[2]) / 1000000))
 """
 
 
@@ -66,6 +79,7 @@ class JudgeLimiter:
                                connection_pool=client.connection_pool)
         self._tokens = SlidingWindowCounterRateLimiter(storage)
         self._pause = client.register_script(_EXTEND_PAUSE)
+        self._pause_left = client.register_script(_PAUSE_LEFT)
         self._pace = client.register_script(_PACE)
         self.waited_seconds = 0.0
 
@@ -75,8 +89,10 @@ class JudgeLimiter:
         await self._wait_for_pause()
         await self._take(self._tokens, self.limits.input_tokens, "input", input_tokens)
         await self._take(self._tokens, self.limits.output_tokens, "output", output_tokens)
-        await self._request_slot()
-        await self._wait_for_pause()
+        while True:  # a pause that began while we waited for our slot sends us back for a slot after it
+            await self._request_slot()
+            if not await self._wait_for_pause():
+                break
         waited = time.monotonic() - start
         self.waited_seconds += waited
         return waited
@@ -90,8 +106,7 @@ class JudgeLimiter:
 
     async def pause(self, seconds: float) -> None:
         """Make every worker wait `seconds` before its next call to this model (honours the longest pause)."""
-        now_ms = int(time.time() * 1000)
-        await self._pause(keys=[keys.judge_pause(self.model)], args=[now_ms + int(seconds * 1000), now_ms])
+        await self._pause(keys=[keys.judge_pause(self.model), keys.judge_pacer(self.model)], args=[seconds])
 
     async def aclose(self) -> None:
         """Close this limiter's Redis connections."""
@@ -105,13 +120,13 @@ class JudgeLimiter:
         if wait > 0:
             await asyncio.sleep(wait)
 
-    async def _wait_for_pause(self) -> None:
-        while True:
-            until = await self.redis.get(keys.judge_pause(self.model))
-            delay = (int(until) / 1000 - time.time()) if until else 0
-            if delay <= 0:
-                return
-            await asyncio.sleep(delay + random.uniform(0, 0.05))
+    async def _wait_for_pause(self) -> bool:
+        """Sleep out the shared pause, if any; True when there was one."""
+        paused = False
+        while (left := float(await self._pause_left(keys=[keys.judge_pause(self.model)]))) > 0:
+            paused = True
+            await asyncio.sleep(left + random.uniform(0, 0.05))
+        return paused
 
     async def _take(self, limiter, limit: int, kind: str, cost: int) -> None:  # noqa: ANN001 - a limits strategy
         if limit <= 0 or cost <= 0:

@@ -76,6 +76,8 @@ class AnthropicJudge:
         self.retry = retry
         self.observer = observer or NullObserver()
         self._output_estimate = min(600, max_tokens)
+        self._input_scale = 1.0
+        """Learned ratio of reported input tokens to our character-based estimate (EMA), so token limits fill."""
         # This SDK generation no longer types `temperature`; it still reaches the API through the request body.
         self._extra_body = {"temperature": temperature} if temperature is not None else None
 
@@ -100,7 +102,8 @@ class AnthropicJudge:
         return Judgment(judge=self.name, model=self.model, prompt_version=PROMPT_VERSION, output=output, calls=calls)
 
     async def _call(self, messages: list[dict[str, Any]], calls: list[JudgeCall]) -> anthropic.types.Message:
-        estimate = (int((_FIXED_CHARS + len(json.dumps(messages))) / CHARS_PER_TOKEN), self._output_estimate)
+        raw_input = (_FIXED_CHARS + len(json.dumps(messages))) / CHARS_PER_TOKEN
+        estimate = (int(raw_input * self._input_scale), self._output_estimate)
         for attempt in range(self.retry.max_retries + 1):
             if self.limiter is not None:
                 self.observer.waited(self.model, await self.limiter.acquire(*estimate))
@@ -120,6 +123,8 @@ class AnthropicJudge:
             message = await raw.parse()
             calls.append(self._record(message, raw.headers.get("request-id"), time.perf_counter() - start))
             await self._settle(raw.headers, estimate, message)
+            observed = min(2.0, max(0.25, message.usage.input_tokens / max(raw_input, 1.0)))
+            self._input_scale = 0.8 * self._input_scale + 0.2 * observed
             return message
         raise AssertionError("unreachable: the last failed attempt raises")
 
