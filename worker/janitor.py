@@ -10,7 +10,7 @@ import redis
 from ragpulse import defaults
 from ragpulse.settings import Settings
 from ragpulse.store import Store
-from worker.enqueue import queue_named, requeue
+from service.queueing import enqueue_chunks
 from worker.jobs import finalize
 
 log = logging.getLogger("ragpulse.janitor")
@@ -22,8 +22,9 @@ def sweep(store: Store, settings: Settings) -> int:
     for job_id in store.active_job_ids():
         chunks = store.claim_stale_chunks(job_id)
         if chunks:
-            queue = queue_named(store.rq_queue(job_id), store.redis)
-            requeue(queue, job_id, chunks, settings)
+            with store.redis.pipeline(transaction=True) as pipe:
+                enqueue_chunks(pipe, store.redis, settings, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
+                pipe.execute()
             log.warning("job %s: requeued chunks %s whose worker stopped renewing its lease", job_id, chunks)
             requeued += len(chunks)
         elif store.stuck_finalizing(job_id, settings.lease_seconds):

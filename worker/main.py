@@ -36,11 +36,11 @@ def main() -> None:
         sys.exit(f"ragpulse worker: {exc}")
     stop = threading.Event()
     start_janitor(settings, stop)
-    worker = create_worker(settings)
+    rq_worker = create_worker(settings)
     # Move everything imported so far out of the collector's reach: each forked work-horse otherwise pays a full
     # collection of it (measured ~120 ms), long enough to make one paced judge request late.
     gc.freeze()
     try:
-        worker.work(with_scheduler=True)  # the scheduler runs callback retries
+        rq_worker.work(with_scheduler=True)  # the scheduler runs callback retries
     finally:
         stop.set()
