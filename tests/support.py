@@ -117,6 +117,15 @@ class Cluster:
         self.procs: list[Proc] = [api]
         self.workers = [self.add_worker() for _ in range(workers)]
         self.http = httpx.Client(base_url=self.url, timeout=60)
+        self.wait_for_workers(workers)
+
+    def wait_for_workers(self, n: int, timeout: float = 60.0) -> None:
+        """Block until n workers listen on this cluster's queues, so work is spread over all of them."""
+        deadline = time.monotonic() + timeout
+        while f"ragpulse_workers {float(n)}" not in self.http.get("/metrics").text:
+            if time.monotonic() > deadline:
+                raise RuntimeError("workers did not register:\n" + "\n".join(w.output()[-2000:] for w in self.workers))
+            time.sleep(0.1)
 
     def add_worker(self) -> Proc:
         proc = start_worker(self.redis_url, self.tmp, self.env, name=uuid.uuid4().hex[:6])
