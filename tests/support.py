@@ -111,7 +111,7 @@ class Cluster:
 
     def __init__(self, redis_url: str, tmp: Path, fake: FakeAnthropic, workers: int, **env: str) -> None:
         self.env = {"RAGPULSE_QUEUE": f"scale-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "k",
-                    "RAGPULSE_JUDGE_BASE_URL": fake.url, "RAGPULSE_LEASE_SECONDS": "3", **env}
+                    "RAGPULSE_JUDGE_BASE_URL": fake.url, "RAGPULSE_LEASE_SECONDS": "15", **env}
         self.redis_url, self.tmp = redis_url, tmp
         self.url, api = start_api(redis_url, tmp, self.env)
         self.procs: list[Proc] = [api]

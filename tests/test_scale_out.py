@@ -47,7 +47,8 @@ def test_too_high_a_limit_recovers_from_429s_without_losing_traces(cluster_facto
 
 def test_sigkilled_worker_loses_nothing_and_counts_nothing_twice(cluster_factory) -> None:
     with FakeAnthropic(latency=0.15) as fake:
-        cluster = cluster_factory(fake, 2, RAGPULSE_CHUNK_SIZE="20", RAGPULSE_JUDGE_CONCURRENCY="2")
+        cluster = cluster_factory(fake, 2, RAGPULSE_CHUNK_SIZE="20", RAGPULSE_JUDGE_CONCURRENCY="2",
+                                  RAGPULSE_LEASE_SECONDS="3")             # a short lease: recovery within seconds
         job_id = cluster.post(traces(120, "kill"))
         deadline = time.monotonic() + 60
         while cluster.http.get(f"/v1/jobs/{job_id}").json()["progress"]["done"] < 10:
