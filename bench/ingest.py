@@ -49,6 +49,8 @@ if str(ROOT) not in sys.path:  # `python bench/ingest.py` puts bench/ first on s
 import httpx  # noqa: E402
 import msgspec  # noqa: E402
 
+from tests.support import Proc  # noqa: E402 - terminate, then kill after 10 s: one definition of stopping a child
+
 TARGET_BATCH_RATIO = 0.5
 """API batch ingest traces/s must reach this share of the in-process limit."""
 TARGET_SINGLE_RPS = 2000.0
@@ -317,13 +319,7 @@ class Api:
     server: dict[str, str]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        Proc(self.process, self.log).stop()
 
 
 def server_stack(python: str) -> dict[str, str]:

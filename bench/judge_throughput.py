@@ -55,10 +55,10 @@ import httpx  # noqa: E402
 import msgspec  # noqa: E402
 import redis  # noqa: E402
 
-from ragpulse.judges.anthropic_judge import _FIXED_CHARS, CHARS_PER_TOKEN  # noqa: E402 - the judge's own estimate
+from ragpulse.judges.prompt import estimate_input_tokens  # noqa: E402 - the judge's own estimate
 from ragpulse.redis_server import PrivateRedis  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
-from tests.support import Proc, start_api, start_worker  # noqa: E402
+from tests.support import Proc, children_of, start_api, start_worker  # noqa: E402
 
 WINDOW = 10
 """W: seconds per rate window, for the fake and for ragpulse alike (Anthropic's is 60; 10 keeps runs short)."""
@@ -143,7 +143,7 @@ def input_tokens(body: dict[str, Any]) -> int:
 
 def estimated_tokens(body: dict[str, Any]) -> int:
     """The judge's pre-call estimate for this request (AnthropicJudge._call), which the limiter charges."""
-    return int((_FIXED_CHARS + len(json.dumps(body["messages"]))) / CHARS_PER_TOKEN)
+    return int(estimate_input_tokens(len(json.dumps(body["messages"]))))
 
 
 def mean_estimate(traces: list[dict[str, Any]]) -> float:
@@ -168,25 +168,13 @@ def _stat(pid: int) -> list[str] | None:
         return None
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
 def cpu_tree(pid: int) -> float:
     """CPU seconds of a process, its reaped children (RQ work-horses) and its live children."""
     fields = _stat(pid)
     if fields is None:
         return 0.0
     total = sum(int(v) for v in fields[11:15]) / _TICK
-    for child in _children(pid):
+    for child in children_of(pid):
         child_fields = _stat(child)
         if child_fields is not None:
             total += (int(child_fields[11]) + int(child_fields[12])) / _TICK

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from ragpulse.exceptions import ConfigError
-from ragpulse.judges.prompt import SYSTEM, TOOL, user_message
+from ragpulse.judges.prompt import estimate_input_tokens, user_message
 from ragpulse.schema import BatchOptions, Trace
 
 DEFAULT_PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
@@ -21,15 +21,12 @@ DEFAULT_PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
 }
 """USD per million (input, output) tokens; list prices at the time of writing. Override with RAGPULSE_JUDGE_PRICES."""
 
-CHARS_PER_TOKEN = 3.5
-"""Conservative characters-per-token ratio used for estimates."""
 OUTPUT_TOKENS_BASE = 120
 """Estimated output tokens of a verdict before claims: relevance, flags, reasons."""
 OUTPUT_TOKENS_PER_CLAIM = 70
 """Estimated output tokens per answer sentence (claim text, verdict, doc id, quote)."""
 OUTPUT_TOKENS_PER_DOC = 15
 """Estimated output tokens per retrieved document (its context-relevance entry)."""
-_FIXED_CHARS = len(SYSTEM) + len(json.dumps(TOOL))
 _SENTENCE = re.compile(r"[.!?](\s|$)")
 
 
@@ -67,7 +64,7 @@ def call_cost(prices: Mapping[str, tuple[float, float]], model: str, input_token
 
 def estimate_trace_tokens(trace: Trace) -> tuple[int, int]:
     """(input, output) tokens one judge call on this trace is expected to use."""
-    input_tokens = int((_FIXED_CHARS + len(user_message(trace))) / CHARS_PER_TOKEN)
+    input_tokens = int(estimate_input_tokens(len(user_message(trace))))
     sentences = max(1, len(_SENTENCE.findall(trace.answer or "")))
     output = OUTPUT_TOKENS_BASE + OUTPUT_TOKENS_PER_CLAIM * sentences + OUTPUT_TOKENS_PER_DOC * len(trace.retrieved_docs)
     return input_tokens, output

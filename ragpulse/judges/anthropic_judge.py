@@ -19,14 +19,13 @@ import msgspec
 
 from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.headers import pause_from_headers, retry_after
-from ragpulse.judges.prompt import PROMPT_VERSION, SYSTEM, TOOL, TOOL_NAME, repair_message, user_message
+from ragpulse.judges.prompt import (
+    PROMPT_VERSION, SYSTEM, TOOL, TOOL_NAME, estimate_input_tokens, repair_message, user_message,
+)
 from ragpulse.judges.verdicts import JudgeCall, JudgeObserver, JudgeOutput, Judgment, NullObserver
 from ragpulse.ratelimit import JudgeLimiter
 from ragpulse.schema import Trace
 
-CHARS_PER_TOKEN = 3.5
-"""Conservative characters-per-token ratio for estimating input tokens before a call."""
-_FIXED_CHARS = len(SYSTEM) + len(json.dumps(TOOL))
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ class AnthropicJudge:
         return Judgment(judge=self.name, model=self.model, prompt_version=PROMPT_VERSION, output=output, calls=calls)
 
     async def _call(self, messages: list[dict[str, Any]], calls: list[JudgeCall]) -> anthropic.types.Message:
-        raw_input = (_FIXED_CHARS + len(json.dumps(messages))) / CHARS_PER_TOKEN
+        raw_input = estimate_input_tokens(len(json.dumps(messages)))
         estimate = (int(raw_input * self._input_scale), self._output_estimate)
         for attempt in range(self.retry.max_retries + 1):
             if self.limiter is not None:

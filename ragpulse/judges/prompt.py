@@ -75,6 +75,17 @@ PROMPT_VERSION = hashlib.sha256(
 """Hash of everything that shapes the judge's behaviour; stored with every judgment."""
 
 
+CHARS_PER_TOKEN = 3.5
+"""Conservative characters-per-token ratio for estimating a judge call's input tokens before it is made."""
+FIXED_PROMPT_CHARS = len(SYSTEM) + len(json.dumps(TOOL))
+"""Characters every judge call sends besides its messages: the system prompt and the tool schema."""
+
+
+def estimate_input_tokens(message_chars: int) -> float:
+    """Input tokens of a judge call whose messages serialise to `message_chars` characters (an over-estimate)."""
+    return (FIXED_PROMPT_CHARS + message_chars) / CHARS_PER_TOKEN
+
+
 def escape(text: str) -> str:
     """Neutralise block delimiters: &, < and > become entities, so data can never close its block."""
     return html.escape(text, quote=True)
