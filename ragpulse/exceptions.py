@@ -10,6 +10,7 @@
     ├── Unauthorized           missing or unknown API key (401)
     ├── JobNotFound            no such job for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
+    │   └── StoreRefused       Redis answered but refused a write: out of memory, read-only replica (503)
     └── JudgeError             judging one trace failed; the trace is kept with status judge_error
         ├── JudgeOutputInvalid the judge's tool output stayed invalid or truncated after one repair
         ├── JudgeUnavailable   the provider kept failing (429, 529, 5xx, timeout) after bounded retries
@@ -64,6 +65,10 @@ class JobNotFound(RagpulseError):
 
 class StoreUnavailable(RagpulseError):
     """Redis cannot be reached."""
+
+
+class StoreRefused(StoreUnavailable):
+    """Redis answered but refused a write (out of memory, a read-only replica, ...); the message is Redis's."""
 
 
 class JudgeError(RagpulseError):

@@ -7,6 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 
 import redis
+from redis.asyncio import Redis as AsyncRedis
 from litestar import Litestar
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
@@ -14,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 import ragpulse
 from ragpulse import defaults
+from ragpulse.atomic import GroupCommitter
 from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.policies import PolicyStore
 from ragpulse.settings import Settings
@@ -27,13 +29,17 @@ from service.health import healthz, metrics, readyz
 from service.jobs import JobController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.openapi import document_bodies
+from service.queueing import ChunkEnqueuer
 
 log = logging.getLogger("ragpulse.api")
 
 
-def redis_client(settings: Settings) -> redis.Redis:
-    """A pooled Redis client with short timeouts, so an outage is a quick 503 rather than a hung request."""
-    return redis.Redis.from_url(
+def redis_client(settings: Settings, client_class: type[redis.Redis] = redis.Redis) -> redis.Redis:
+    """A pooled Redis client with short timeouts, so an outage is a quick 503 rather than a hung request.
+
+    `client_class=AsyncRedis` gives the event loop's client, with the same settings.
+    """
+    return client_class.from_url(
         settings.redis_url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT,
         socket_connect_timeout=defaults.REDIS_SOCKET_TIMEOUT, health_check_interval=30,
     )
@@ -51,6 +57,7 @@ def create_app(
     api_metrics.registry.register(RedisMetricsCollector(client, settings.apps, [settings.judge_model]))
     api_metrics.registry.register(QueueCollector(client, settings))
     policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
+    loop_client = redis_client(settings, AsyncRedis)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -60,10 +67,12 @@ def create_app(
         try:
             yield
         finally:
+            await loop_client.aclose()
             if owns_client:
                 client.close()
 
-    services = Services(settings=settings, store=store, api_metrics=api_metrics, policies=policies)
+    services = Services(settings=settings, store=store, api_metrics=api_metrics, policies=policies,
+                        committer=GroupCommitter(loop_client), enqueuer=ChunkEnqueuer(client, settings))
     app = Litestar(
         route_handlers=[BatchController, JobController, CalibrationController, AppPolicyController,
                         MonitorController, healthz, readyz, metrics],

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 
 import anyio.to_thread
 from litestar import Controller, Response, post
 
+from ragpulse.atomic import Group, queued_commands
 from ragpulse.callbacks import CallbackRejected, matching_entry
 from ragpulse.cost import estimate_batch
 from ragpulse.exceptions import InvalidBody
@@ -18,11 +20,12 @@ from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.quality import data_quality_warnings
 from ragpulse.settings import Settings
 from service.context import Call
-from service.queueing import enqueue_chunks, pick_queue, rq_queue_name
+from service.queueing import pick_queue, rq_queue_name
 
 INLINE_BODY_BYTES = 256 * 1024
-"""Bodies up to this size are handled on the event loop (a thread hop costs more than the work); larger ones,
-whose decoding takes milliseconds, in a worker thread so the loop keeps serving other requests."""
+"""Bodies up to this size are decoded on the event loop (a thread hop costs more than the work); larger ones,
+whose decoding takes milliseconds, in a worker thread so the loop keeps serving other requests. The Redis write
+is awaited on the loop either way."""
 
 
 def check_callback_url(url: str, settings: Settings) -> None:
@@ -38,9 +41,21 @@ def check_callback_url(url: str, settings: Settings) -> None:
     raise InvalidBody("callback_url is not allowed", [{"path": "$.options.callback_url", "message": reason}])
 
 
-def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Response:
-    """Decode, check, store and enqueue one batch, all Redis writes in one MULTI/EXEC."""
-    settings, store, metrics = call.settings, call.store, call.services.api_metrics
+@dataclass
+class StagedBatch:
+    """A checked batch whose Redis writes are built but not yet applied."""
+
+    writes: Group
+    accepted: Accepted
+    warning_codes: list[str]
+
+
+def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Response:
+    """Decode and check one batch and build every Redis write that stores and enqueues it (applied by the caller).
+
+    Answers the dry run itself: a Response with the estimate, nothing to write.
+    """
+    settings, store = call.settings, call.store
     batch = decode_batch(body, settings.max_traces)
     options = batch.options
     if options.callback_url:
@@ -60,14 +75,30 @@ def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Response:
         rq_queue = rq_queue_name(settings, queue)
         chunks = store.stage_job(pipe, job_id, call.tenant, batch.traces, options, warnings,
                                  settings.chunk_size, queue, rq_queue)
-        enqueue_chunks(pipe, store.redis, settings, rq_queue, job_id, range(chunks))
+        call.services.enqueuer.enqueue(pipe, rq_queue, job_id, range(chunks))
         received.queue_onto(pipe)
-        pipe.execute()
+        writes = queued_commands(pipe)
+    accepted = Accepted(job_id=job_id, status_url=f"/v1/jobs/{job_id}", trace_count=len(batch.traces),
+                        warnings=warnings)
+    return StagedBatch(writes, accepted, [w.code for w in warnings])
+
+
+async def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Response:
+    """Stage the batch, then apply its writes atomically, together with those of concurrent requests."""
+    small = len(body) <= INLINE_BODY_BYTES
+    if small:
+        staged = stage_batch(body, call, dry_run)
+    else:
+        staged = await anyio.to_thread.run_sync(stage_batch, body, call, dry_run)
+    if isinstance(staged, Response):
+        return staged
+    await call.services.committer.apply(staged.writes, alone=not small)
+    metrics = call.services.api_metrics
     metrics.batches.inc()
-    metrics.traces.inc(len(batch.traces))
-    for warning in warnings:
-        metrics.data_warnings.labels(code=warning.code).inc()
-    return Accepted(job_id=job_id, status_url=f"/v1/jobs/{job_id}", trace_count=len(batch.traces), warnings=warnings)
+    metrics.traces.inc(staged.accepted.trace_count)
+    for code in staged.warning_codes:
+        metrics.data_warnings.labels(code=code).inc()
+    return staged.accepted
 
 
 class BatchController(Controller):
@@ -82,6 +113,4 @@ class BatchController(Controller):
 
         With `?dry_run=true`, answer 200 with the estimated judge calls, tokens and cost, and enqueue nothing.
         """
-        if len(body) <= INLINE_BODY_BYTES:
-            return accept_batch(body, call, dry_run)
-        return await anyio.to_thread.run_sync(accept_batch, body, call, dry_run)
+        return await accept_batch(body, call, dry_run)

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 from litestar import Request
 
+from ragpulse.atomic import GroupCommitter
 from ragpulse.monitoring.policies import PolicyStore
 from ragpulse.settings import Settings
 from ragpulse.store import Store
 from ragpulse.telemetry import ApiMetrics
 from service.auth import resolve_tenant
+from service.queueing import ChunkEnqueuer
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,10 @@ class Services:
     store: Store
     api_metrics: ApiMetrics
     policies: PolicyStore
+    committer: GroupCommitter
+    """Applies the ingest path's writes, group-committed on the event loop."""
+    enqueuer: ChunkEnqueuer
+    """Builds the RQ writes that enqueue chunk jobs."""
 
 
 @dataclass(frozen=True)

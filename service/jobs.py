@@ -13,7 +13,6 @@ from ragpulse import defaults
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.jobs import TERMINAL, JobView, ResultsPage
 from service.context import Call
-from service.queueing import enqueue_chunks
 
 JobId = Annotated[str, Parameter(max_length=64, description="Job id returned by POST /v1/batches.")]
 
@@ -40,7 +39,7 @@ class JobController(Controller):
     @post("/{job_id:str}/retry", status_code=202, sync_to_thread=True, summary="Re-run failed and skipped traces")
     def retry(self, job_id: JobId, call: Call) -> JobView:
         """Re-run only the traces that failed or were skipped; results already stored are kept."""
-        store, tenant, settings = call.store, call.tenant, call.settings
+        store, tenant = call.store, call.tenant
         job = store.job(job_id, tenant)
         if job.status not in TERMINAL:
             raise InvalidParameter(f"job {job_id} is {job.status}; retry it once it has ended",
@@ -48,7 +47,7 @@ class JobController(Controller):
         chunks = store.reopen_unfinished(job_id, tenant)
         if chunks:
             with store.redis.pipeline(transaction=True) as pipe:
-                enqueue_chunks(pipe, store.redis, settings, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
+                call.services.enqueuer.enqueue(pipe, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
                 pipe.execute()
         return store.job(job_id, tenant)
 

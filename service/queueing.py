@@ -27,16 +27,31 @@ def rq_queue_name(settings: Settings, queue: str) -> str:
     return online if queue == "online" else batch
 
 
-def enqueue_chunks(pipe: redis.client.Pipeline, connection: redis.Redis, settings: Settings, rq_queue_name: str,
-                   job_id: str, chunks: Sequence[int], fresh_ids: bool = False) -> None:
-    """Enqueue `evaluate_chunk(job_id, n)` for each chunk onto `pipe` (executed by the caller)."""
-    rq_queue = Queue(rq_queue_name, connection=connection, serializer=JSONSerializer)
-    suffix = f"-r{uuid.uuid4().hex[:8]}" if fresh_ids else ""
-    rq_queue.enqueue_many([
-        Queue.prepare_data(
-            defaults.EVALUATE_CHUNK, args=(job_id, n), job_id=f"{job_id}-{n}{suffix}",
-            timeout=defaults.CHUNK_TIMEOUT_SECONDS, result_ttl=settings.result_ttl_seconds,
-            failure_ttl=settings.result_ttl_seconds, ttl=settings.result_ttl_seconds,
-            on_failure=Callback(defaults.CHUNK_FAILED),
-        ) for n in chunks
-    ], pipeline=pipe)
+class ChunkEnqueuer:
+    """Enqueues `evaluate_chunk(job_id, n)` jobs; keeps one RQ Queue per name (building one costs more than the
+    enqueue on the single-trace ingest path)."""
+
+    def __init__(self, connection: redis.Redis, settings: Settings) -> None:
+        self._connection = connection
+        self._settings = settings
+        self._queues: dict[str, Queue] = {}
+
+    def _queue(self, name: str) -> Queue:
+        queue = self._queues.get(name)
+        if queue is None:
+            queue = self._queues[name] = Queue(name, connection=self._connection, serializer=JSONSerializer)
+        return queue
+
+    def enqueue(self, pipe: redis.client.Pipeline, rq_queue_name: str, job_id: str, chunks: Sequence[int],
+                fresh_ids: bool = False) -> None:
+        """Queue the writes enqueuing each chunk onto `pipe` (executed by the caller). `fresh_ids` gives requeued
+        chunks new RQ job ids, so a requeue never collides with the RQ job of the attempt it replaces."""
+        suffix = f"-r{uuid.uuid4().hex[:8]}" if fresh_ids else ""
+        result_ttl = self._settings.result_ttl_seconds
+        self._queue(rq_queue_name).enqueue_many([
+            Queue.prepare_data(
+                defaults.EVALUATE_CHUNK, args=(job_id, n), job_id=f"{job_id}-{n}{suffix}",
+                timeout=defaults.CHUNK_TIMEOUT_SECONDS, result_ttl=result_ttl, failure_ttl=result_ttl,
+                ttl=result_ttl, on_failure=Callback(defaults.CHUNK_FAILED),
+            ) for n in chunks
+        ], pipeline=pipe)

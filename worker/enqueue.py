@@ -1,6 +1,6 @@
 """RQ queues as the worker sees them, and the completion-callback job.
 
-Chunk jobs are enqueued through service.queueing.enqueue_chunks, the one definition of a chunk job, which the API
+Chunk jobs are enqueued through service.queueing.ChunkEnqueuer, the one definition of a chunk job, which the API
 uses too (the API never imports worker code; the worker may use that small RQ helper).
 """
 

@@ -10,20 +10,20 @@ import redis
 from ragpulse import defaults
 from ragpulse.settings import Settings
 from ragpulse.store import Store
-from service.queueing import enqueue_chunks
+from service.queueing import ChunkEnqueuer
 from worker.jobs import finalize
 
 log = logging.getLogger("ragpulse.janitor")
 
 
-def sweep(store: Store, settings: Settings) -> int:
+def sweep(store: Store, settings: Settings, enqueuer: ChunkEnqueuer) -> int:
     """One pass over active jobs; returns how many chunks were requeued."""
     requeued = 0
     for job_id in store.active_job_ids():
         chunks = store.claim_stale_chunks(job_id)
         if chunks:
             with store.redis.pipeline(transaction=True) as pipe:
-                enqueue_chunks(pipe, store.redis, settings, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
+                enqueuer.enqueue(pipe, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
                 pipe.execute()
             log.warning("job %s: requeued chunks %s whose worker stopped renewing its lease", job_id, chunks)
             requeued += len(chunks)
@@ -35,12 +35,14 @@ def sweep(store: Store, settings: Settings) -> int:
 
 def start_janitor(settings: Settings, stop: threading.Event) -> threading.Thread:
     """A daemon thread sweeping every JANITOR_INTERVAL_SECONDS until `stop` is set."""
-    store = Store(redis.Redis.from_url(settings.redis_url), settings.result_ttl_seconds)
+    client = redis.Redis.from_url(settings.redis_url)
+    store = Store(client, settings.result_ttl_seconds)
+    enqueuer = ChunkEnqueuer(client, settings)
 
     def loop() -> None:
         while not stop.wait(defaults.JANITOR_INTERVAL_SECONDS):
             try:
-                sweep(store, settings)
+                sweep(store, settings, enqueuer)
             except redis.RedisError as exc:
                 log.warning("janitor sweep skipped: %s", exc)
 

@@ -1,0 +1,165 @@
+"""Apply groups of queued Redis writes atomically, one Lua script call for many groups.
+
+The writes that create a job (the job record, its chunks, RQ's job hash and queue push, the metrics) are built by
+the code that owns them (Store.stage_job, RQ's Queue.enqueue_many, MetricsBatch) on an ordinary redis-py pipeline
+and never executed there: `queued_commands(pipe)` takes them off it as a *group*. A group is applied all-or-stop,
+as MULTI/EXEC would: Redis runs a script atomically, and the script stops a group at its first failing command
+(earlier writes of that group stay, as they do when one command of a transaction fails).
+
+Why not MULTI/EXEC: on the single-trace ingest path, packing 18 commands and parsing 18 replies in redis-py, and
+then a blocking round trip, were most of the API's CPU per request. As script arguments the same writes cost one
+command; and `GroupCommitter` sends the groups of all requests that arrive while a round trip is in flight in the
+next single call (group commit), awaited on the event loop instead of blocking it.
+
+Like MULTI/EXEC across RQ's keys and ours, this needs a standalone Redis, not a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import redis
+import redis.asyncio
+import hiredis
+import redis.client
+
+from ragpulse.exceptions import StoreRefused
+
+Command = Sequence[object]
+Group = list[Command]
+Waiting = tuple[Group, "asyncio.Future[None]"]
+
+_APPLY_GROUPS = r"""
+local find, sub, tonumber = string.find, string.sub, tonumber
+local results = {}
+for g = 1, #ARGV do
+  local blob, pos, failed = ARGV[g], 1, false
+  while pos <= #blob and not failed do
+    local eol = find(blob, "\r\n", pos, true)
+    local args = {}
+    for a = 1, tonumber(sub(blob, pos + 1, eol - 1)) do
+      pos = eol + 2
+      eol = find(blob, "\r\n", pos, true)
+      local size = tonumber(sub(blob, pos + 1, eol - 1))
+      args[a] = sub(blob, eol + 2, eol + 1 + size)
+      eol = eol + size + 2
+    end
+    pos = eol + 2
+    local reply = redis.pcall(unpack(args))
+    if type(reply) == "table" and reply.err then failed = reply.err end
+  end
+  results[g] = failed or ""
+end
+return results
+"""
+"""ARGV: one string per group, its commands in RESP as hiredis packs them (`*<argc>`, then `$<size>` and the bytes
+of each argument). Returns one string per group: "" when every command succeeded, else the error of the first
+that failed (the rest of that group skipped)."""
+
+MAX_COMMAND_ARGS = 7000
+"""Lua's unpack() takes at most ~8,000 values: a group with a longer command goes through MULTI/EXEC instead."""
+
+MAX_GROUPS_PER_CALL = 64
+"""Groups sent in one script call at most, so one call stays short for Redis and for the callers waiting on it."""
+
+
+def queued_commands(pipe: redis.client.Pipeline) -> Group:
+    """Take the commands queued on `pipe` (never executed there) as one group, and clear the pipeline."""
+    group = []
+    for args, _options in pipe.command_stack:
+        if isinstance(args[0], str) and " " in args[0]:  # "CLIENT SETNAME" and such, split as redis-py packs them
+            args = (*args[0].split(), *args[1:])
+        group.append(args)
+    pipe.reset()
+    return group
+
+
+def _script_args(groups: Sequence[Group]) -> list[bytes]:
+    """One argument per group, its commands packed by hiredis exactly as redis-py would send them, so redis-py's
+    own per-argument packing (pure Python in its asyncio client) runs once per group, not once per word."""
+    return [b"".join([hiredis.pack_command(tuple(args)) for args in group]) for group in groups]
+
+
+def _fits_script(group: Group) -> bool:
+    return all(len(args) <= MAX_COMMAND_ARGS for args in group)
+
+
+class GroupCommitter:
+    """Applies the groups of concurrent callers together: one script call per round trip, not per caller.
+
+    `await apply(group)` returns once the group is in Redis. While a call is in flight, new groups wait; when it
+    returns, all that are waiting (up to MAX_GROUPS_PER_CALL) go in the next call. With one caller the cost is
+    one call; with many, the round trip and the call's overhead are shared. A Redis error fails every group of
+    that call; a failing command fails only its own group. Bound to the event loop it is first used on.
+    """
+
+    def __init__(self, client: redis.asyncio.Redis) -> None:
+        self._client = client
+        self._apply = client.register_script(_APPLY_GROUPS)
+        self._waiting: list[Waiting] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def apply(self, group: Group, *, alone: bool = False) -> None:
+        """Apply `group` atomically; StoreRefused when Redis refuses it, redis errors as they come.
+
+        `alone=True` sends it in a call of its own, for large groups (megabytes of traces) that should not delay
+        or bloat the shared call.
+        """
+        if not group:
+            return
+        if not _fits_script(group):
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.command_stack.extend((args, {}) for args in group)
+                await pipe.execute()
+            return
+        if alone:
+            try:
+                (result,) = await self._apply(args=_script_args([group]))
+            except redis.ResponseError as exc:
+                raise StoreRefused(str(exc)) from exc
+            if result:
+                raise StoreRefused(result.decode(errors="replace"))
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.append((group, done))
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush())
+        await done
+
+    async def _flush(self) -> None:
+        batch: list[Waiting] = []
+        try:
+            while self._waiting:
+                batch = self._waiting[:MAX_GROUPS_PER_CALL]
+                del self._waiting[:MAX_GROUPS_PER_CALL]
+                await self._send(batch)
+        except BaseException:  # cancelled (the loop is closing): nobody may wait forever on a write
+            _fail(batch + self._waiting, redis.ConnectionError("the write was cancelled before Redis answered"))
+            self._waiting.clear()
+            raise
+        finally:
+            self._flusher = None
+
+    async def _send(self, batch: list[Waiting]) -> None:
+        try:
+            results = await self._apply(args=_script_args([group for group, _ in batch]))
+        except redis.ResponseError as exc:  # the whole call refused (e.g. out of memory): every group of it
+            _fail(batch, StoreRefused(str(exc)))
+            return
+        except Exception as exc:  # noqa: BLE001 - handed to every caller of this call, who raises it
+            _fail(batch, exc)
+            return
+        for (_, done), result in zip(batch, results, strict=True):
+            if done.done():  # the caller went away (cancelled)
+                continue
+            if result:
+                done.set_exception(StoreRefused(result.decode(errors="replace")))
+            else:
+                done.set_result(None)
+
+
+def _fail(waiting: list[Waiting], exc: BaseException) -> None:
+    for _, done in waiting:
+        if not done.done():
+            done.set_exception(exc)
