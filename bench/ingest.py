@@ -7,9 +7,9 @@ Phases, all on this machine, in one run, against a private redis-server on a fre
 
 1. in-process limit: the API's own POST /v1/batches handler (the controller method behind the route of the app
    service.app.create_app builds, called with that app's own dependency providers: decode_batch, data-quality
-   warnings, Store.stage_job, the RQ enqueue_many of the chunk jobs, one MULTI/EXEC pipeline) in a loop with no
-   HTTP and no framework, for the 1,000-trace batch body and for the single-trace body, with the time split between
-   the handler's callees.
+   warnings, Store.stage_job, the RQ enqueue of the chunk jobs, the group-committed Redis write) with no HTTP and
+   no framework, for the 1,000-trace batch body and for the single-trace body, from as many concurrent callers on
+   one event loop as phase 2 has connections, with the time split between the handler's callees.
 2. the real API (`python -m service`, one uvicorn process, dedicated RAGPULSE_QUEUE, no workers: jobs only queue):
    a. 1,000-trace batches (~3 KB per trace) from a few concurrent keep-alive connections;
    b. single-trace posts from many concurrent keep-alive connections.
@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,7 @@ class InProcessResult:
     label: str
     n_traces: int
     body_bytes: int
+    callers: int = 1
     iterations: int = 0
     wall: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
@@ -222,29 +224,55 @@ def handler_and_kwargs(redis_url: str, body: bytes) -> tuple[object, dict, objec
     kwargs = {name: resolve(name) for name, param in inspect.signature(fn).parameters.items()
               if name != "self" and (param.default is inspect.Parameter.empty or name in providers)}
     # parameters with a default that no provider supplies are query parameters (e.g. ?dry_run): left at the default
-    if inspect.iscoroutinefunction(fn):  # an async handler: drive it on one event loop of our own
-        loop = asyncio.new_event_loop()
-        coroutine_fn = fn
-
-        def fn(**kw):  # noqa: ANN003, ANN202
-            return loop.run_until_complete(coroutine_fn(**kw))
-
-        fn.__module__ = coroutine_fn.__module__
     store = app.state.services.store
     return fn, kwargs, store.redis
 
 
-def in_process(redis_url: str, redis_pid: int, label: str, body: bytes, n_traces: int, seconds: float) -> InProcessResult:
+def call_repeatedly(fn, kwargs: dict, callers: int, until: float,  # noqa: ANN001 - the handler
+                    loop: asyncio.AbstractEventLoop) -> int:
+    """Call the handler until `until` (perf_counter); returns the number of calls.
+
+    An async handler is driven by `callers` concurrent callers on one event loop, as the API's connections drive
+    it, so work that overlaps between requests in the API (one request's Redis write while another decodes, the
+    group commit) overlaps here too; `loop` must be the same on every call (the app's Redis client binds to it).
+    A sync handler is called in a plain loop.
+    """
+    perf = time.perf_counter
+    if not inspect.iscoroutinefunction(fn):
+        calls = 0
+        while perf() < until:
+            fn(**kwargs)
+            calls += 1
+        return calls
+
+    async def caller() -> int:
+        calls = 0
+        while perf() < until:
+            await fn(**kwargs)
+            calls += 1
+        return calls
+
+    async def all_callers() -> int:
+        return sum(await asyncio.gather(*(caller() for _ in range(callers))))
+
+    return loop.run_until_complete(all_callers())
+
+
+def in_process(redis_url: str, redis_pid: int, label: str, body: bytes, n_traces: int, seconds: float,
+               callers: int) -> InProcessResult:
     """Call the API's own batch handler function in a loop: no HTTP, no framework, same code and wiring.
 
-    To split the time, the handler's callees (the functions in its module's namespace, store.stage_job,
-    queue.enqueue_many, the Redis pipeline's execute) are wrapped with timers, in this process only; the wrappers
-    cost well under 1 µs per call. Whatever is not wrapped shows as "other"; functions that were never called are
-    left out of the split.
+    To split the time, the handler's synchronous callees (the plain functions in its module's namespace, such as
+    stage_batch and decode_batch, and Store.stage_job, ChunkEnqueuer.enqueue) are wrapped with timers, in this
+    process only; the wrappers cost well under 1 µs per call. A callee called inside another is shown, but counted
+    once: "other" is the time outside every timed callee (the awaited Redis write, the event loop, the reply).
+    Functions that were never called are left out of the split.
     """
     fn, kwargs, client = handler_and_kwargs(redis_url, body)
     module = sys.modules[fn.__module__]
     parts: dict[str, float] = {}
+    outermost = {"time": 0.0}
+    depth = threading.local()  # large bodies are staged in worker threads
     perf = time.perf_counter
 
     def timed(name: str, inner):  # noqa: ANN001, ANN202
@@ -252,45 +280,37 @@ def in_process(redis_url: str, redis_pid: int, label: str, body: bytes, n_traces
 
         def wrapper(*args, **kw):  # noqa: ANN002, ANN003, ANN202
             t0 = perf()
+            depth.n = getattr(depth, "n", 0) + 1
             try:
                 return inner(*args, **kw)
             finally:
-                parts[name] += perf() - t0
+                elapsed = perf() - t0
+                parts[name] += elapsed
+                depth.n -= 1
+                if depth.n == 0:
+                    outermost["time"] += elapsed
         return wrapper
 
-    # every plain function in the handler's module namespace (decode_batch, data_quality_warnings, _chunk_job, …)
-    patched = {name: value for name, value in vars(module).items() if inspect.isfunction(value)}
+    # every plain (not async) function in the handler's module namespace (stage_batch, decode_batch, …)
+    patched = {name: value for name, value in vars(module).items()
+               if inspect.isfunction(value) and not inspect.iscoroutinefunction(value)}
     for name, inner in patched.items():
         setattr(module, name, timed(name.strip("_"), inner))
-    for dep, method in (("store", "stage_job"), ("queue", "enqueue_many")):
-        obj = kwargs.get(dep)
+    services = kwargs["call"].services if "call" in kwargs else None
+    for obj, method in ((getattr(services, "store", None), "stage_job"),
+                        (getattr(services, "enqueuer", None), "enqueue")):
         if obj is not None and hasattr(obj, method):
             setattr(obj, method, timed(f"{type(obj).__name__}.{method}", getattr(obj, method)))
-    if client is not None:
-        new_pipeline = client.pipeline
-        timed_execute = timed("pipeline.execute", type(new_pipeline()).execute)
-
-        def pipeline(*args, **kw):  # noqa: ANN002, ANN003, ANN202
-            pipe = new_pipeline(*args, **kw)
-            pipe.execute = timed_execute.__get__(pipe)
-            return pipe
-
-        client.pipeline = pipeline
+    loop = asyncio.new_event_loop()
     try:
-        warm_until = time.monotonic() + min(1.0, seconds / 5)
-        while time.monotonic() < warm_until:
-            fn(**kwargs)
+        call_repeatedly(fn, kwargs, callers, perf() + min(1.0, seconds / 5), loop)  # warm-up
         for name in parts:
             parts[name] = 0.0
-        result = InProcessResult(label, n_traces, len(body))
+        outermost["time"] = 0.0
+        result = InProcessResult(label, n_traces, len(body), callers=callers)
         redis_cpu0, self_cpu0, busy0 = cpu_seconds(redis_pid), time.process_time(), machine_busy()
         start = perf()
-        deadline = start + seconds
-        while True:
-            fn(**kwargs)
-            result.iterations += 1
-            if perf() >= deadline:
-                break
+        result.iterations = call_repeatedly(fn, kwargs, callers, start + seconds, loop)
         result.wall = perf() - start
         result.cpu_redis = cpu_seconds(redis_pid) - redis_cpu0
         result.cpu_self = time.process_time() - self_cpu0
@@ -300,8 +320,10 @@ def in_process(redis_url: str, redis_pid: int, label: str, body: bytes, n_traces
             setattr(module, name, inner)
         if client is not None:
             client.close()
+        loop.close()
     parts = {name: t for name, t in parts.items() if t > 0}
-    parts["other (uuid, metrics, reply, GC)"] = result.wall - sum(parts.values())
+    if callers == 1:  # with concurrent callers the timed spans overlap: no "rest" to compute
+        parts["other (awaited Redis write, event loop, metrics, reply)"] = result.wall - outermost["time"]
     result.parts = parts
     return result
 
@@ -683,10 +705,11 @@ def fmt_ms(value: float | None) -> str:
 
 def print_in_process(r: InProcessResult) -> None:
     per = r.wall / r.iterations * 1e3
-    print(f"  {r.label}: {r.iterations} batches in {r.wall:.1f} s = {r.per_s:,.0f} batches/s, "
+    print(f"  {r.label}, {r.callers} concurrent callers: {r.iterations} batches in {r.wall:.1f} s = {r.per_s:,.0f} batches/s, "
           f"{r.traces_per_s:,.0f} traces/s, {r.mb_per_s:,.1f} MB/s ({per:.3f} ms per batch)")
-    split = ", ".join(f"{name} {t / r.iterations * 1e3:.3f} ms ({t / r.wall:.0%})" for name, t in r.parts.items())
-    print(f"    per batch: {split}")
+    split = ", ".join(f"{name} {t / r.iterations * 1e3:.3f} ms" for name, t in r.parts.items())
+    print(f"    inside each callee, per batch (nested callees are inside their callers; concurrent callers overlap, so "
+          f"these add up to more than the wall time per batch): {split}")
     print(f"    per CPU-second of this process: {r.per_cpu_s:,.1f} calls = {r.per_cpu_s * r.n_traces:,.0f} traces "
           f"({r.cpu_self / r.iterations * 1e3:.3f} ms CPU per call)")
     print(f"    CPU: bench process {r.cpu_self / r.wall:.0%} of a core, redis-server {r.cpu_redis / r.wall:.0%}, "
@@ -813,16 +836,18 @@ def main() -> None:  # noqa: PLR0915 - a linear script
             print("\n[1] in-process limit: the app's POST /v1/batches handler function called directly with the app's "
                   "own dependencies, no HTTP, no framework")
 
-            def run_in_process(label: str, body: bytes, n: int) -> InProcessResult:
+            def run_in_process(label: str, body: bytes, n: int, callers: int) -> InProcessResult:
                 try:
-                    return in_process(redis.url, redis_pid, label, body, n, seconds)
+                    return in_process(redis.url, redis_pid, label, body, n, seconds, callers)
                 finally:
                     admin.flushall()
 
-            ip_batch = quietest(lambda: run_in_process(f"{BATCH_TRACES}-trace batch", batch_body, BATCH_TRACES),
+            ip_batch = quietest(lambda: run_in_process(f"{BATCH_TRACES}-trace batch", batch_body, BATCH_TRACES,
+                                                          args.batch_connections),
                                 [redis_pid])
             print_in_process(ip_batch)
-            ip_single = quietest(lambda: run_in_process("single-trace batch", single_body, 1), [redis_pid])
+            ip_single = quietest(lambda: run_in_process("single-trace batch", single_body, 1,
+                                                           args.single_connections), [redis_pid])
             print_in_process(ip_single)
 
         if phases & {"2a", "2b"}:
