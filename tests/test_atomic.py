@@ -12,6 +12,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from ragpulse.atomic import MAX_COMMAND_ARGS, GroupCommitter, queued_commands
 from ragpulse.exceptions import StoreRefused
+from ragpulse.redis_server import PrivateRedis
 
 
 class Status(str, enum.Enum):  # RQ passes its JobStatus, a str enum, as a hash value
@@ -118,3 +119,17 @@ def test_a_group_sent_alone_lands_or_fails_the_same_way(redis_url: str, redis_cl
     assert redis_client.strlen(f"{prefix}:big") == 1_000_000
     with pytest.raises(StoreRefused, match="WRONGTYPE"):
         run(lambda committer, _: committer.apply([("LPUSH", f"{prefix}:string", "v")], alone=True), redis_url)
+
+
+def test_the_script_is_reloaded_after_redis_forgets_it() -> None:
+    server = PrivateRedis().start()  # SCRIPT FLUSH reaches every client of a server: not on a shared REDIS_URL
+    try:
+        async def apply_across_a_flush(committer: GroupCommitter, client: AsyncRedis) -> bytes:
+            await committer.apply([("SET", "n", 0)])
+            await client.script_flush()  # as after a Redis restart: the server has forgotten every script
+            await asyncio.gather(*(committer.apply([("INCR", "n")]) for _ in range(5)))
+            return await client.get("n")
+
+        assert run(apply_across_a_flush, server.url) == b"5"
+    finally:
+        server.stop()
