@@ -108,24 +108,31 @@ class GroupCommitter:
         """
         if not group:
             return
-        if not _fits_script(group):
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.command_stack.extend((args, {}) for args in group)
-                await pipe.execute()
-            return
-        if alone:
+        fits_script = _fits_script(group)
+        if alone or not fits_script:
             try:
-                (result,) = await self._apply(args=_script_args([group]))
+                if fits_script:
+                    await self._script(group)
+                else:
+                    await self._transaction(group)
             except redis.ResponseError as exc:
                 raise StoreRefused(str(exc)) from exc
-            if result:
-                raise StoreRefused(result.decode(errors="replace"))
             return
         done = asyncio.get_running_loop().create_future()
         self._waiting.append((group, done))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
         await done
+
+    async def _transaction(self, group: Group) -> None:
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.command_stack.extend((args, {}) for args in group)
+            await pipe.execute()
+
+    async def _script(self, group: Group) -> None:
+        (result,) = await self._apply(args=_script_args([group]))
+        if result:
+            raise StoreRefused(result.decode(errors="replace"))
 
     async def _flush(self) -> None:
         batch: list[Waiting] = []

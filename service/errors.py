@@ -12,7 +12,8 @@ from litestar.exceptions import HTTPException
 
 from ragpulse import defaults
 from ragpulse.exceptions import (
-    InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreUnavailable, TooLarge, Unauthorized,
+    InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable, TooLarge,
+    Unauthorized,
 )
 from ragpulse.telemetry import ApiMetrics
 
@@ -54,7 +55,9 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
 
     def unavailable(_: Request, exc: Exception) -> Response[Any]:
         log.warning("redis unavailable: %s", exc)
-        return counted(problem(503, "Service unavailable", "the job store (Redis) is unreachable; retry later",
+        detail = (f"the job store (Redis) refused the write ({exc}); retry later" if isinstance(exc, StoreRefused)
+                  else "the job store (Redis) is unreachable; retry later")
+        return counted(problem(503, "Service unavailable", detail,
                                headers={"Retry-After": str(defaults.RETRY_AFTER_SECONDS)}))
 
     def http(_: Request, exc: Exception) -> Response[Any]:

@@ -8,8 +8,9 @@ import sys
 import httpx
 import msgspec
 import pytest
+import redis
 
-from ragpulse.redis_server import free_port
+from ragpulse.redis_server import PrivateRedis, free_port
 from tests.support import child_env, wait_for_job
 
 pytestmark = pytest.mark.integration
@@ -142,6 +143,26 @@ def test_redis_down_is_503_with_retry_after(api_factory) -> None:
     assert posted.status_code == 503 and posted.headers["retry-after"]
     assert "Traceback" not in posted.text
     assert httpx.get(f"{url}/v1/jobs/{'0' * 32}").status_code == 503
+
+
+def test_a_full_redis_is_503_naming_the_refusal_and_stores_nothing(api_factory) -> None:
+    server = PrivateRedis().start()  # its own server: maxmemory reaches every client of a server
+    try:
+        url = api_factory({}, redis=server.url)
+        admin = redis.Redis.from_url(server.url)
+        admin.config_set("maxmemory-policy", "noeviction")
+        admin.config_set("maxmemory", "1")  # every write is refused with OOM, as in a full production Redis
+        keys_before = admin.dbsize()
+        small = httpx.post(f"{url}/v1/batches", json={"traces": [trace(0)]})
+        large = httpx.post(f"{url}/v1/batches", json={"traces": [trace(i, answer="x" * 2000) for i in range(150)]})  # > 256 KiB
+        for posted in (small, large):
+            assert posted.status_code == 503, posted.text
+            assert "OOM" in posted.json()["detail"] and posted.headers["retry-after"]
+        assert admin.dbsize() == keys_before
+        admin.config_set("maxmemory", "0")
+        assert httpx.post(f"{url}/v1/batches", json={"traces": [trace(0)]}).status_code == 202
+    finally:
+        server.stop()
 
 
 def test_refuses_open_access_on_a_public_address(redis_url: str) -> None:

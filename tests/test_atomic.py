@@ -97,6 +97,11 @@ def test_a_command_too_long_for_lua_still_lands(redis_url: str, redis_client: re
     run(lambda committer, _: committer.apply([command, ("SET", f"{prefix}:after", "1")]), redis_url)
     assert redis_client.hlen(f"{prefix}:wide") == fields and redis_client.exists(f"{prefix}:after")
 
+    redis_client.set(f"{prefix}:string", "x")  # and a failing command there is refused like one in the script
+    refused = ("HSET", f"{prefix}:string", *command[2:])
+    with pytest.raises(StoreRefused, match="WRONGTYPE"):
+        run(lambda committer, _: committer.apply([refused]), redis_url)
+
 
 def test_an_unreachable_redis_fails_every_waiting_group(redis_url: str) -> None:
     async def apply_unreachable(_committer, _client):  # noqa: ANN001, ANN202
