@@ -705,7 +705,8 @@ def fmt_ms(value: float | None) -> str:
 
 def print_in_process(r: InProcessResult) -> None:
     per = r.wall / r.iterations * 1e3
-    print(f"  {r.label}, {r.callers} concurrent callers: {r.iterations} batches in {r.wall:.1f} s = {r.per_s:,.0f} batches/s, "
+    print(f"  {r.label}, {r.callers} concurrent callers: {r.iterations} batches in {r.wall:.1f} s = "
+          f"{r.per_s:,.0f} batches/s, "
           f"{r.traces_per_s:,.0f} traces/s, {r.mb_per_s:,.1f} MB/s ({per:.3f} ms per batch)")
     split = ", ".join(f"{name} {t / r.iterations * 1e3:.3f} ms" for name, t in r.parts.items())
     print(f"    inside each callee, per batch (nested callees are inside their callers; concurrent callers overlap, so "

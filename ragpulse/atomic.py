@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import hiredis
 import redis
 import redis.asyncio
-import hiredis
 import redis.client
 
 from ragpulse.exceptions import StoreRefused

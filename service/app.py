@@ -7,11 +7,11 @@ import logging
 from collections.abc import AsyncIterator
 
 import redis
-from redis.asyncio import Redis as AsyncRedis
 from litestar import Litestar
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from prometheus_client import CollectorRegistry
+from redis.asyncio import Redis as AsyncRedis
 
 import ragpulse
 from ragpulse import defaults
@@ -34,7 +34,9 @@ from service.queueing import ChunkEnqueuer
 log = logging.getLogger("ragpulse.api")
 
 
-def redis_client(settings: Settings, client_class: type[redis.Redis] = redis.Redis) -> redis.Redis:
+def redis_client(
+    settings: Settings, client_class: type[redis.Redis | AsyncRedis] = redis.Redis
+) -> redis.Redis | AsyncRedis:
     """A pooled Redis client with short timeouts, so an outage is a quick 503 rather than a hung request.
 
     `client_class=AsyncRedis` gives the event loop's client, with the same settings.

@@ -154,7 +154,8 @@ def test_a_full_redis_is_503_naming_the_refusal_and_stores_nothing(api_factory) 
         admin.config_set("maxmemory", "1")  # every write is refused with OOM, as in a full production Redis
         keys_before = admin.dbsize()
         small = httpx.post(f"{url}/v1/batches", json={"traces": [trace(0)]})
-        large = httpx.post(f"{url}/v1/batches", json={"traces": [trace(i, answer="x" * 2000) for i in range(150)]})  # > 256 KiB
+        large_traces = [trace(i, answer="x" * 2000) for i in range(150)]  # over 256 KiB: staged in a thread
+        large = httpx.post(f"{url}/v1/batches", json={"traces": large_traces})
         for posted in (small, large):
             assert posted.status_code == 503, posted.text
             assert "OOM" in posted.json()["detail"] and posted.headers["retry-after"]
