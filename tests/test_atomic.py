@@ -91,6 +91,15 @@ def test_concurrent_groups_share_script_calls(redis_url: str, redis_client: redi
     assert calls < n / 10, calls
 
 
+def test_the_longest_command_the_script_takes_lands(redis_url: str, redis_client: redis.Redis,
+                                                    prefix: str) -> None:
+    fields = (MAX_COMMAND_ARGS - 2) // 2
+    command = ("HSET", f"{prefix}:wide", *[x for i in range(fields) for x in (f"f{i}", i)])
+    assert len(command) == MAX_COMMAND_ARGS
+    run(lambda committer, _: committer.apply([command]), redis_url)
+    assert redis_client.hlen(f"{prefix}:wide") == fields
+
+
 def test_a_command_too_long_for_lua_still_lands(redis_url: str, redis_client: redis.Redis, prefix: str) -> None:
     fields = MAX_COMMAND_ARGS  # HSET key + 2 words per field: well over the script's limit
     command = ("HSET", f"{prefix}:wide", *[x for i in range(fields) for x in (f"f{i}", i)])
