@@ -19,6 +19,7 @@ import msgspec
 from ragpulse.judges.local import PROMPT_VERSION, LocalJudge
 from ragpulse.judges.verdicts import JudgeOutput
 from ragpulse.metrics.agreement import accuracy, cohens_kappa, kappa_interval
+from ragpulse.metrics.generation import abstained, hallucinated
 from ragpulse.schema import Trace
 
 DEFAULT_LABELS = Path(__file__).resolve().parents[1] / "tests" / "data" / "judge_labels.jsonl"
@@ -30,11 +31,6 @@ def load(path: Path) -> list[tuple[Trace, dict[str, Any]]]:
     """(trace, human label) pairs; traces go through the strict wire schema, so the file must be valid input."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [(msgspec.convert(row["trace"], Trace), row["label"]) for row in rows]
-
-
-def hallucinated(output: JudgeOutput) -> bool:
-    """The judge's trace-level call, by the labels' own rule: any claim unsupported or contradicted."""
-    return any(claim.verdict != "supported" for claim in output.claims)
 
 
 def claim_pairs(output: JudgeOutput, label: dict[str, Any]) -> list[tuple[str, str]] | None:
@@ -84,7 +80,7 @@ def measure_agreement(path: Path | str = DEFAULT_LABELS) -> dict[str, Any]:
         "hallucinated": _kappa(human, judged),
         "hallucinated_confusion": {h: {j: sum(1 for a, b in zip(human, judged) if (a, b) == (h, j))
                                        for j in (True, False)} for h in (True, False)},
-        "abstained": {"accuracy": accuracy([lab["abstained"] for lab in labels], [o.abstained for o in outputs])},
+        "abstained": {"accuracy": accuracy([lab["abstained"] for lab in labels], [abstained(o) for o in outputs])},
         "claims": _claims(outputs, labels),
         "per_category": _per_category(labels, judged),
     }

@@ -20,13 +20,17 @@ DEFAULT_PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "claude-opus-4-5": (5.0, 25.0),
 }
 """USD per million (input, output) tokens; list prices at the time of writing. Override with RAGPULSE_JUDGE_PRICES."""
+CACHE_READ_PRICE_FACTOR = 0.1
+"""A prompt-cache read costs this multiple of the model's input price."""
+CACHE_WRITE_PRICE_FACTOR = 1.25
+"""A prompt-cache write (the default 5-minute cache) costs this multiple of the model's input price."""
 
 OUTPUT_TOKENS_BASE = 120
 """Estimated output tokens of a verdict before claims: relevance, flags, reasons."""
-OUTPUT_TOKENS_PER_CLAIM = 70
-"""Estimated output tokens per answer sentence (claim text, verdict, doc id, quote)."""
-OUTPUT_TOKENS_PER_DOC = 15
-"""Estimated output tokens per retrieved document (its context-relevance entry)."""
+OUTPUT_TOKENS_PER_CLAIM = 110
+"""Estimated output tokens per answer sentence (claim text, reasoning, verdict, evidence quotes)."""
+OUTPUT_TOKENS_PER_DOC = 20
+"""Estimated output tokens per retrieved document (its context-relevance entry: rank, id, score)."""
 _SENTENCE = re.compile(r"[.!?](\s|$)")
 
 
@@ -40,7 +44,7 @@ class Estimate(msgspec.Struct, kw_only=True):
     output_tokens: int
     cost_usd: float | None
     price_known: bool
-    method: str = "characters / 3.5 for input; 120 + 70 per answer sentence + 15 per document for output"
+    method: str = "characters / 3.5 for input; 120 + 110 per answer sentence + 20 per document for output"
 
 
 def parse_prices(raw: str | None) -> dict[str, tuple[float, float]]:
@@ -56,10 +60,17 @@ def parse_prices(raw: str | None) -> dict[str, tuple[float, float]]:
     return prices
 
 
-def call_cost(prices: Mapping[str, tuple[float, float]], model: str, input_tokens: int, output_tokens: int) -> float:
-    """USD cost of one call; 0.0 for a model without a price (its tokens are still counted)."""
+def call_cost(prices: Mapping[str, tuple[float, float]], model: str, input_tokens: int, output_tokens: int,
+              cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> float:
+    """USD cost of one call; 0.0 for a model without a price (its tokens are still counted).
+
+    input_price * (input + 0.1 * cache_read + 1.25 * cache_creation) + output_price * output, per million tokens;
+    `input_tokens` are the uncached ones, as the provider reports them.
+    """
     per_in, per_out = prices.get(model, (0.0, 0.0))
-    return (input_tokens * per_in + output_tokens * per_out) / 1_000_000
+    billed_input = (input_tokens + CACHE_READ_PRICE_FACTOR * cache_read_input_tokens
+                    + CACHE_WRITE_PRICE_FACTOR * cache_creation_input_tokens)
+    return (billed_input * per_in + output_tokens * per_out) / 1_000_000
 
 
 def estimate_trace_tokens(trace: Trace) -> tuple[int, int]:

@@ -7,8 +7,8 @@ from typing import Any
 from ragpulse.exceptions import JudgeAuthError, JudgeError
 from ragpulse.jobs import TraceResult
 from ragpulse.judges.quotes import check_quotes
-from ragpulse.judges.verdicts import Judge, Judgment
-from ragpulse.metrics.generation import generation_scores
+from ragpulse.judges.verdicts import Judge, JudgeOutput, Judgment
+from ragpulse.metrics.generation import abstained, generation_scores, hallucinated
 from ragpulse.metrics.retrieval import RELEVANT, retrieval_metrics
 from ragpulse.schema import BatchOptions, Trace
 
@@ -25,15 +25,18 @@ async def evaluate_trace(
     if judge is None or not trace.answer:
         return result
     result.judge = judge.name
+    judgments: list[Judgment] = []
     try:
-        judgments = [await _judged(judge, trace) for _ in range(options.repeats)]
+        for _ in range(options.repeats):
+            judgments.append(await _judged(judge, trace))
+        first = judgments[0].output
+        result.generation = generation_scores(first, trace)
     except JudgeAuthError:
         raise
-    except JudgeError as exc:
-        result.status, result.error, result.failed_calls = "judge_error", exc.reason, exc.calls
+    except JudgeError as exc:  # includes output that passed the judge but breaks a metric's precondition
+        result.status, result.error = "judge_error", exc.reason
+        result.failed_calls = exc.calls or [call for j in judgments for call in j.calls]
         return result
-    first = judgments[0].output
-    result.generation = generation_scores(first, trace)
     result.claims = first.claims
     result.judgments = judgments
     result.needs_review = any(_disagree(first, j) for j in judgments[1:])
@@ -75,8 +78,6 @@ async def _judged(judge: Judge, trace: Trace) -> Judgment:
     return judgment
 
 
-def _disagree(a: Any, b: Judgment) -> bool:
+def _disagree(a: JudgeOutput, b: Judgment) -> bool:
     """Two judgments disagree when the hallucination call or the abstention call differs."""
-    verdicts_a = {c.verdict for c in a.claims} - {"supported"}
-    verdicts_b = {c.verdict for c in b.output.claims} - {"supported"}
-    return bool(verdicts_a) != bool(verdicts_b) or a.abstained != b.output.abstained
+    return hallucinated(a) != hallucinated(b.output) or abstained(a) != abstained(b.output)

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from ragpulse.jobs import TraceResult
+from ragpulse.metrics.generation import GenerationScores
 from ragpulse.metrics.stats import estimate
 
 
@@ -28,7 +29,8 @@ def generation_section(results: Sequence[TraceResult]) -> dict[str, Any]:
         "answer_relevance": _est([float(g.answer_relevance) for g in scores]),
         "context_relevance": _est([g.context_relevance for g in scores if g.context_relevance is not None]),
         "correctness": _est([g.correctness for g in scores if g.correctness is not None]),
-        "unanswerable_hallucination_rate": _est([float(not g.abstained) for g in unanswerable]),
+        "unanswerable_hallucination_rate": _est([float(bool(g.unanswerable_hallucination)) for g in unanswerable]),
+        "unanswerable": _unanswerable(unanswerable),
         "abstention": _abstention(judged),
         "citations": _citations(judged),
         "repeat_agreement": _agreement(judged),
@@ -52,6 +54,18 @@ def judge_cost(results: Sequence[TraceResult]) -> dict[str, Any]:
         "output_tokens": sum(c.output_tokens for c in calls),
         "input_tokens_per_trace": sum(c.input_tokens for c in calls) / n if n else None,
         "output_tokens_per_trace": sum(c.output_tokens for c in calls) / n if n else None,
+    }
+
+
+def _unanswerable(unanswerable: Sequence[GenerationScores]) -> dict[str, int]:
+    """Where the unanswerable rate's n and numerator come from: labels or the judge, and what the answers did."""
+    return {
+        "n": len(unanswerable),
+        "labelled": sum(g.unanswerable_source == "labelled" for g in unanswerable),
+        "judged": sum(g.unanswerable_source != "labelled" for g in unanswerable),
+        "abstained": sum(g.abstained for g in unanswerable),
+        "hallucinated": sum(bool(g.unanswerable_hallucination) for g in unanswerable),
+        "answered_supported": sum(not g.abstained and not g.unanswerable_hallucination for g in unanswerable),
     }
 
 

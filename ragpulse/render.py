@@ -52,6 +52,10 @@ def _generation(gen: dict[str, Any]) -> list[str]:
     rows = [f"GENERATION (judge: {judges}; {gen['n_judged']} judged, {gen['n_abstained']} abstained)", *([note] if note else [])]
     rows += _metric_table({name: gen[name] for name in GENERATION_ROWS})
     rows += _metric_table({"abstention_precision": abst["precision"], "abstention_recall": abst["recall"]})[1:]
+    una = gen["unanswerable"]
+    rows.append(f"  unanswerable: {una['n']} ({una['labelled']} labelled, {una['judged']} judged by the judge): "
+                f"{una['abstained']} abstained, {una['hallucinated']} hallucinated, "
+                f"{una['answered_supported']} answered with support")
     rows.append(f"  citations: {cites['cited']} cited, {cites['cited_not_retrieved']} never retrieved, "
                 f"{cites['cited_without_support']} without support")
     per_trace = f"{cost['calls_per_trace']:.2f}" if cost["calls_per_trace"] is not None else "-"

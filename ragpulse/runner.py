@@ -33,11 +33,14 @@ class CallObserver:
         self.store, self.job_id, self.tenant, self.settings = store, job_id, tenant, settings
         self.metrics = CallMetrics(store.redis, dict(settings.judge_prices))
 
-    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
-        """Record one provider request (failed requests carry no usage)."""
-        self.metrics.request(model, status, latency_seconds, input_tokens, output_tokens)
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
+        """Record one provider request (failed requests carry no usage); its cost prices cache reads and writes."""
+        cached = {"cache_read_input_tokens": cache_read_input_tokens,
+                  "cache_creation_input_tokens": cache_creation_input_tokens}
+        self.metrics.request(model, status, latency_seconds, input_tokens, output_tokens, **cached)
         if status == "ok":
-            cost = call_cost(self.settings.judge_prices, model, input_tokens, output_tokens)
+            cost = call_cost(self.settings.judge_prices, model, input_tokens, output_tokens, **cached)
             self.store.add_spend(self.job_id, self.tenant, cost, input_tokens, output_tokens)
 
     def waited(self, model: str, seconds: float) -> None:

@@ -1,8 +1,13 @@
 """A fake Anthropic Messages API on loopback: a real HTTP server that the real anthropic SDK talks to via base_url.
 
-By default it judges like a literal-minded LLM: each answer sentence is a claim, supported when it appears in a
-document (quoted from there), unsupported otherwise. Tests script faults with `push(...)`: the next requests get
-them in order (429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input).
+By default it judges like a literal-minded LLM writing prompt v2's tool input: each answer sentence is a claim with
+its reasoning, supported when it appears in a document (quoted from there), unsupported otherwise, and every
+document gets a relevance entry by rank. Tests script faults with `push(...)`: the next requests get them in order
+(429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input).
+
+Prompt caching is simulated: when the request marks a prefix with `cache_control` and that prefix reaches
+`cache_min_tokens`, the first request with that prefix reports it as `cache_creation_input_tokens` and later ones
+as `cache_read_input_tokens`; `input_tokens` then counts only the rest. Tokens are characters / 4.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 _BLOCK = re.compile(r"<(question|answer|reference)>(.*?)</\1>", re.S)
-_DOC = re.compile(r'<document id="([^"]*)" rank="\d+">(.*?)</document>', re.S)
+_DOC = re.compile(r'<document id="([^"]*)"(?: chunk="([^"]*)")? rank="(\d+)">(.*?)</document>', re.S)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 ABSTAIN = ("don't know", "do not know", "not covered", "cannot answer", "can't answer", "no information")
 ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error", 500: "api_error",
@@ -37,10 +42,21 @@ class Fault:
     stop_reason: str = "tool_use"
 
 
+@dataclass(frozen=True)
+class Doc:
+    """One <document> block as the judge sent it."""
+
+    id: str
+    chunk: str | None
+    rank: int
+    text: str
+
+
 def parse_user_message(text: str) -> dict[str, Any]:
-    """Recover the trace from the judge's delimited blocks."""
+    """Recover the trace from the judge's delimited blocks: question, answer, reference and `docs` (a Doc list)."""
     blocks = {name: html.unescape(body) for name, body in _BLOCK.findall(text)}
-    docs = [(html.unescape(i), html.unescape(t)) for i, t in _DOC.findall(text)]
+    docs = [Doc(html.unescape(i), html.unescape(c) if c else None, int(r), html.unescape(t))
+            for i, c, r, t in _DOC.findall(text)]
     return {**blocks, "docs": docs}
 
 
@@ -48,26 +64,37 @@ def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
     """Claims are answer sentences; supported iff the sentence appears verbatim (case-folded) in a document."""
     answer = trace.get("answer", "")
     abstained = any(p in answer.lower() for p in ABSTAIN)
-    claims = []
+    claims, supporting = [], set()
     for sentence in [s for s in _SENTENCE.split(answer.strip()) if s] if not abstained else []:
         core = sentence.rstrip(".!?").strip()
-        doc = next(((i, t) for i, t in trace["docs"] if core.lower() in t.lower()), None)
+        doc = next((d for d in trace["docs"] if core.lower() in d.text.lower()), None)
         if doc:
-            start = doc[1].lower().index(core.lower())
-            claims.append({"text": sentence, "verdict": "supported", "doc_id": doc[0],
-                           "quote": doc[1][start:start + len(core)]})
+            start = doc.text.lower().index(core.lower())
+            evidence = {"doc_id": doc.id, "quote": doc.text[start:start + len(core)]}
+            claims.append({"text": sentence, "reasoning": f"Document {doc.id} states it.", "verdict": "supported",
+                           "evidence": [{**evidence, "chunk_id": doc.chunk} if doc.chunk else evidence]})
+            supporting.add(doc.rank)
         else:
-            claims.append({"text": sentence, "verdict": "unsupported", "doc_id": None, "quote": None})
+            claims.append({"text": sentence, "reasoning": "No document states it.", "verdict": "unsupported",
+                           "evidence": []})
     output = {
-        "claims": claims, "answer_relevance": 3 if claims else 1, "answer_relevance_reason": "scripted",
-        "context_relevance": [{"doc_id": i, "score": 3 if any(c["doc_id"] == i for c in claims) else 1}
-                              for i, _ in trace["docs"]],
+        "claims": claims, "answer_relevance_reason": "scripted", "answer_relevance": 3 if claims else 1,
+        "context_relevance": [{"rank": d.rank, "doc_id": d.id, "score": 3 if d.rank in supporting else 1}
+                              for d in trace["docs"]],
         "answerable_from_context": any(c["verdict"] == "supported" for c in claims),
         "abstained": abstained,
     }
     if trace.get("reference"):
         output["key_facts"] = [{"fact": trace["reference"], "covered": trace["reference"].lower() in answer.lower()}]
     return output
+
+
+def cached_prefix(body: dict[str, Any]) -> list[Any] | None:
+    """Tools, then system blocks, up to and including the last block marked `cache_control`; None when unmarked."""
+    system = body.get("system")
+    blocks = [*body.get("tools", []), *(system if isinstance(system, list) else [])]
+    marked = [i for i, block in enumerate(blocks) if block.get("cache_control")]
+    return blocks[:marked[-1] + 1] if marked else None
 
 
 class _Server(ThreadingHTTPServer):
@@ -81,8 +108,10 @@ class FakeAnthropic:
     """Start with `with FakeAnthropic() as fake:`; point the SDK at `fake.url`."""
 
     def __init__(self, model: str = "claude-sonnet-4-6", latency: float = 0.0, rpm: int = 0,
-                 window_seconds: float = 60.0) -> None:
+                 window_seconds: float = 60.0, cache_min_tokens: int = 1024) -> None:
         self.model = model
+        self.cache_min_tokens = cache_min_tokens
+        self.cached_prefixes: set[str] = set()
         self.latency = latency
         self.rpm = rpm
         self.window_seconds = window_seconds
@@ -104,6 +133,12 @@ class FakeAnthropic:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """Every request body received so far, in order (the last one is `bodies[-1]`)."""
+        with self.lock:
+            return [entry["body"] for entry in self.requests]
 
     def push(self, *faults: Fault) -> None:
         """Queue faults for the next requests, in order."""
@@ -145,9 +180,23 @@ class FakeAnthropic:
             "content": [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": "record_verdicts",
                          "input": tool_input}],
             "stop_reason": fault.stop_reason, "stop_sequence": None,
-            "usage": {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": len(json.dumps(tool_input)) // 4},
+            "usage": {**self._input_usage(body), "output_tokens": len(json.dumps(tool_input)) // 4},
         }
         return 200, {"request-id": request_id}, message
+
+    def _input_usage(self, body: dict[str, Any]) -> dict[str, int]:
+        """input_tokens, plus cache fields when the request marks a cacheable prefix (a creation, then reads)."""
+        total = len(json.dumps(body)) // 4
+        prefix = cached_prefix(body)
+        if prefix is None or len(json.dumps(prefix)) // 4 < self.cache_min_tokens:
+            return {"input_tokens": total}
+        cached = len(json.dumps(prefix)) // 4
+        key = json.dumps([body.get("model"), prefix], sort_keys=True)
+        with self.lock:
+            hit = key in self.cached_prefixes
+            self.cached_prefixes.add(key)
+        return {"input_tokens": max(1, total - cached), "cache_read_input_tokens": cached if hit else 0,
+                "cache_creation_input_tokens": 0 if hit else cached}
 
     def _over_limit(self) -> float | None:
         """Enforce `rpm` requests per `window_seconds` (a moving window); seconds to wait when over it."""

@@ -9,22 +9,25 @@ import pytest
 
 from ragpulse.diagnostics import diagnostic_matrix, primary_issue
 from ragpulse.evaluate import evaluate_trace
-from ragpulse.judges.quotes import quote_found
-from ragpulse.judges.verdicts import Claim, DocRelevance, JudgeCall, JudgeOutput, Judgment, KeyFact
+from ragpulse.exceptions import JudgeOutputInvalid
+from ragpulse.judges.quotes import check_quotes, quote_found
+from ragpulse.judges.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
 from ragpulse.metrics.agreement import cohens_kappa
 from ragpulse.metrics.generation import generation_scores
 from ragpulse.schema import BatchOptions, RetrievedDoc, Trace
 
 
+TRACE = Trace(query="q", answer="x", retrieved_docs=[RetrievedDoc(id="a", text="alpha"), RetrievedDoc(id="b", text="beta"),
+                                                      RetrievedDoc(id="a", text="alpha again")])
+EVERY_RANK = [DocRelevance(doc_id=doc.id, score=2, rank=rank) for rank, doc in enumerate(TRACE.retrieved_docs, 1)]
+
+
 def output(verdicts: list[str], **extra: object) -> JudgeOutput:
     claims = [Claim(text=f"c{i}", verdict=v, doc_id="a" if v != "unsupported" else None, quote="alpha")
               for i, v in enumerate(verdicts)]
-    fields = {"answer_relevance": 3, "context_relevance": [], "answerable_from_context": True, "abstained": False}
+    fields = {"answer_relevance": 3, "context_relevance": EVERY_RANK, "answerable_from_context": True,
+              "abstained": False}
     return JudgeOutput(claims=claims, **{**fields, **extra})
-
-
-TRACE = Trace(query="q", answer="x", retrieved_docs=[RetrievedDoc(id="a", text="alpha"), RetrievedDoc(id="b", text="beta"),
-                                                      RetrievedDoc(id="a", text="alpha again")])
 
 
 def test_faithfulness_is_supported_over_all_claims() -> None:
@@ -38,9 +41,50 @@ def test_a_refusal_is_an_abstention_not_a_score() -> None:
     assert scores.faithfulness is None and scores.abstained and not scores.hallucinated
 
 
-def test_context_relevance_averages_every_distinct_retrieved_document() -> None:
-    judged = output(["supported"], context_relevance=[DocRelevance(doc_id="a", score=3), DocRelevance(doc_id="b", score=1)])
-    assert generation_scores(judged, TRACE).context_relevance == 2.0    # (3 + 1) / 2, not 3 (the first only)
+def test_context_relevance_averages_every_retrieved_position() -> None:
+    ranked = [DocRelevance(doc_id="a", score=3, rank=1), DocRelevance(doc_id="b", score=1, rank=2),
+              DocRelevance(doc_id="a", score=1, rank=3)]
+    assert generation_scores(output(["supported"], context_relevance=ranked), TRACE).context_relevance == \
+        pytest.approx(5 / 3)                                            # (3 + 1 + 1) / 3, not 3 (the first only)
+    by_id = [DocRelevance(doc_id="a", score=3), DocRelevance(doc_id="b", score=1)]   # a record from before ranks
+    assert generation_scores(output(["supported"], context_relevance=by_id), TRACE).context_relevance == \
+        pytest.approx(7 / 3)                                            # positions a, b, a: (3 + 1 + 3) / 3
+
+
+def test_a_judge_that_omits_a_documents_relevance_is_a_judge_error_not_an_average() -> None:
+    # 4 of 5 scores missing would average to 3.0 over the scored one; it must be an error instead.
+    partial = [DocRelevance(doc_id="a", score=3, rank=1)]
+    with pytest.raises(JudgeOutputInvalid, match=r"rank\(s\) \[2, 3\]"):
+        generation_scores(output(["supported"], context_relevance=partial), TRACE)
+    result = asyncio.run(evaluate_trace(TRACE, 0, BatchOptions(), Scripted(["supported"], context_relevance=partial)))
+    assert result.status == "judge_error" and result.generation is None and "rank(s) [2, 3]" in (result.error or "")
+    assert result.failed_calls, "the calls that produced the unusable output are kept for audit"
+
+
+def test_a_label_always_wins_over_the_judges_view_of_the_context() -> None:
+    labelled_answerable = Trace(query="q", answer="x", answerable=True, retrieved_docs=TRACE.retrieved_docs)
+    thin = generation_scores(output(["unsupported"], answerable_from_context=False), labelled_answerable)
+    assert (thin.unanswerable, thin.unanswerable_source, thin.unanswerable_hallucination) == (False, "labelled", None)
+    labelled_unanswerable = Trace(query="q", answer="x", answerable=False, retrieved_docs=TRACE.retrieved_docs)
+    rich = generation_scores(output(["unsupported"], answerable_from_context=True), labelled_unanswerable)
+    assert (rich.unanswerable, rich.unanswerable_source, rich.unanswerable_hallucination) == (True, "labelled", True)
+    unlabelled = generation_scores(output(["unsupported"], answerable_from_context=False), TRACE)
+    assert (unlabelled.unanswerable, unlabelled.unanswerable_source) == (True, "judged")
+
+
+def test_an_answer_whose_claims_are_all_supported_is_never_a_hallucination_of_any_kind() -> None:
+    for answerable in (None, False):
+        trace = Trace(query="q", answer="x", answerable=answerable, retrieved_docs=TRACE.retrieved_docs)
+        scores = generation_scores(output(["supported", "supported"], answerable_from_context=False), trace)
+        assert scores.unanswerable and not scores.hallucinated and scores.unanswerable_hallucination is False
+
+
+def test_a_refusal_followed_by_a_guess_is_a_guess_not_an_abstention() -> None:
+    unanswerable = Trace(query="q", answer="x", answerable=False, retrieved_docs=TRACE.retrieved_docs)
+    guess = generation_scores(output(["unsupported"], abstained=True), unanswerable)   # "I'm not sure, but ..."
+    assert not guess.abstained and guess.hallucinated and guess.unanswerable_hallucination is True
+    refusal = generation_scores(output([], abstained=True), unanswerable)
+    assert refusal.abstained and refusal.unanswerable_hallucination is False and refusal.faithfulness is None
 
 
 def test_correctness_is_key_fact_recall() -> None:
@@ -55,12 +99,10 @@ def test_citations_never_retrieved_and_without_support() -> None:
 
 
 def test_unanswerable_hallucination_needs_an_unanswerable_trace_and_no_abstention() -> None:
-    unanswerable = Trace(query="q", answer="x", answerable=False)
+    unanswerable = Trace(query="q", answer="x", answerable=False, retrieved_docs=TRACE.retrieved_docs)
     assert generation_scores(output(["unsupported"]), unanswerable).unanswerable_hallucination is True
     assert generation_scores(output([], abstained=True), unanswerable).unanswerable_hallucination is False
-    judged_insufficient = output(["unsupported"], answerable_from_context=False)
-    assert generation_scores(judged_insufficient, Trace(query="q", answer="x")).unanswerable
-    assert generation_scores(output(["supported"]), Trace(query="q", answer="x")).unanswerable_hallucination is None
+    assert generation_scores(output(["supported"]), TRACE).unanswerable_hallucination is None
 
 
 def test_primary_issue_fixes_retrieval_first_when_both_are_broken() -> None:
@@ -74,11 +116,11 @@ class Scripted:
 
     name, model = "scripted", "m"
 
-    def __init__(self, verdicts: list[str]) -> None:
-        self.verdicts = verdicts
+    def __init__(self, verdicts: list[str], **extra: object) -> None:
+        self.verdicts, self.extra = verdicts, extra
 
     async def ajudge(self, trace: Trace) -> Judgment:
-        out = output(self.verdicts)
+        out = output(self.verdicts, **self.extra)
         return Judgment(judge="scripted", model="m", prompt_version="p", output=out,
                         calls=[JudgeCall(judge="scripted", model="m", prompt_version="p", raw_output={})])
 
@@ -101,8 +143,49 @@ def test_quotes_match_after_normalising_or_fuzzily_but_not_when_invented() -> No
     doc = "The Nimbus   thermostat supports\nWi-Fi 6 and &lt;Zigbee&gt;."
     assert quote_found("the nimbus thermostat SUPPORTS wi-fi 6", doc)
     assert quote_found("thermostat supports WiFi 6", doc)                 # a small copying difference
+    assert quote_found("“The Nimbus thermostat supports Wi‑Fi 6”", doc)  # typographic quotes, dash
     assert not quote_found("supports Bluetooth 5.3 and Thread", doc)
     assert not quote_found("", doc)
+
+
+@pytest.mark.parametrize("near_miss", [
+    "Refunds are accepted within 90 days of delivery",        # a changed number
+    "Orders over 100 units ship free of charge",              # 1,000 -> 100
+    "Refunds are accepted within 30 hours of delivery",       # a changed unit
+    "Express delivery is available on Sundays",               # a dropped negation
+    "Refunds are accepted within 30 days of delivery in June",  # an added date
+])
+def test_a_fuzzy_match_never_changes_a_number_a_negation_a_unit_or_a_date(near_miss: str) -> None:
+    doc = ("Refunds are accepted within 30 days of delivery. Orders over 1,000 units ship free of charge. "
+           "Express delivery is not available on Sundays.")
+    assert not quote_found(near_miss, doc)
+
+
+def test_the_same_near_miss_with_its_protected_tokens_intact_still_matches() -> None:
+    doc = "Refunds are accepted within 30 days of delivery. Orders over 1,000 units ship free of charge."
+    assert quote_found("Refunds are acepted within 30 days of delivery", doc)     # a typo, same number
+    assert quote_found("Orders over 1000 units ship free of charge", doc)         # 1,000 written 1000
+    assert quote_found("Refunds are accepted ... 30 days of delivery", doc)       # an elided middle
+
+
+def test_evidence_is_searched_in_every_chunk_of_the_cited_document_and_all_pieces_must_hold() -> None:
+    trace = Trace(query="q", answer="x", retrieved_docs=[
+        RetrievedDoc(id="manual", chunk_id="c1", text="Chapter 1. Unpacking the router."),
+        RetrievedDoc(id="manual", chunk_id="c2", text="The reset button must be held for 10 seconds."),
+        RetrievedDoc(id="prices", text="The Pro plan costs $20 per month.")])
+    from_chunk_2 = Claim(text="hold reset 10 s", verdict="supported",
+                         evidence=[Evidence(doc_id="manual", quote="held for 10 seconds")])
+    two_docs = Claim(text="Pro and reset", verdict="supported", evidence=[
+        Evidence(doc_id="prices", quote="Pro plan costs $20 per month"),
+        Evidence(doc_id="manual", chunk_id="c2", quote="The reset button must be held for 10 seconds")])
+    one_bad_piece = Claim(text="Pro and reset", verdict="supported", evidence=[
+        Evidence(doc_id="prices", quote="Pro plan costs $20 per month"),
+        Evidence(doc_id="manual", quote="held for 30 seconds")])
+    judged = JudgeOutput(claims=[from_chunk_2, two_docs, one_bad_piece], answer_relevance=3,
+                         answerable_from_context=True, abstained=False)
+    checked = check_quotes(judged, trace).claims
+    assert [c.verdict for c in checked] == ["supported", "supported", "unsupported"]
+    assert checked[0].evidence[0].chunk_id == "c2" and checked[2].flags == ["quote_not_found"]
 
 
 def test_cohens_kappa_on_a_hand_computed_table() -> None:

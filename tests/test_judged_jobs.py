@@ -128,3 +128,35 @@ def test_calibration_reports_kappa_and_warns_when_low(judged: httpx.Client) -> N
     assert judged.get(f"/v1/jobs/{job_id}/report").json()["calibration"]["traces"]["accuracy"] == 0.0
     bad = judged.post("/v1/calibrations", json={"job_id": job_id, "labels": [{"trace_id": 1, "faithful": True}]})
     assert bad.status_code == 422 and bad.json()["errors"][0]["path"] == "$.labels[0].trace_id"
+
+
+def test_labels_decide_unanswerable_and_a_guess_after_a_refusal_is_counted(judged: httpx.Client) -> None:
+    """The local judge through the real API and workers: n of the unanswerable rate is the labelled count."""
+    doc = [{"id": "kb-warranty", "text": "The warranty lasts two years."}]
+    traces = [
+        {"trace_id": "readme", "query": "How long is the warranty?", "answer": "The warranty lasts two years.",
+         "retrieved_docs": [{"id": "doc-faq", "text": "Shipping is free."}, *doc], "gold_doc_ids": ["kb-warranty"]},
+        {"trace_id": "labelled-answerable-thin", "query": "What does the extended plan cost?", "answerable": True,
+         "answer": "The warranty lasts two years.", "retrieved_docs": doc},
+        {"trace_id": "refusal-de", "query": "Gibt es eine Garantieverlängerung?", "answerable": False,
+         "answer": "Ich konnte dazu keine Informationen finden.", "retrieved_docs": doc},
+        {"trace_id": "refusal-es", "query": "¿Hay garantía extendida?", "answerable": False,
+         "answer": "No encontré esa información en la documentación.", "retrieved_docs": doc},
+        {"trace_id": "refusal-then-guess", "query": "How big is the firmware download?", "answerable": False,
+         "answer": "I couldn't find it, but it's usually around 1 GB.", "retrieved_docs": doc},
+        {"trace_id": "supported-on-unanswerable", "query": "Is there an extended plan?", "answerable": False,
+         "answer": "The warranty lasts two years.", "retrieved_docs": doc},
+    ]
+    job_id = judged.post("/v1/batches", json={"traces": traces, "options": {"judge": "local"}}).json()["job_id"]
+    assert wait_for_job(judged, job_id)["status"] == "finished"
+    by_id = {i["trace_id"]: i["generation"] for i in results(judged, job_id)}
+    assert by_id["readme"]["unanswerable_hallucination"] is None and by_id["readme"]["faithfulness"] == 1.0
+    assert by_id["labelled-answerable-thin"]["unanswerable"] is False
+    assert by_id["refusal-de"]["abstained"] and by_id["refusal-es"]["abstained"]
+    guess = by_id["refusal-then-guess"]
+    assert not guess["abstained"] and guess["unanswerable_hallucination"] is True
+    assert by_id["supported-on-unanswerable"]["unanswerable_hallucination"] is False
+    report = judged.get(f"/v1/jobs/{job_id}/report").json()["generation"]
+    assert report["unanswerable"] == {"n": 4, "labelled": 4, "judged": 0, "abstained": 2, "hallucinated": 1,
+                                      "answered_supported": 1}
+    assert report["unanswerable_hallucination_rate"]["mean"] == 0.25             # 1 of the 4 labelled unanswerable

@@ -2,7 +2,8 @@
 
 Calls go through the official async SDK. Transient failures (429, 529, 5xx, timeouts, connection errors) are
 retried here, not in the SDK, so that a 429 can pause every worker through the shared limiter: exponential
-backoff with full jitter, `retry-after` honoured, a bounded number of attempts.
+backoff with full jitter, `retry-after` honoured, a bounded number of attempts. The fixed prefix (tool definition
+and system prompt) is marked for the provider's prompt cache when it is long enough to be cached.
 """
 
 from __future__ import annotations
@@ -20,12 +21,39 @@ import msgspec
 from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.headers import pause_from_headers, retry_after
 from ragpulse.judges.prompt import (
-    PROMPT_VERSION, SYSTEM, TOOL, TOOL_NAME, estimate_input_tokens, repair_message, user_message,
+    FIXED_PROMPT_TOKENS, PROMPT_VERSION, SYSTEM, TOOL, TOOL_NAME, estimate_input_tokens, repair_message, user_message,
 )
+from ragpulse.judges.tool import RecordVerdicts, problems, to_output
 from ragpulse.judges.verdicts import JudgeCall, JudgeObserver, JudgeOutput, Judgment, NullObserver
 from ragpulse.ratelimit import JudgeLimiter
 from ragpulse.schema import Trace
 
+MIN_CACHEABLE_TOKENS: dict[str, int] = {
+    "claude-opus-4-6": 4096, "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096,
+    "haiku": 2048, "sonnet": 1024, "opus": 1024,
+}
+"""Shortest prefix each model caches, by the first key its name contains (Anthropic's prompt-caching docs)."""
+DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+"""Minimum cacheable length assumed for a model the table does not know."""
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The provider's minimum cacheable prompt length for `model`."""
+    return next((n for key, n in MIN_CACHEABLE_TOKENS.items() if key in model), DEFAULT_MIN_CACHEABLE_TOKENS)
+
+
+def system_blocks(model: str) -> list[dict[str, Any]]:
+    """The system prompt as one text block, marked `cache_control` when the fixed prefix can be cached for `model`.
+
+    The marker caches the whole prefix before it, the tool definition included (tools come first). A prefix shorter
+    than the model's minimum is never cached: the API accepts the marker, silently caches nothing and bills the
+    tokens as plain input, so a marker there would only suggest savings that cannot happen. The estimate is
+    chars / 3.5, an over-estimate, so near the minimum the marker may still be a no-op; it never costs extra.
+    """
+    block: dict[str, Any] = {"type": "text", "text": SYSTEM}
+    if FIXED_PROMPT_TOKENS >= min_cacheable_tokens(model):
+        block["cache_control"] = {"type": "ephemeral"}
+    return [block]
 
 
 @dataclass(frozen=True)
@@ -74,6 +102,7 @@ class AnthropicJudge:
         self.limiter = limiter
         self.retry = retry
         self.observer = observer or NullObserver()
+        self._system = system_blocks(model)
         self._output_estimate = min(600, max_tokens)
         self._input_scale = 1.0
         """Learned ratio of reported input tokens to our character-based estimate (EMA), so token limits fill."""
@@ -91,11 +120,11 @@ class AnthropicJudge:
         messages: list[dict[str, Any]] = [{"role": "user", "content": user_message(trace)}]
         calls: list[JudgeCall] = []
         message = await self._call(messages, calls)
-        output, problem = _parse(message)
+        output, problem = _parse(message, trace)
         if problem is not None:
             messages += _repair_turns(message, problem)
             message = await self._call(messages, calls)
-            output, problem = _parse(message)
+            output, problem = _parse(message, trace)
         if problem is not None or output is None:
             raise JudgeOutputInvalid(f"judge output invalid after one repair: {problem}", calls)
         return Judgment(judge=self.name, model=self.model, prompt_version=PROMPT_VERSION, output=output, calls=calls)
@@ -109,7 +138,7 @@ class AnthropicJudge:
             start = time.perf_counter()
             try:
                 raw = await self.client.messages.with_raw_response.create(
-                    model=self.model, max_tokens=self.max_tokens, system=SYSTEM, tools=[TOOL],
+                    model=self.model, max_tokens=self.max_tokens, system=self._system, tools=[TOOL],
                     tool_choice={"type": "tool", "name": TOOL_NAME}, messages=messages, extra_body=self._extra_body,
                 )
             except anthropic.APIError as exc:
@@ -122,7 +151,7 @@ class AnthropicJudge:
             message = await raw.parse()
             calls.append(self._record(message, raw.headers.get("request-id"), time.perf_counter() - start))
             await self._settle(raw.headers, estimate, message)
-            observed = min(2.0, max(0.25, message.usage.input_tokens / max(raw_input, 1.0)))
+            observed = min(2.0, max(0.25, _limited_input(message.usage) / max(raw_input, 1.0)))
             self._input_scale = 0.8 * self._input_scale + 0.2 * observed
             return message
         raise AssertionError("unreachable: the last failed attempt raises")
@@ -144,7 +173,7 @@ class AnthropicJudge:
         await asyncio.sleep(delay)
 
     async def _settle(self, headers: Any, estimate: tuple[int, int], message: anthropic.types.Message) -> None:
-        usage = (message.usage.input_tokens, message.usage.output_tokens)
+        usage = (_limited_input(message.usage), message.usage.output_tokens)
         self._output_estimate = max(64, min(self.max_tokens, int(0.8 * self._output_estimate + 0.2 * usage[1])))
         if self.limiter is not None:
             await self.limiter.settle(estimate, usage)
@@ -156,28 +185,41 @@ class AnthropicJudge:
         tool_input = next((b.input for b in message.content if b.type == "tool_use"), None)
         raw = tool_input if tool_input is not None else [b.model_dump() for b in message.content]
         usage = message.usage
-        self.observer.request(self.model, "ok", latency, usage.input_tokens, usage.output_tokens)
+        cache_read, cache_creation = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
+        self.observer.request(self.model, "ok", latency, usage.input_tokens, usage.output_tokens,
+                              cache_read_input_tokens=cache_read, cache_creation_input_tokens=cache_creation)
         return JudgeCall(
             judge=self.name, model=message.model or self.model, prompt_version=PROMPT_VERSION, raw_output=raw,
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, latency_ms=round(latency * 1000, 1),
-            request_id=request_id, stop_reason=message.stop_reason,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cache_read_input_tokens=cache_read,
+            cache_creation_input_tokens=cache_creation, latency_ms=round(latency * 1000, 1), request_id=request_id,
+            stop_reason=message.stop_reason,
         )
 
 
-def _parse(message: anthropic.types.Message) -> tuple[JudgeOutput | None, str | None]:
-    """The validated output, or the problem to send back in a repair turn."""
+def _limited_input(usage: anthropic.types.Usage) -> int:
+    """Input tokens that count against the provider's input-token rate limit: cache reads do not, writes do."""
+    return usage.input_tokens + (usage.cache_creation_input_tokens or 0)
+
+
+def _parse(message: anthropic.types.Message, trace: Trace) -> tuple[JudgeOutput | None, str | None]:
+    """The validated output, or the problem to send back in a repair turn.
+
+    Validation is strict (an unknown field is a problem), and output that validates must still score every
+    retrieved document (tool.problems).
+    """
     if message.stop_reason == "max_tokens":
         return None, "the output was truncated at max_tokens"
     block = next((b for b in message.content if b.type == "tool_use" and b.name == TOOL_NAME), None)
     if block is None:
         return None, f"no {TOOL_NAME} tool call in the response"
     try:
-        output = msgspec.convert(block.input, JudgeOutput)
+        verdicts = msgspec.convert(block.input, RecordVerdicts)
     except msgspec.ValidationError as exc:
         return None, str(exc)
-    for claim in output.claims:
-        claim.flags = []
-    return output, None
+    problem = problems(verdicts, trace)
+    if problem is not None:
+        return None, problem
+    return to_output(verdicts), None
 
 
 def _repair_turns(message: anthropic.types.Message, problem: str) -> list[dict[str, Any]]:

@@ -1,203 +1,291 @@
-"""LocalJudge: an offline, deterministic HEURISTIC judge built on word overlap and exact anchors, not an LLM.
+"""LocalJudge: an offline, deterministic HEURISTIC judge built on stems, anchors and negation, not an LLM.
 
 It needs no network and no model. It lets ragpulse judge traces in tests, in CI and on air-gapped installs,
-and it sets the floor that an LLM judge must beat. It cannot follow paraphrase, negation or inference.
-bench/judge_agreement.py measures its agreement with human labels, and docs/local_judge.md records it.
-Retrieved text is only ever counted and compared, never obeyed, so an instruction inside a passage is just
-more words.
+and it sets the floor that an LLM judge must beat. It reads six languages word by word (ragpulse.judges.text);
+it cannot follow inference, arithmetic, or a paraphrase whose words are not in the passage. bench/judge_agreement.py
+measures it against human labels, and docs/local_judge.md records the figures and what it cannot do.
+Retrieved text is only ever counted and compared, never obeyed; sentences that address a model ("ignore previous
+instructions", "the assistant must say ...") are not evidence at all.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import combinations
 
 import msgspec
 
-from ragpulse.judges.verdicts import Claim, DocRelevance, JudgeCall, JudgeOutput, Judgment, KeyFact
+from ragpulse.judges import lexicon
+from ragpulse.judges.text import (
+    Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
+)
+from ragpulse.judges.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
 from ragpulse.schema import Trace
 
-HEURISTIC_VERSION = "local-heuristic-v1"
+HEURISTIC_VERSION = "local-heuristic-v2"
 """Bump when the rules change, so that old and new judgments never share a prompt_version."""
-SUPPORT_OVERLAP = 0.6
-"""Share of a claim's content words that one passage must contain. A majority, with slack for one or two rewordings."""
+SUPPORT_COVERAGE = 0.5
+"""Share of a claim's content stems that its evidence must contain: half, with slack for rewordings (chosen on the dev split)."""
+CONTRADICTION_COVERAGE = 0.5
+"""Share a passage must share with a claim before a changed number in it reads as a contradiction, not a topic."""
 RELEVANCE_HIGH = 0.6
-"""Share of the query's content words that makes a passage or an answer score 3 ("covers most of the question")."""
+"""Share of the query's content stems that makes a passage or an answer score 3 ("covers most of the question")."""
 RELEVANCE_LOW = 0.3
 """Share that makes it score 2 ("touches the question"); anything below scores 1."""
 KEY_FACT_OVERLAP = 0.6
 """A reference fact is covered at the same bar a claim must meet to be supported."""
-CHECKED_KINDS = ("number", "code", "month")
-"""Anchor kinds whose substitution counts as a contradiction. A different name may be another entity, not a change."""
-
-_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:['._,][A-Za-z0-9]+)*")
-_BOUNDARY_RE = re.compile(r"[.!?][\"')\]]*(?P<gap>\s+)|(?P<newline>\n+)")
-_NUMBER_RE = re.compile(r"v?(\d+(?:[.,]\d+)*)")
-_ABBREVIATIONS = frozenset("e.g. i.e. etc. vs. approx. no. fig. dr. mr. mrs. ms. st. inc. ltd. cf. incl.".split())
-_MONTHS = frozenset("january february march april may june july august september october november december".split())
-_STOPWORDS = frozenset("""
-a about above after again all also am an and any are as at be been before being below between both but by can
-could did do does doing down during each few for from further had has have having he her here hers him his how
-i if in into is it its itself just me more most my no nor not of off on once only or other our out over own same
-she should so some such than that the their them then there these they this those through to too under until up
-very was we were what when where which while who whom why will with would you your yours yes may might must
-shall let get got don't doesn't didn't isn't aren't wasn't weren't can't cannot couldn't won't wouldn't
-shouldn't haven't hasn't hadn't i'm i've you're you've it's there's that's what's let's they're we're
-""".split())
-_ABSTENTION_RE = re.compile("|".join((
-    r"\bi (?:do not|don't) know\b",
-    r"\bnot (?:sure|certain)\b",
-    r"\b(?:couldn't|could not|can't|cannot|unable to|not able to) (?:find|answer|confirm|tell|say|determine|help)\b",
-    r"\b(?:doesn't|does not|don't|do not|didn't|did not) (?:mention|say|specify|describe|state)\b",
-    # "does not cover/contain/include" is a claim ("the warranty does not cover water damage") unless it is
-    # said of the sources themselves.
-    r"\b(?:documentation|documents?|docs|context|sources?|passages?|manual|leaflet|excerpts?)\b"
-    r"[^.]*\b(?:doesn't|does not|don't|do not) (?:cover|contain|include)\b",
-    r"\b(?:don't|do not|doesn't|does not) have (?:any )?(?:\w+ )?(?:information|details|data)\b",
-    r"\b(?:no|not enough|insufficient) (?:information|details|mention)\b",
-    r"\bnot (?:mentioned|covered|specified|stated|documented)\b",
-)))
-"""Phrases that admit the context lacks the answer; a sentence holding one is an abstention, not a claim."""
-_REFERRAL_RE = re.compile(r"^(?:please |you (?:may|might|could|can|should) (?:want to |wish to )?)?"
-                          r"(?:ask|consult|contact|check with|speak (?:to|with)|talk to)\b")
-"""An "ask HR" sentence beside an abstention belongs to the abstention, not to the claims."""
+SWAP_COVERAGE = 0.4
+"""A passage sharing this much of a claim is about the same thing: a claim word found only there was moved."""
+PAIR_CANDIDATES = 6
+"""Passages tried in pairs when no single passage supports a claim (support from two documents together)."""
 
 
 @dataclass(frozen=True)
-class _Profile:
-    """What the heuristic sees of a text: normalised words, content words and anchors in order of appearance."""
+class _Unit:
+    """A span of evidence: one sentence, or two consecutive sentences of one chunk (so "It" can find its subject)."""
 
-    words: frozenset[str]
-    content: tuple[str, ...]
-    anchors: tuple[tuple[str, str], ...]
+    doc_id: str
+    chunk_id: str | None
+    text: str
+    reading: Reading
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of `text`, verbatim; no split after "e.g." and the like, nor inside "2.5" or "v3.2.1"."""
-    sentences, start = [], 0
-    for boundary in _BOUNDARY_RE.finditer(text):
-        end = boundary.start("gap" if boundary.group("gap") else "newline")
-        last_word = text[start:end].split()[-1:]
-        if last_word and last_word[0].lower().lstrip("(\"'[") in _ABBREVIATIONS:
+@dataclass(frozen=True)
+class _Context:
+    """The retrieved text as evidence: units, and every stem the question and the passages use."""
+
+    language: str
+    units: tuple[_Unit, ...]
+    proper: frozenset[str]
+    """Stems of words written as names anywhere in the trace, so "Clarivex" is a name even first in a sentence."""
+
+
+def _context(trace: Trace, language: str) -> _Context:
+    units: list[_Unit] = []
+    proper = {v for text in (trace.query, trace.answer or "") for k, v in read(text, language).anchors if k == "name"}
+    for doc in trace.retrieved_docs:
+        sentences = [s for s in split_sentences(doc.text or "") if not lexicon.INJECTION.search(fold(s))]
+        for i, sentence in enumerate(sentences):
+            units.append(_Unit(doc.id, doc.chunk_id, sentence, read(sentence, language)))
+            proper.update(v for k, v in units[-1].reading.anchors if k == "name")
+            if i and fold(sentence).split(maxsplit=1)[0].strip(",") in lexicon.ANAPHORA:
+                pair = f"{sentences[i - 1]} {sentence}"
+                units.append(_Unit(doc.id, doc.chunk_id, pair, read(pair, language)))
+    return _Context(language, tuple(units), frozenset(proper))
+
+
+# ------------------------------------------------------------------------------------------------ claims
+
+@dataclass(frozen=True)
+class _Sentence:
+    """An answer sentence as a claim: its text, and the reading that is checked (the guess after a refusal)."""
+
+    text: str
+    focus: Reading
+
+
+def _split_answer(answer: str, query: str, language: str) -> tuple[list[_Sentence], bool]:
+    """The answer's claims and whether it declines; a refusal followed by a guess keeps the guess as a claim."""
+    claims: list[_Sentence] = []
+    refused = False
+    referrals: list[_Sentence] = []
+    for sentence in split_sentences(answer):
+        lowered = fold(sentence)
+        refusal = lexicon.REFUSALS.search(lowered)
+        if refusal:
+            refused = True
+            guess = _guess_after(sentence, lowered, refusal.end())
+            if guess and not lexicon.REFUSALS.search(fold(guess)) and _asserts(read(guess, language)):
+                claims.append(_Sentence(sentence, read(guess, language)))
             continue
-        sentences.append(text[start:end].strip())
-        start = boundary.end()
-    sentences.append(text[start:].strip())
-    return [s for s in sentences if s]
+        claim = _Sentence(sentence, _yes_no(sentence, query, language) or read(_without_answer_word(sentence), language))
+        if not _asserts(claim.focus):
+            continue
+        (referrals if lexicon.REFERRALS.search(lowered) else claims).append(claim)
+    if not refused:
+        claims = [c for c in claims + referrals]
+        claims.sort(key=lambda c: answer.find(c.text))
+    return claims, refused and not claims
 
 
-def _stem(word: str) -> str:
-    """Light normalisation: drop a possessive and a plural ending ("policies" -> "policy", "days" -> "day")."""
-    word = word.removesuffix("'s")
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
+def _guess_after(sentence: str, lowered: str, refusal_end: int) -> str:
+    """The part of a refusal sentence after "but" or a hedge ("I couldn't find it, but it's usually 1 GB")."""
+    turns = [m for m in (lexicon.GUESS_TURN.search(lowered, refusal_end), lexicon.HEDGES.search(lowered, refusal_end))
+             if m is not None]
+    if not turns:
+        return ""
+    return sentence[min(m.end() for m in turns):]
 
 
-def _anchor(token: str, position: int) -> tuple[str, str] | None:
-    """The (kind, value) a token pins down exactly: number, code like E1045, month, or capitalised name."""
-    if number := _NUMBER_RE.fullmatch(token):
-        return ("number", number.group(1).replace(",", ""))
-    if any(c.isdigit() for c in token):
-        return ("code", token.lower())
-    if token[0].isupper() and token.lower() in _MONTHS:
-        return ("month", token.lower())
-    capitalised = (position > 0 and token[0].isupper()) or any(c.isupper() for c in token[1:])
-    return ("name", _stem(token.lower())) if capitalised and len(token) > 1 else None
+def _asserts(reading: Reading) -> bool:
+    """A sentence states something checkable when it has a content word or an anchor."""
+    return bool(reading.content or reading.anchors)
 
 
-def _profile(text: str) -> _Profile:
-    """Tokenise once; positions restart at each sentence so a sentence's first word is not taken for a name."""
-    words, content, anchors = set(), [], []
-    for sentence in split_sentences(text.replace("\u2019", "'")):
-        for position, token in enumerate(_TOKEN_RE.findall(sentence)):
-            lowered = _stem(token.lower())
-            words.add(lowered)
-            if (anchor := _anchor(token, position)) is not None:
-                anchors.append(anchor)
-            if not any(c.isdigit() for c in token) and token.lower() not in _STOPWORDS and len(lowered) > 1:
-                content.append(lowered)
-    return _Profile(frozenset(words), tuple(dict.fromkeys(content)), tuple(dict.fromkeys(anchors)))
+def _without_answer_word(sentence: str) -> str:
+    """"No, don't plug it in" is read as "don't plug it in": the leading "No" answers, it does not negate twice."""
+    first, _, rest = sentence.partition(" ")
+    word = fold(first).strip(",.;:!—-")
+    return rest if rest and (word in lexicon.AFFIRMATIONS or word in lexicon.DENIALS) else sentence
 
 
-def _overlap(claim: _Profile, passage: _Profile) -> float:
-    """Share of the claim's content words found in the passage; 1.0 for a claim made only of anchors."""
-    if not claim.content:
-        return 1.0
-    return sum(word in passage.words for word in claim.content) / len(claim.content)
+def _yes_no(sentence: str, query: str, language: str) -> Reading | None:
+    """"Yes, it does." asserts the question's proposition; "No." denies it. None for any other sentence."""
+    words = fold(sentence).replace(",", " ").replace(".", " ").replace("!", " ").split()
+    if not words or (words[0] not in lexicon.AFFIRMATIONS and words[0] not in lexicon.DENIALS):
+        return None
+    rest = read(" ".join(sentence.split()[1:]), language)
+    question = read(query, language)
+    if set(rest.content) - set(question.content) or rest.anchors:
+        return None
+    denied = words[0] in lexicon.DENIALS
+    # The question's names need not be repeated: "Yes, it does." asserts about them without naming them.
+    negated, plain = (question.plain_stems, question.negated_stems) if denied else \
+        (question.negated_stems, question.plain_stems)
+    return replace(question, text=sentence, anchors=tuple(a for a in question.anchors if a[0] != "name"),
+                   negated=question.negated ^ denied, negated_stems=negated, plain_stems=plain)
 
 
-def _missing(claim: _Profile, passage: _Profile) -> list[tuple[str, str]]:
-    """The claim's anchors the passage lacks; names are looked up among words, wherever they sit."""
-    exact = {value for _, value in passage.anchors}
-    return [(kind, value) for kind, value in claim.anchors
-            if value not in (passage.words if kind == "name" else exact)]
+# ------------------------------------------------------------------------------------------------ verdicts
+
+@dataclass(frozen=True)
+class _Fit:
+    """How well evidence fits a claim."""
+
+    units: tuple[_Unit, ...]
+    coverage: float
+    missing: tuple[str, ...]
+    missing_anchors: tuple[tuple[str, object], ...]
+    missing_known: tuple[str, ...] = ()
+    """Missing claim words that another passage about the same thing uses: the claim moved them (a swap)."""
+
+    @property
+    def supports(self) -> bool:
+        return self.coverage >= SUPPORT_COVERAGE and not self.missing_known and not self.missing_anchors
 
 
-def _best_sentence(claim: _Profile, doc_text: str) -> str:
-    """The passage sentence sharing most content words with the claim (the first on a tie), verbatim."""
-    return max(split_sentences(doc_text), key=lambda sentence: _overlap(claim, _profile(sentence)))
+def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
+    stems = frozenset().union(*(u.reading.stems for u in units))
+    anchors = frozenset().union(*(u.reading.anchors for u in units))
+    missing = [w for w in claim.content if w not in stems]
+    coverage = 1.0 - len(missing) / len(claim.content) if claim.content else 1.0
+    names = [("name", w) for w in missing if w in context.proper and ("name", w) not in claim.anchors]
+    return _Fit(units, coverage, tuple(missing),
+                tuple(a for a in claim.anchors if not _anchor_found(a, anchors, stems)) + tuple(names))
 
 
-def _changed(missing: list[tuple[str, str]], claim: _Profile, quote: str) -> list[tuple[str, str]]:
-    """Missing anchors for which the quote holds a different anchor of the same kind: 60 days against 30 days."""
-    rivals = {kind for kind, value in _profile(quote).anchors if (kind, value) not in claim.anchors}
-    return [(kind, value) for kind, value in missing if kind in CHECKED_KINDS and kind in rivals]
+def _with_swaps(fit: _Fit, fits: list[_Fit], claim: Reading) -> _Fit:
+    """Mark missing words that a rival passage (sharing at least SWAP_COVERAGE of the claim) holds instead."""
+    own = " ".join(u.text for u in fit.units)
+    rivals = [f for f in fits if f.coverage >= SWAP_COVERAGE
+              and f.units[0].text not in own and not any(u.text in f.units[0].text for u in fit.units)]
+    moved = tuple(w for w in fit.missing if any(w in f.units[0].reading.stems for f in rivals))
+    return replace(fit, missing_known=moved)
 
 
-def _scores(claim: _Profile, docs: list[tuple[str, str]]) -> list[tuple[float, list, str, str]]:
-    """(overlap, missing anchors, doc id, doc text) of the claim against every passage, in rank order."""
-    return [(_overlap(claim, p), _missing(claim, p), doc_id, text) for doc_id, text in docs for p in [_profile(text)]]
+def _anchor_found(anchor: tuple[str, object], anchors: frozenset, stems: frozenset[str]) -> bool:
+    """Names are looked up among stems too, wherever they sit ("the pro plan" names "Pro")."""
+    return anchor_matches(anchor, anchors) or (anchor[0] == "name" and anchor[1] in stems)
 
 
-def _verdict(text: str, docs: list[tuple[str, str]]) -> Claim:
-    """Supported by one passage, contradicted by the closest one (a changed number), or else unsupported."""
-    claim = _profile(text)
-    scored = _scores(claim, docs)
-    if backing := [s for s in scored if s[0] >= SUPPORT_OVERLAP and not s[1]]:
-        _, _, doc_id, doc_text = max(backing, key=lambda s: s[0])
-        return Claim(text=text, verdict="supported", doc_id=doc_id, quote=_best_sentence(claim, doc_text))
-    if not scored:
-        return Claim(text=text, verdict="unsupported", reason="no retrieved passage has text")
-    overlap, missing, doc_id, doc_text = max(scored, key=lambda s: s[0])
-    if overlap < SUPPORT_OVERLAP:
-        return Claim(text=text, verdict="unsupported",
-                     reason=f"at most {overlap:.0%} of its content words are in any one passage")
-    quote = _best_sentence(claim, doc_text)
-    if changed := _changed(missing, claim, quote):
-        return Claim(text=text, verdict="contradicted", doc_id=doc_id, quote=quote,
-                     reason=f"{_names(changed)} differs from the passage")
-    return Claim(text=text, verdict="unsupported", reason=f"{_names(missing)} not found in {doc_id}")
+def _best_fit(claim: Reading, context: _Context) -> tuple[_Fit | None, list[_Fit]]:
+    """The supporting fit (one passage, else two together) if any, and every single-passage fit, best first."""
+    raw = [_fit(claim, (u,), context) for u in context.units]
+    fits = sorted((_with_swaps(f, raw, claim) for f in raw),
+                  key=lambda f: (not f.supports, -f.coverage, len(f.missing_anchors), len(f.units[0].text)))
+    if fits and fits[0].supports:
+        return fits[0], fits
+    for a, b in combinations(fits[:PAIR_CANDIDATES], 2):
+        pair = _with_swaps(_fit(claim, (a.units[0], b.units[0]), context), fits, claim)
+        if pair.supports and _both_needed(claim, a, b):
+            return pair, fits
+    return None, fits
 
 
-def _names(anchors: list[tuple[str, str]]) -> str:
-    """Anchors for a reason string: "number '60', month 'july'"."""
-    return ", ".join(f"{kind} {value!r}" for kind, value in anchors)
+def _both_needed(claim: Reading, a: _Fit, b: _Fit) -> bool:
+    """Each passage of a pair must bring something the other lacks."""
+    a_has = set(claim.content) & a.units[0].reading.stems
+    b_has = set(claim.content) & b.units[0].reading.stems
+    return bool(a_has - b_has or a.missing_anchors != b.missing_anchors) and bool(b_has - a_has or
+                                                                                 a.missing_anchors)
 
 
-def _is_claim(sentence: str) -> bool:
-    """A sentence states something checkable when it has a content word or an anchor ("Yes." has neither)."""
-    profile = _profile(sentence)
-    return bool(profile.content or profile.anchors)
+def _polarity_conflict(claim: Reading, fit: _Fit) -> bool:
+    """The evidence says the opposite: a dropped or added negation, or an antonym ("required" for "optional").
+
+    Each word the claim shares with its evidence is read as affirmed or negated on both sides (by the clause it
+    sits in); the claim conflicts when a third or more of the shared words flip ("Growth includes audit logs"
+    against "... but not audit logs"; "SSO is not included" against "SSO is included").
+    """
+    negated = frozenset().union(*(u.reading.negated_stems for u in fit.units))
+    plain = frozenset().union(*(u.reading.plain_stems for u in fit.units))
+    stems = frozenset().union(*(u.reading.stems for u in fit.units))
+    matched = set(claim.content) & (negated | plain)
+    flips = sum(1 for w in matched if _polarity(w, claim.negated_stems, claim.plain_stems) *
+                _polarity(w, negated, plain) < 0)
+    if flips and 3 * flips >= len(matched):
+        return True
+    return any((a in claim.stems and b in stems and a not in stems) or (b in claim.stems and a in stems and
+                                                                         b not in stems)
+               for a, b in _ANTONYM_STEMS)
 
 
-def _split_answer(answer: str) -> tuple[list[str], bool]:
-    """The answer's claims and whether it abstains; hedges, and referrals beside a hedge, are not claims."""
-    sentences = split_sentences(answer)
-    hedges = [s for s in sentences if _ABSTENTION_RE.search(s.lower().replace("\u2019", "'"))]
-    claims = [s for s in sentences if s not in hedges and _is_claim(s)]
-    if hedges:
-        claims = [s for s in claims if not _REFERRAL_RE.match(s.lower())]
-    return claims, bool(hedges) and not claims
+def _polarity(word: str, negated: frozenset[str], plain: frozenset[str]) -> int:
+    """-1 when the word appears only in negated clauses, +1 only in plain ones, 0 when both or neither."""
+    return (word in plain) - (word in negated)
 
 
-def _coverage(query: _Profile, text: str) -> float:
-    """Share of the query's content words that occur in `text`."""
-    return _overlap(query, _profile(text)) if query.content else 0.0
+def _verdict(sentence: _Sentence, context: _Context) -> Claim:
+    """Supported by one passage or two together, contradicted by the closest one, or else unsupported."""
+    claim = sentence.focus
+    if not context.units:
+        return Claim(text=sentence.text, verdict="unsupported", reason="no retrieved passage has text")
+    support, fits = _best_fit(claim, context)
+    if support is not None:
+        if _polarity_conflict(claim, support):
+            return _claim(sentence, "contradicted", support, "the passage states the opposite (negation)")
+        return _claim(sentence, "supported", support, None)
+    best = fits[0]
+    if best.coverage >= CONTRADICTION_COVERAGE:
+        changed = _changed_anchors(claim, best)
+        if changed:
+            return _claim(sentence, "contradicted", best, f"{changed} differs from the passage")
+        if best.coverage >= SUPPORT_COVERAGE and not best.missing_anchors and _polarity_conflict(claim, best):
+            return _claim(sentence, "contradicted", best, "the passage states the opposite (negation)")
+    return Claim(text=sentence.text, verdict="unsupported", reason=_why_not(best))
+
+
+def _changed_anchors(claim: Reading, fit: _Fit) -> str:
+    """Missing anchors for which the evidence holds a rival of the same kind: 60 days against 30 days."""
+    anchors = frozenset().union(*(u.reading.anchors for u in fit.units))
+    changed = [describe(anchor) for anchor in fit.missing_anchors if rival(anchor, anchors)]
+    return ", ".join(changed)
+
+
+def _why_not(fit: _Fit) -> str:
+    if fit.missing_anchors:
+        return ", ".join(describe(a) for a in fit.missing_anchors) + " not found in any passage"
+    if fit.missing_known:
+        return f"the closest passage ({fit.units[0].doc_id}) lacks {', '.join(fit.missing_known)}, which another " \
+               "passage on the same subject uses (a swapped entity or role)"
+    return f"at most {fit.coverage:.0%} of its content words are in any one passage"
+
+
+def _claim(sentence: _Sentence, verdict: str, fit: _Fit, reason: str | None) -> Claim:
+    evidence = [Evidence(doc_id=u.doc_id, chunk_id=u.chunk_id, quote=u.text) for u in fit.units]
+    return Claim(text=sentence.text, verdict=verdict, evidence=evidence, reason=reason)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------------ relevance
+
+def _coverage(query: Reading, text: str, language: str) -> float:
+    """Share of the query's content stems that occur in `text`."""
+    if not query.content:
+        return 0.0
+    stems = read(text, language).stems
+    return sum(w in stems for w in query.content) / len(query.content)
 
 
 def _grade(share: float) -> int:
@@ -205,25 +293,29 @@ def _grade(share: float) -> int:
     return 3 if share >= RELEVANCE_HIGH else 2 if share >= RELEVANCE_LOW else 1
 
 
-def _answer_relevance(query: _Profile, answer: str, abstained: bool) -> tuple[int, str]:
-    """1..3 by query-term coverage; an abstention scores 1: it does not address the question, however apt."""
-    if abstained:
-        return 1, "The answer abstains, so it does not address the question."
-    share = _coverage(query, answer)
-    return _grade(share), f"The answer uses {share:.0%} of the query's content words."
-
-
-def _key_facts(reference: str | None, answer: _Profile) -> list[KeyFact] | None:
+def _key_facts(reference: str | None, answer: Reading, language: str) -> list[KeyFact] | None:
     """Reference sentences and ;-clauses, each covered when the answer has all its anchors and most of its words."""
     if reference is None:
         return None
     facts = [part.strip() for s in split_sentences(reference) for part in s.split(";") if part.strip()]
-    return [KeyFact(fact=fact, covered=_overlap(p, answer) >= KEY_FACT_OVERLAP and not _missing(p, answer))
-            for fact in facts for p in [_profile(fact)]]
+    out = []
+    for fact in facts:
+        reading = read(fact, language)
+        share = sum(w in answer.stems for w in reading.content) / len(reading.content) if reading.content else 1.0
+        anchors_ok = all(_anchor_found(a, frozenset(answer.anchors), answer.stems)
+                         for a in reading.anchors)
+        out.append(KeyFact(fact=fact, covered=share >= KEY_FACT_OVERLAP and anchors_ok))
+    return out
+
+
+_ANTONYM_STEMS = tuple(dict.fromkeys((stem(a, lang), stem(b, lang)) for a, b in lexicon.ANTONYMS.items()
+                                     for lang in lexicon.LANGUAGES))
+"""Antonym pairs as stems in every language (the pairs are few, and a stem never meets another language's text)."""
 
 
 PROMPT_VERSION = hashlib.sha256(repr((
-    HEURISTIC_VERSION, SUPPORT_OVERLAP, RELEVANCE_HIGH, RELEVANCE_LOW, KEY_FACT_OVERLAP, CHECKED_KINDS,
+    HEURISTIC_VERSION, SUPPORT_COVERAGE, CONTRADICTION_COVERAGE, SWAP_COVERAGE,
+    RELEVANCE_HIGH, RELEVANCE_LOW, KEY_FACT_OVERLAP, PAIR_CANDIDATES,
 )).encode()).hexdigest()[:12]
 """Stands in for an LLM judge's prompt version: a hash of the rules' version and every threshold."""
 
@@ -242,7 +334,7 @@ class LocalJudge:
         return self.judge(trace)
 
     def judge(self, trace: Trace) -> Judgment:
-        """Judge one trace by word overlap and exact anchors; same trace in, same output out."""
+        """Judge one trace by stems, anchors and negation; same trace in, same output out."""
         started = time.perf_counter()
         output = self.evaluate(trace)
         call = JudgeCall(judge=self.name, model=self.model, prompt_version=PROMPT_VERSION,
@@ -252,16 +344,28 @@ class LocalJudge:
                         output=output, calls=[call])
 
     def evaluate(self, trace: Trace) -> JudgeOutput:
-        """The verdicts alone. Context relevance has one entry per retrieved position, so duplicate ids repeat."""
-        docs = [(doc.id, doc.text) for doc in trace.retrieved_docs if doc.text]
-        query = _profile(trace.query)
-        claims, abstained = _split_answer(trace.answer or "")
-        relevance = [DocRelevance(doc_id=doc.id, score=_grade(_coverage(query, doc.text or "")))
-                     for doc in trace.retrieved_docs]
-        score, reason = _answer_relevance(query, trace.answer or "", abstained)
+        """The verdicts alone; context relevance has one entry per retrieved position (rank), duplicates included."""
+        answer = trace.answer or ""
+        language = detect_language(" ".join([trace.query, answer, *(d.text or "" for d in trace.retrieved_docs)]))
+        context = _context(trace, language)
+        query = read(trace.query, language)
+        sentences, abstained = _split_answer(answer, trace.query, language)
+        claims = [_verdict(s, context) for s in sentences]
+        relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(query, doc.text or "", language)))
+                     for rank, doc in enumerate(trace.retrieved_docs, start=1)]
+        answer_reading = read(answer, language)
+        if abstained:
+            score, reason = 1, "The answer abstains, so it does not address the question."
+        else:
+            share = sum(w in answer_reading.stems for w in query.content) / len(query.content) if query.content else 0
+            score, reason = _grade(share), f"The answer uses {share:.0%} of the query's content words."
         return JudgeOutput(
-            claims=[_verdict(text, docs) for text in claims],
-            answer_relevance=score, answer_relevance_reason=reason, context_relevance=relevance,
-            answerable_from_context=any(r.score == 3 for r in relevance), abstained=abstained,
-            key_facts=_key_facts(trace.reference_answer, _profile(trace.answer or "")),
+            claims=claims, answer_relevance=score, answer_relevance_reason=reason, context_relevance=relevance,
+            answerable_from_context=any(r.score == 3 for r in relevance)
+            or (score >= 2 and any(c.verdict == "supported" for c in claims)),
+            abstained=abstained,
+            key_facts=_key_facts(trace.reference_answer, answer_reading, language),
         )
+
+
+__all__ = ["LocalJudge", "PROMPT_VERSION", "split_sentences"]

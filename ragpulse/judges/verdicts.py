@@ -11,36 +11,76 @@ from ragpulse.schema import Trace
 
 Verdict = Literal["supported", "unsupported", "contradicted"]
 Score3 = Annotated[int, Meta(ge=1, le=3)]
+Rank = Annotated[int, Meta(ge=1, le=1000, description="1-based position of a document in retrieved_docs.")]
 
 
-class Claim(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One atomic claim of the answer and whether the retrieved context supports it."""
+class JudgeWritten(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base of every struct a judge writes.
 
-    text: str
-    verdict: Verdict
-    doc_id: str | None = None
-    quote: str | None = None
-    reason: str | None = None
-    flags: list[str] = []
-    """Set by ragpulse, not the judge: e.g. `quote_not_found` when the quote is not in the cited document."""
+    forbid_unknown_fields: the tool schema generated from these structs says `additionalProperties: false`, and
+    output carrying a field we do not know gets the repair turn instead of being silently dropped.
+    """
 
 
-class DocRelevance(msgspec.Struct, kw_only=True):
-    """How useful one retrieved document is for the question, 1 (useless) to 3 (answers it)."""
+class Evidence(JudgeWritten, kw_only=True):
+    """A verbatim quote from one retrieved document (a chunk of it, when chunks share an id) bearing on a claim."""
 
     doc_id: str
-    score: Score3
+    chunk_id: str | None = None
+    quote: str
 
 
-class KeyFact(msgspec.Struct, kw_only=True):
+class KeyFact(JudgeWritten, kw_only=True):
     """A key fact of the reference answer and whether the answer covers it."""
 
     fact: str
     covered: bool
 
 
+class Claim(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One atomic claim of the answer and whether the retrieved context supports it.
+
+    `evidence` may name several documents when the support needs them together. `doc_id` and `quote` repeat the
+    first piece of evidence for readers of the one-document form.
+    """
+
+    text: str
+    verdict: Verdict
+    evidence: list[Evidence] = []
+    doc_id: str | None = None
+    quote: str | None = None
+    reason: str | None = None
+    flags: list[str] = []
+    """Set by ragpulse, not the judge: e.g. `quote_not_found` when the quote is not in the cited document."""
+
+    def __post_init__(self) -> None:
+        if self.evidence and self.doc_id is None:
+            self.doc_id, self.quote = self.evidence[0].doc_id, self.evidence[0].quote
+        elif not self.evidence and self.doc_id is not None and self.quote is not None:
+            self.evidence = [Evidence(doc_id=self.doc_id, quote=self.quote)]
+
+
+class DocRelevance(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How useful one retrieved document is for the question, 1 (useless) to 3 (answers it).
+
+    `rank` is the 1-based retrieved position (chunks of one document can differ); records written before ranks
+    existed carry only `doc_id`.
+    """
+
+    doc_id: str
+    score: Score3
+    rank: int | None = None
+
+
+UnanswerableSource = Literal["labelled", "judged"]
+
+
 class JudgeOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """The verdicts for one trace: everything the generation metrics are computed from."""
+    """The verdicts for one trace: everything the generation metrics are computed from.
+
+    `abstained` is the judge's reading that the answer declines; the generation metrics count an abstention only
+    when no claim remains besides it (a refusal followed by a guess is a guess).
+    """
 
     claims: list[Claim]
     answer_relevance: Score3
@@ -59,7 +99,12 @@ class JudgeCall(msgspec.Struct, kw_only=True):
     prompt_version: str
     raw_output: Any
     input_tokens: int = 0
+    """Uncached input tokens, as the provider reports them (cache reads and writes are counted apart)."""
     output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    """Input tokens served from the provider's prompt cache (the fixed system prompt and tool definition)."""
+    cache_creation_input_tokens: int = 0
+    """Input tokens written to the provider's prompt cache by this call."""
     latency_ms: float = 0.0
     request_id: str | None = None
     stop_reason: str | None = None
@@ -94,8 +139,12 @@ class Judge(Protocol):
 class JudgeObserver(Protocol):
     """Receives every judge request's outcome, for metrics and cost accounting."""
 
-    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
-        """One HTTP request to the provider ended with `status` (ok, rate_limited, overloaded, ...)."""
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
+        """One HTTP request to the provider ended with `status` (ok, rate_limited, overloaded, ...).
+
+        `input_tokens` are the uncached ones; prompt-cache reads and writes come apart, as the provider bills them.
+        """
 
     def waited(self, model: str, seconds: float) -> None:
         """A call waited `seconds` for the shared rate limit."""
@@ -104,7 +153,8 @@ class JudgeObserver(Protocol):
 class NullObserver:
     """An observer that records nothing."""
 
-    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
         """Ignore the request."""
 
     def waited(self, model: str, seconds: float) -> None:

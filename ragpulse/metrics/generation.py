@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from ragpulse.judges.verdicts import JudgeOutput
+from ragpulse.exceptions import JudgeOutputInvalid
+from ragpulse.judges.verdicts import JudgeOutput, UnanswerableSource
 from ragpulse.schema import Trace
 
 
@@ -19,6 +20,8 @@ class GenerationScores(msgspec.Struct, kw_only=True):
     correctness: float | None
     answerable_from_context: bool
     unanswerable: bool
+    unanswerable_source: UnanswerableSource | None = None
+    """`labelled` when the trace's `answerable` label decided, `judged` when the judge's view of the context did."""
     unanswerable_hallucination: bool | None
     claims: int
     supported: int
@@ -37,11 +40,25 @@ def faithfulness(output: JudgeOutput) -> float | None:
 
 
 def context_relevance(output: JudgeOutput, trace: Trace) -> float | None:
-    """Mean judged relevance over ALL retrieved documents (each distinct id once), not just the first."""
-    scores = {r.doc_id: r.score for r in output.context_relevance}
-    ids = list(dict.fromkeys(doc.id for doc in trace.retrieved_docs))
-    judged = [scores[i] for i in ids if i in scores]
-    return sum(judged) / len(judged) if judged else None
+    """Mean judged relevance over ALL retrieved positions (1-3 each), not just the first, nor just those scored.
+
+    Entries carry the retrieved rank; records without ranks are matched by document id. None when nothing was
+    retrieved. Raises JudgeOutputInvalid when a retrieved position has no score: averaging the scored subset would
+    turn an omission into a better number.
+    """
+    if not trace.retrieved_docs:
+        return None
+    ranked = [doc.id for doc in trace.retrieved_docs]
+    if any(r.rank is not None for r in output.context_relevance):
+        by_rank = {r.rank: r.score for r in output.context_relevance}
+        scores = [by_rank.get(rank) for rank in range(1, len(ranked) + 1)]
+    else:
+        by_id = {r.doc_id: r.score for r in output.context_relevance}
+        scores = [by_id.get(doc_id) for doc_id in ranked]
+    missing = [rank for rank, score in enumerate(scores, start=1) if score is None]
+    if missing:
+        raise JudgeOutputInvalid(f"no context relevance for retrieved rank(s) {missing}", [])
+    return sum(s for s in scores if s is not None) / len(scores)
 
 
 def correctness(output: JudgeOutput) -> float | None:
@@ -51,33 +68,49 @@ def correctness(output: JudgeOutput) -> float | None:
     return sum(f.covered for f in output.key_facts) / len(output.key_facts)
 
 
-def is_unanswerable(output: JudgeOutput, trace: Trace) -> bool:
-    """Labelled unanswerable, or judged not answerable from the retrieved context."""
-    return trace.answerable is False or not output.answerable_from_context
+def unanswerable(output: JudgeOutput, trace: Trace) -> tuple[bool, UnanswerableSource]:
+    """Whether the question has no answer in the context, and who said so: a label always wins over the judge."""
+    if trace.answerable is not None:
+        return not trace.answerable, "labelled"
+    return not output.answerable_from_context, "judged"
+
+
+def abstained(output: JudgeOutput) -> bool:
+    """The answer declines and asserts nothing else: a refusal followed by a guess is a guess, not an abstention."""
+    return output.abstained and not output.claims
+
+
+def hallucinated(output: JudgeOutput) -> bool:
+    """At least one claim is unsupported or contradicted; an answer whose claims are all supported never is."""
+    return any(c.verdict != "supported" for c in output.claims)
 
 
 def citation_problems(output: JudgeOutput, trace: Trace) -> tuple[list[str], list[str]]:
     """(cited ids never retrieved — a programmatic check; cited ids in which the judge found no support)."""
     cited = list(dict.fromkeys(trace.citations or ()))
     retrieved = {doc.id for doc in trace.retrieved_docs}
-    supporting = {c.doc_id for c in output.claims if c.verdict == "supported"}
+    supporting = {e.doc_id for c in output.claims if c.verdict == "supported" for e in c.evidence}
     not_retrieved = [d for d in cited if d not in retrieved]
     without_support = [d for d in cited if d in retrieved and d not in supporting]
     return not_retrieved, without_support
 
 
 def generation_scores(output: JudgeOutput, trace: Trace) -> GenerationScores:
-    """Every generation metric of one trace from its (quote-checked) verdicts."""
+    """Every generation metric of one trace from its (quote-checked) verdicts.
+
+    unanswerable_hallucination is None on answerable traces; on unanswerable ones it is true when the answer did
+    not abstain and asserted something unsupported (all-supported claims are never a hallucination of any kind).
+    """
     verdicts = [c.verdict for c in output.claims]
-    hallucinated = any(v != "supported" for v in verdicts)
-    abstained = output.abstained or not verdicts
-    unanswerable = is_unanswerable(output, trace)
+    is_hallucinated, did_abstain = hallucinated(output), abstained(output)
+    is_unanswerable, source = unanswerable(output, trace)
     not_retrieved, without_support = citation_problems(output, trace)
     return GenerationScores(
-        faithfulness=faithfulness(output), hallucinated=hallucinated, abstained=abstained,
+        faithfulness=faithfulness(output), hallucinated=is_hallucinated, abstained=did_abstain,
         answer_relevance=output.answer_relevance, context_relevance=context_relevance(output, trace),
         correctness=correctness(output), answerable_from_context=output.answerable_from_context,
-        unanswerable=unanswerable, unanswerable_hallucination=(not abstained) if unanswerable else None,
+        unanswerable=is_unanswerable, unanswerable_source=source,
+        unanswerable_hallucination=(is_hallucinated and not did_abstain) if is_unanswerable else None,
         claims=len(verdicts), supported=verdicts.count("supported"), unsupported=verdicts.count("unsupported"),
         contradicted=verdicts.count("contradicted"), cited=len(set(trace.citations or ())),
         cited_not_retrieved=not_retrieved,

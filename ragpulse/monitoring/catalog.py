@@ -36,9 +36,9 @@ CLAIMS = MetricDef("ragpulse_claims", "counter", "Judged claims by verdict.", ("
 FAITHFULNESS = MetricDef("ragpulse_faithfulness", "histogram", "Faithfulness of judged traces that made claims.",
                          ("app",), FAITHFULNESS_BUCKETS)
 UNANSWERABLE = MetricDef("ragpulse_unanswerable_traces", "counter",
-                         "Judged traces labelled unanswerable or judged not answerable from their context.", ("app",))
+                         "Judged traces labelled unanswerable, or unlabelled and judged not answerable from their context.", ("app",))
 UNANSWERABLE_HALLUCINATIONS = MetricDef("ragpulse_unanswerable_hallucinations", "counter",
-                                        "Unanswerable traces whose answer did not abstain.", ("app",))
+                                        "Unanswerable traces whose answer did not abstain and asserted something unsupported.", ("app",))
 ABSTENTIONS = MetricDef("ragpulse_abstentions", "counter", "Judged traces whose answer abstained.", ("app",))
 JUDGE_ERRORS = MetricDef("ragpulse_judge_errors", "counter", "Traces that ended as judge_error.", ("app",))
 CHECKS = MetricDef("ragpulse_checks_failed", "counter", "Cheap programmatic checks that flagged a trace.",
@@ -47,7 +47,9 @@ JUDGE_REQUESTS = MetricDef("ragpulse_judge_requests", "counter", "Judge HTTP req
                            ("model", "status"))
 JUDGE_LATENCY = MetricDef("ragpulse_judge_latency_seconds", "histogram", "Judge request latency.", ("model",),
                           LATENCY_BUCKETS)
-JUDGE_TOKENS = MetricDef("ragpulse_judge_tokens", "counter", "Judge tokens by direction.", ("model", "direction"))
+JUDGE_TOKENS = MetricDef("ragpulse_judge_tokens", "counter",
+                         "Judge tokens by direction: input (uncached), output, cache_read, cache_write.",
+                         ("model", "direction"))
 JUDGE_COST = MetricDef("ragpulse_judge_cost_usd", "counter", "Judge cost in US dollars.", ("model",))
 RATELIMIT_WAIT = MetricDef("ragpulse_ratelimit_wait_seconds", "counter",
                            "Seconds judge calls waited for the shared rate limit.", ("model",))

@@ -36,7 +36,7 @@ def count_result(batch: MetricsBatch, result: TraceResult) -> None:
         batch.inc(m.ABSTENTIONS, app)
     if g.unanswerable:
         batch.inc(m.UNANSWERABLE, app)
-        batch.inc(m.UNANSWERABLE_HALLUCINATIONS, app, float(not g.abstained))
+        batch.inc(m.UNANSWERABLE_HALLUCINATIONS, app, float(bool(g.unanswerable_hallucination)))
 
 
 def record_result(client: redis.Redis, apps: frozenset[str], tenant: str, result: TraceResult) -> None:
@@ -56,16 +56,21 @@ class CallMetrics:
         self.client = client
         self.prices = prices
 
-    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int) -> None:
-        """Count one provider request."""
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
+        """Count one provider request; prompt-cache reads and writes are token directions of their own."""
         batch = MetricsBatch(())
         labels = {"model": model}
         batch.inc(m.JUDGE_REQUESTS, {**labels, "status": status})
         batch.observe(m.JUDGE_LATENCY, labels, latency_seconds)
         if status == "ok":
-            batch.inc(m.JUDGE_TOKENS, {**labels, "direction": "input"}, input_tokens)
-            batch.inc(m.JUDGE_TOKENS, {**labels, "direction": "output"}, output_tokens)
-            batch.inc(m.JUDGE_COST, labels, call_cost(self.prices, model, input_tokens, output_tokens))
+            tokens = {"input": input_tokens, "output": output_tokens, "cache_read": cache_read_input_tokens,
+                      "cache_write": cache_creation_input_tokens}
+            for direction, count in tokens.items():
+                batch.inc(m.JUDGE_TOKENS, {**labels, "direction": direction}, count)
+            cost = call_cost(self.prices, model, input_tokens, output_tokens, cache_read_input_tokens,
+                             cache_creation_input_tokens)
+            batch.inc(m.JUDGE_COST, labels, cost)
         batch.flush(self.client)
 
     def waited(self, model: str, seconds: float) -> None:

@@ -36,7 +36,7 @@ def bucket_increments(result: TraceResult) -> dict[str, float]:
         return inc
     inc.update(judged=1, hallucinated=float(g.hallucinated), abstained=float(g.abstained))
     if g.unanswerable:
-        inc.update(unanswerable=1, unanswerable_hallucinated=float(not g.abstained))
+        inc.update(unanswerable=1, unanswerable_hallucinated=float(bool(g.unanswerable_hallucination)))
     if g.faithfulness is not None:
         inc.update(faithfulness_sum=g.faithfulness, faithfulness_n=1)
     return inc

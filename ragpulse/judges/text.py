@@ -1,0 +1,282 @@
+"""How the offline judge reads text: Unicode tokens, language, stems, anchors (numbers with units, codes, dates,
+names) and negation, per sentence and clause.
+
+A heuristic reading, not understanding: see docs/local_judge.md for what it cannot do.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import snowballstemmer
+
+from ragpulse.judges import lexicon
+
+Anchor = tuple[str, Any]
+"""(kind, value): ("qty", (dimension, base amount, number as written)), ("num", 30.0), ("code", "e1045"),
+("month", 3), ("weekday", 1), ("name", "nova")."""
+
+_TOKEN = re.compile(r"[^\W_]+(?:[.,:'’\-/][^\W_]+)*|[$€£%°]")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_GLUED = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
+_ELISION = re.compile(r"^(?:[ldcjmnst]|qu|dell|dall|nell|sull|all|un|quell|quest)['’](.+)$")
+_BOUNDARY = re.compile(r"[.!?。][\"')\]]*(?P<gap>\s+)|(?P<newline>\n+)")
+_CLAUSE = re.compile(r"[,;:](?=\s)|[;()]|\s(?:but|whereas|while|although|except|unless|aber|jedoch|während|pero|mientras|"
+                     r"excepto|mais|tandis|sauf|mas|enquanto|exceto|ma|mentre|tranne)\s")
+_ABBREVIATIONS = frozenset("e.g. i.e. etc. vs. approx. no. fig. dr. mr. mrs. ms. st. inc. ltd. cf. incl. z.b. "
+                           "bzw. ca. usw. p.ex. ej. sr. sra.".split())
+_ENGLISH_CLITICS = ("n't", "'s", "'re", "'ve", "'ll", "'d", "'m")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of `text`, verbatim; no split after "e.g." and the like, nor inside "2.5" or "v3.2.1"."""
+    sentences, start = [], 0
+    for boundary in _BOUNDARY.finditer(text):
+        end = boundary.start("gap" if boundary.group("gap") else "newline")
+        last_word = text[start:end].split()[-1:]
+        if last_word and last_word[0].lower().lstrip("(\"'[") in _ABBREVIATIONS:
+            continue
+        sentences.append(text[start:end].strip())
+        start = boundary.end()
+    sentences.append(text[start:].strip())
+    return [s for s in sentences if s]
+
+
+def clauses(sentence: str) -> list[str]:
+    """Parts of a sentence between commas, semicolons and contrastive conjunctions: the scope of a negation."""
+    return [c for c in _CLAUSE.split(sentence) if c and c.strip()]
+
+
+def fold(text: str) -> str:
+    """NFKC, casefold, and one kind of apostrophe."""
+    return unicodedata.normalize("NFKC", text).replace("\u2019", "'").casefold()
+
+
+def detect_language(text: str) -> str:
+    """The language (of lexicon.LANGUAGES) whose function words occur most in `text`; English on a tie."""
+    words = Counter(_TOKEN.findall(fold(text)))
+    hits = {lang: sum(n for w, n in words.items() if w in stop) for lang, stop in lexicon.STOPWORDS.items()}
+    return max(lexicon.LANGUAGES, key=lambda lang: (hits[lang], lang == "en"))
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str, language: str) -> str:
+    """Snowball stem of a casefolded word: "submitted" and "submit", "Rücksendungen" and "Rücksendung" meet."""
+    return _stemmer(language).stemWord(word)
+
+
+@functools.lru_cache(maxsize=8)
+def _stemmer(language: str) -> snowballstemmer.stemmer:
+    return snowballstemmer.stemmer(lexicon.STEMMER_NAMES[language])
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One piece of text as the heuristic sees it: stems, content stems, anchors and negation."""
+
+    text: str
+    stems: frozenset[str]
+    content: tuple[str, ...]
+    anchors: tuple[Anchor, ...]
+    negated: bool
+    """An odd number of negations: "SSO is not available" reads negated, "not unavailable" does not."""
+    negated_stems: frozenset[str]
+    """Content stems inside a negated clause."""
+    plain_stems: frozenset[str]
+    """Content stems inside a clause without negation."""
+
+
+def read(text: str, language: str) -> Reading:
+    """Tokenise, stem and find the anchors and negations of `text` (one sentence or a few)."""
+    stems: set[str] = set()
+    content: list[str] = []
+    anchors: list[Anchor] = []
+    negations = 0
+    negated_stems: set[str] = set()
+    plain_stems: set[str] = set()
+    for sentence in split_sentences(text):
+        for clause in clauses(sentence):
+            tokens = _tokens(clause, first=clause is sentence or sentence.startswith(clause))
+            clause_negations = _negations(clause, tokens)
+            clause_content = _content(tokens, language)
+            (negated_stems if clause_negations % 2 else plain_stems).update(clause_content)
+            negations += clause_negations
+            content += clause_content
+            stems.update(stem(t.word, language) for t in tokens if t.word)
+            anchors += _anchors(tokens, language)
+    return Reading(text, frozenset(stems), tuple(dict.fromkeys(content)), tuple(dict.fromkeys(anchors)),
+                   negations % 2 == 1, frozenset(negated_stems), frozenset(plain_stems))
+
+
+@dataclass(frozen=True)
+class _Token:
+    raw: str
+    word: str
+    """Casefolded, elision stripped; "" for a number or symbol."""
+    number: float | None
+    position: int
+
+
+def _tokens(text: str, first: bool) -> list[_Token]:
+    tokens: list[_Token] = []
+    for position, raw in enumerate(_TOKEN.findall(unicodedata.normalize("NFKC", text).replace("\u2019", "'"))):
+        for part in _split_glued(raw):
+            tokens.append(_make_token(part, position if first else position + 1))
+    return tokens
+
+
+def _split_glued(raw: str) -> list[str]:
+    """"30GB" -> "30", "GB"; "l'assistente" -> "assistente"; "three-year" -> "three", "year"."""
+    if glued := _GLUED.fullmatch(raw):
+        if glued.group(2).casefold() in lexicon.UNITS:
+            return [glued.group(1), glued.group(2)]
+    lowered = raw.casefold()
+    if "'" in raw and not lowered.endswith(_ENGLISH_CLITICS):
+        if lowered.startswith("n'"):
+            return ["ne", raw[2:]]
+        if elided := _ELISION.match(raw):
+            return [elided.group(1)]
+    if "-" in raw and not any(c.isdigit() for c in raw):
+        return [part for part in raw.split("-") if part]
+    if "-" in raw and _NUMBER.fullmatch(raw.split("-")[0]):
+        return [part for part in raw.split("-") if part]
+    return [raw]
+
+
+def _make_token(raw: str, position: int) -> _Token:
+    if _NUMBER.fullmatch(raw):
+        return _Token(raw, "", _number(raw), position)
+    return _Token(raw, fold(raw), None, position)
+
+
+def _number(raw: str) -> float | None:
+    """"1,000" and "1.000" -> 1000; "2.5" and "2,5" -> 2.5; "2.4.0" is a version, not a number (None)."""
+    parts = re.split(r"[.,]", raw)
+    if len(parts) == 1:
+        return float(raw)
+    if all(len(p) == 3 for p in parts[1:]):
+        return float("".join(parts))
+    if len(parts) == 2:
+        return float(f"{parts[0]}.{parts[1]}")
+    return None
+
+
+def _negations(clause: str, tokens: list[_Token]) -> int:
+    lowered = fold(clause)
+    count = sum(1 for t in tokens if t.word in lexicon.NEGATIONS or t.word.endswith("n't"))
+    count += len(lexicon.NEGATION_PHRASES.findall(lowered))
+    return max(0, count - len(lexicon.NOT_NEGATIONS.findall(lowered)))
+
+
+def _content(tokens: list[_Token], language: str) -> list[str]:
+    stop = lexicon.STOPWORDS[language] | lexicon.STOPWORDS["en"]
+    return [stem(t.word, language) for t in tokens
+            if t.word and len(t.word) > 1 and not any(c.isdigit() for c in t.word)
+            and t.word not in stop and t.word not in lexicon.NEGATIONS and t.word not in lexicon.NUMBER_WORDS
+            and t.word not in lexicon.UNITS and t.word not in lexicon.MONTHS and t.word not in lexicon.WEEKDAYS
+            and not t.word.endswith("n't")]
+
+
+def _anchors(tokens: list[_Token], language: str) -> list[Anchor]:
+    """Numbers (with the unit beside them), codes, months, weekdays and names, in order of appearance."""
+    anchors: list[Anchor] = []
+    for i, token in enumerate(tokens):
+        value = token.number if token.number is not None else lexicon.NUMBER_WORDS.get(token.word)
+        if value is not None and (token.number is not None or _counts(tokens, i)):
+            anchors.append(_quantity(float(value), tokens, i))
+        elif token.number is None and any(c.isdigit() for c in token.raw):
+            anchors.append(("code", token.word))
+        elif token.word in lexicon.MONTHS and (token.raw[0].isupper() or _near_number(tokens, i)) \
+                and token.word not in ("may", "mar", "mai") or token.word in ("may", "mai") and _near_number(tokens, i):
+            anchors.append(("month", lexicon.MONTHS[token.word]))
+        elif token.word in lexicon.WEEKDAYS:
+            anchors.append(("weekday", lexicon.WEEKDAYS[token.word]))
+        elif _is_name(token, language):
+            anchors.append(("name", stem(token.word, language)))
+    return anchors
+
+
+def _counts(tokens: list[_Token], i: int) -> bool:
+    """A number word counts as a quantity before a unit or a noun ("two weeks"), not as "the next one"."""
+    nxt = tokens[i + 1].word if i + 1 < len(tokens) else ""
+    if tokens[i].word in ("ein", "eine", "einen") or not nxt.isalpha():
+        return False
+    return nxt in lexicon.UNITS or not any(nxt in stop for stop in lexicon.STOPWORDS.values())
+
+
+def _near_number(tokens: list[_Token], i: int) -> bool:
+    return any(t.number is not None for t in tokens[max(0, i - 1): i + 2])
+
+
+def _quantity(value: float, tokens: list[_Token], i: int) -> Anchor:
+    """A number with the unit after it (skipping one word: "30 calendar days") or the currency before it."""
+    for j in (i + 1, i + 2):
+        if j < len(tokens) and tokens[j].word in lexicon.UNITS:
+            dimension, factor = lexicon.UNITS[tokens[j].word]
+            return ("qty", (dimension, round(value * factor, 6), value))
+    if i > 0 and (tokens[i - 1].raw in lexicon.CURRENCY_SIGNS or tokens[i - 1].word in ("usd", "eur", "gbp")):
+        return ("qty", (lexicon.UNITS[tokens[i - 1].raw.casefold()][0], value, value))
+    return ("num", value)
+
+
+def _is_name(token: _Token, language: str) -> bool:
+    """A capitalised word that is not a sentence's first, or a word with an inner capital (SSO, NovaBank).
+
+    German capitalises every noun, so there only inner capitals count.
+    """
+    raw = token.raw
+    if not token.word or len(raw) < 2 or not raw[0].isalpha():
+        return False
+    if token.word in lexicon.STOPWORDS[language] or token.word in lexicon.STOPWORDS["en"]:
+        return False
+    inner = any(c.isupper() for c in raw[1:])
+    return inner or (language != "de" and token.position > 0 and raw[0].isupper())
+
+
+def anchor_matches(claim: Anchor, available: frozenset[Anchor] | set[Anchor]) -> bool:
+    """True when a claim's anchor is among `available`, converting units ("2 weeks" is "14 days").
+
+    A bare number matches that number with or without a unit; a quantity matches the same amount in any unit of
+    its dimension, or the same bare number when the text names no unit beside it.
+    """
+    kind, value = claim
+    if kind == "num":
+        return any((k == "num" and v == value) or (k == "qty" and v[2] == value) for k, v in available)
+    if kind == "qty":
+        dim, base, raw = value
+        return any((k == "qty" and v[0] == dim and abs(v[1] - base) <= 1e-6 * max(1.0, abs(base)))
+                   or (k == "num" and v == raw) for k, v in available)
+    return claim in available
+
+
+def rival(claim: Anchor, available: frozenset[Anchor] | set[Anchor]) -> Anchor | None:
+    """An anchor of the same kind (and dimension) with another value: 60 days against 30 days, May against June."""
+    kind, value = claim
+    if kind == "name":
+        return None
+    for other in available:
+        other_kind, other_value = other
+        if kind == "qty" and other_kind == "qty" and other_value[0] == value[0] and not anchor_matches(claim, {other}):
+            return other
+        if kind == "num" and other_kind in ("num", "qty") and not anchor_matches(claim, {other}):
+            return other
+        if kind in ("month", "weekday", "code") and other_kind == kind and other_value != value:
+            return other
+    return None
+
+
+def describe(anchor: Anchor) -> str:
+    """An anchor for a reason string: "'60' (time)", "'E1045'", "month 3"."""
+    kind, value = anchor
+    if kind == "qty":
+        return f"'{value[2]:g}' ({value[0]})"
+    if kind == "num":
+        return f"'{value:g}'"
+    if kind in ("month", "weekday"):
+        return f"{kind} {value}"
+    return f"{kind} '{value}'"
