@@ -381,7 +381,8 @@ def judged_run(kind: str, workers: int, steady_windows: int, tmp: Path, seed: in
     # demand above the limit for the warm-up window, `steady_windows` windows and half a window of slack
     n = int(calls_per_s * WINDOW * (steady_windows + 1.5)) + 1
     traces = make_traces(n, seed, f"{kind[:3]}{workers}")
-    with BenchFake(latency=LATENCY, rpm=rpm, window_seconds=WINDOW) as fake:
+    # Caching off: this bench measures the input-token limit against the whole request, as reported before caching.
+    with BenchFake(latency=LATENCY, rpm=rpm, window_seconds=WINDOW, cache_min_tokens=10**9) as fake:
         quiet = wait_quiet(QUIET_WAIT)
         stack = Stack(tmp, workers, {**env, "RAGPULSE_JUDGE_BASE_URL": fake.url})
         try:

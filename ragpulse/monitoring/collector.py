@@ -18,7 +18,7 @@ log = logging.getLogger("ragpulse.metrics")
 KNOWN_LABEL_VALUES: dict[str, tuple[str, ...]] = {
     "judge": ("anthropic", "local"),
     "verdict": ("supported", "unsupported", "contradicted"),
-    "direction": ("input", "output"),
+    "direction": ("input", "output", "cache_read", "cache_write"),
     "queue": ("online", "batch"),
     "status": ("ok",),
 }
