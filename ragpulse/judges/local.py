@@ -105,8 +105,7 @@ def _split_answer(answer: str, query: str, language: str) -> tuple[list[_Sentenc
             continue
         (referrals if lexicon.REFERRALS.search(lowered) else claims).append(claim)
     if not refused:
-        claims = [c for c in claims + referrals]
-        claims.sort(key=lambda c: answer.find(c.text))
+        claims = sorted(claims + referrals, key=lambda c: answer.find(c.text))
     return claims, refused and not claims
 
 
@@ -176,7 +175,7 @@ def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
                 tuple(a for a in claim.anchors if not _anchor_found(a, anchors, stems)) + tuple(names))
 
 
-def _with_swaps(fit: _Fit, fits: list[_Fit], claim: Reading) -> _Fit:
+def _with_swaps(fit: _Fit, fits: list[_Fit]) -> _Fit:
     """Mark missing words that a rival passage (sharing at least SWAP_COVERAGE of the claim) holds instead."""
     own = " ".join(u.text for u in fit.units)
     rivals = [f for f in fits if f.coverage >= SWAP_COVERAGE
@@ -193,12 +192,12 @@ def _anchor_found(anchor: tuple[str, object], anchors: frozenset, stems: frozens
 def _best_fit(claim: Reading, context: _Context) -> tuple[_Fit | None, list[_Fit]]:
     """The supporting fit (one passage, else two together) if any, and every single-passage fit, best first."""
     raw = [_fit(claim, (u,), context) for u in context.units]
-    fits = sorted((_with_swaps(f, raw, claim) for f in raw),
+    fits = sorted((_with_swaps(f, raw) for f in raw),
                   key=lambda f: (not f.supports, -f.coverage, len(f.missing_anchors), len(f.units[0].text)))
     if fits and fits[0].supports:
         return fits[0], fits
     for a, b in combinations(fits[:PAIR_CANDIDATES], 2):
-        pair = _with_swaps(_fit(claim, (a.units[0], b.units[0]), context), fits, claim)
+        pair = _with_swaps(_fit(claim, (a.units[0], b.units[0]), context), fits)
         if pair.supports and _both_needed(claim, a, b):
             return pair, fits
     return None, fits
