@@ -508,7 +508,7 @@ def in_process_limit(traces: list[dict[str, Any]]) -> tuple[float, float]:
 
 def report_split(redis_url: str, job_id: str) -> tuple[float, float]:
     """The finalizer's serial tail, redone here on the finished job: (load every result, build the report) seconds."""
-    from ragpulse.report import build_report  # noqa: PLC0415
+    from ragpulse.reporting.build import build_report  # noqa: PLC0415
     from ragpulse.store import Store  # noqa: PLC0415
 
     client = redis.Redis.from_url(redis_url)

@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ragpulse import defaults
 from ragpulse.client import Client, ClientError, batches, read_traces
 from ragpulse.exceptions import ConfigError
-from ragpulse.render import render_report
+from ragpulse.reporting.model import Report
+from ragpulse.reporting.render import render_report
 from ragpulse.settings import Settings
 
 
@@ -83,7 +86,7 @@ def _eval(args: argparse.Namespace) -> int:
                 print(f"job {job['job_id']} failed: {job['error']}", file=sys.stderr)
                 worst = max(worst, 1)
                 continue
-            print(render_report(client.report(job["job_id"])))
+            print(render_report(msgspec.convert(client.report(job["job_id"]), Report)))
             if job["status"] == "finished_with_errors":
                 worst = max(worst, 3)
     except ClientError as exc:

@@ -9,7 +9,8 @@ from ragpulse.jobs import TraceResult
 from ragpulse.judges.quotes import check_quotes
 from ragpulse.judges.verdicts import Judge, JudgeOutput, Judgment
 from ragpulse.metrics.generation import abstained, generation_scores, hallucinated
-from ragpulse.metrics.retrieval import RELEVANT, retrieval_metrics
+from ragpulse.metrics.registry import retrieval_scores
+from ragpulse.metrics.retrieval import RELEVANT
 from ragpulse.schema import BatchOptions, Trace
 
 
@@ -64,7 +65,7 @@ def _retrieval(trace: Trace, options: BatchOptions) -> dict[str, Any]:
         return {"labels": "unlabelled", "retrieval": None}
     qrels = trace.qrels()
     ranked = [doc.id for doc in trace.retrieved_docs]
-    scores = retrieval_metrics(ranked, qrels, options.k, options.gain)
+    scores = retrieval_scores(ranked, qrels, options.k, options.gain)
     if scores is None:
         return {"labels": "no_relevant", "retrieval": None}
     top = set(ranked[:max(options.k)])

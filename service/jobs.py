@@ -7,12 +7,23 @@ from typing import Annotated
 import msgspec
 
 from litestar import Controller, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
 from ragpulse import defaults
+from ragpulse.calibration import Calibration
 from ragpulse.exceptions import InvalidParameter
-from ragpulse.jobs import TERMINAL, JobView, ResultsPage
+from ragpulse.jobs import TERMINAL, JobStatus, JobView, ResultsPage
+from ragpulse.reporting.model import Report
 from service.context import Call
+
+class ReportPending(msgspec.Struct, kw_only=True):
+    """GET /v1/jobs/{job_id}/report before the report exists."""
+
+    job_id: str
+    status: JobStatus
+    detail: str = "the report is not ready yet"
+
 
 JobId = Annotated[str, Parameter(max_length=64, description="Job id returned by POST /v1/batches.")]
 
@@ -51,21 +62,20 @@ class JobController(Controller):
                 pipe.execute()
         return store.job(job_id, tenant)
 
-    @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job")
-    def report(self, job_id: JobId, call: Call) -> Response[bytes]:
+    @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job",
+         responses={202: ResponseSpec(ReportPending, description="The job is still running; poll again."),
+                    409: ResponseSpec(ReportPending, description="The job ended without a report.")})
+    def report(self, job_id: JobId, call: Call) -> Response[Report]:
         """The report once the job is done; 202 with the job status while it runs."""
         store, tenant = call.store, call.tenant
         raw = store.report(job_id, tenant)
         if raw is None:
             job = store.job(job_id, tenant)
             status = 409 if job.status in TERMINAL else 202
-            return Response(
-                {"job_id": job_id, "status": job.status, "detail": "the report is not ready yet"},  # type: ignore[arg-type]
-                status_code=status,
-            )
+            return Response(ReportPending(job_id=job_id, status=job.status),  # type: ignore[arg-type]
+                            status_code=status)
+        report = msgspec.json.decode(raw, type=Report)
         calibration = store.calibration(job_id)
         if calibration is not None:
-            report = msgspec.json.decode(raw)
-            report["calibration"] = msgspec.json.decode(calibration)
-            raw = msgspec.json.encode(report)
-        return Response(raw, media_type="application/json")
+            report.calibration = msgspec.json.decode(calibration, type=Calibration)
+        return Response(report)

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from ragpulse.diagnostics import diagnostic_matrix, primary_issue
+from ragpulse.reporting.diagnostics import diagnostic_matrix, primary_issue
 from ragpulse.evaluate import evaluate_trace
 from ragpulse.exceptions import JudgeOutputInvalid
 from ragpulse.judges.quotes import check_quotes, quote_found
@@ -132,11 +132,11 @@ def test_matrix_crosses_recall_with_hallucination() -> None:
              (poor, [])]                                                # the last makes no claim: excluded
     results = [asyncio.run(evaluate_trace(t, i, BatchOptions(), Scripted(v))) for i, (t, v) in enumerate(cases)]
     matrix = diagnostic_matrix(results, 5)
-    counts = {name: cell["count"] for name, cell in matrix["cells"].items()}
+    counts = {name: cell.count for name, cell in matrix.cells.items()}
     assert counts == {"retrieval_good_faithful": 1, "retrieval_good_hallucinating": 1,
                       "retrieval_poor_faithful": 0, "retrieval_poor_hallucinating": 2}
-    assert matrix["cells"]["retrieval_poor_hallucinating"]["share"] == 0.5 and matrix["excluded"] == {"abstained": 1}
-    assert matrix["primary_issue"] == "retrieval"
+    assert matrix.cells["retrieval_poor_hallucinating"].share == 0.5 and matrix.excluded == {"abstained": 1}
+    assert matrix.primary_issue == "retrieval"
 
 
 def test_quotes_match_after_normalising_or_fuzzily_but_not_when_invented() -> None:

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from ragpulse.metrics.registry import retrieval_scores as retrieval_metrics
 from ragpulse.metrics.retrieval import (
     average_precision,
     dcg_at_k,
@@ -18,7 +19,6 @@ from ragpulse.metrics.retrieval import (
     recall_at_k,
     reciprocal_rank,
     relevant_count,
-    retrieval_metrics,
 )
 
 

@@ -16,7 +16,7 @@ from ragpulse.evaluate import failed_result
 from ragpulse.judges.factory import make_judge
 from ragpulse.monitoring.catalog import JOB_DURATION
 from ragpulse.monitoring.counters import MetricsBatch
-from ragpulse.report import build_report
+from ragpulse.reporting.build import build_report
 from ragpulse.runner import CallObserver, ChunkRun
 from ragpulse.settings import Settings
 from ragpulse.store import Store
@@ -61,7 +61,7 @@ def finalize(store: Store, job_id: str) -> None:
     report = build_report(job_id, store.options(job_id), store.all_results(job_id))
     store.save_report(job_id, msgspec.json.encode(report))
     if store.failure(job_id) is None:
-        store.finish(job_id, "finished_with_errors" if report["counts"]["failed"] else "finished")
+        store.finish(job_id, "finished_with_errors" if report.counts.failed else "finished")
     store.deactivate(job_id)
     job = store.job(job_id)
     if store.options(job_id).callback_url:

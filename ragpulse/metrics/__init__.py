@@ -1,1 +1,1 @@
-"""Metric functions: pure, per query; aggregation lives in ragpulse.metrics.stats and ragpulse.report."""
+"""Metrics: pure per-query functions, their declarations (registry) and aggregation with intervals (stats)."""

@@ -1,4 +1,4 @@
-"""Per-trace generation metrics, computed from a judge's verdicts. Aggregation lives in ragpulse.report."""
+"""Per-trace generation metrics, computed from a judge's verdicts. Aggregation lives in ragpulse.reporting."""
 
 from __future__ import annotations
 

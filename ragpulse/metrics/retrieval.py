@@ -88,25 +88,3 @@ def ndcg_at_k(grades: Sequence[int], qrels: Mapping[str, int], k: int, gain: str
     ideal = dcg_at_k(sorted(qrels.values(), reverse=True), k, gain)
     return dcg_at_k(grades, k, gain) / ideal if ideal > 0 else 0.0
 
-
-def retrieval_metrics(
-    ranked_ids: Iterable[str], qrels: Mapping[str, int], ks: Iterable[int], gain: str = "linear"
-) -> dict[str, float] | None:
-    """Every retrieval metric for one query, keyed `recall@5`, `ndcg@10`, `mrr`, `map`...
-
-    Returns None when the labels hold no relevant document: such a query is unanswerable for retrieval and is
-    kept out of the means.
-    """
-    n_relevant = relevant_count(qrels)
-    if n_relevant == 0:
-        return None
-    grades = graded_ranking(ranked_ids, qrels)
-    scores: dict[str, float] = {}
-    for k in ks:
-        scores[f"recall@{k}"] = recall_at_k(grades, n_relevant, k)
-        scores[f"precision@{k}"] = precision_at_k(grades, k)
-        scores[f"hit_rate@{k}"] = hit_rate_at_k(grades, k)
-        scores[f"ndcg@{k}"] = ndcg_at_k(grades, qrels, k, gain)
-    scores["mrr"] = reciprocal_rank(grades)
-    scores["map"] = average_precision(grades, n_relevant)
-    return scores

@@ -42,11 +42,17 @@ def is_binary(values: Sequence[float]) -> bool:
     return all(v in (0.0, 1.0) for v in values)
 
 
-def estimate(values: Sequence[float]) -> Estimate:
-    """Mean with a Wilson interval for 0/1 data, else a fixed-seed percentile bootstrap."""
+def estimate(values: Sequence[float], aggregation: str = "mean") -> Estimate:
+    """Mean with a Wilson interval for 0/1 data, else a fixed-seed percentile bootstrap.
+
+    `aggregation="proportion"` insists on 0/1 data (ValueError otherwise): a share is never bootstrapped.
+    """
     n = len(values)
     mean = math.fsum(values) / n
-    if is_binary(values):
+    binary = is_binary(values)
+    if aggregation == "proportion" and not binary:
+        raise ValueError("a proportion needs 0/1 values")
+    if binary:
         return Estimate(mean=mean, n=n, ci95=wilson_interval(round(mean * n), n), ci_method=WILSON_METHOD)
     low, high = bootstrap_intervals(np.asarray(values, dtype=float)[:, None])[0]
     return Estimate(mean=mean, n=n, ci95=(low, high), ci_method=BOOTSTRAP_METHOD)

@@ -6,6 +6,7 @@ import redis
 
 from ragpulse.cost import call_cost
 from ragpulse.jobs import TraceResult
+from ragpulse.metrics.registry import GENERATION
 from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.monitoring.rolling import queue_bucket
@@ -23,20 +24,31 @@ def count_result(batch: MetricsBatch, result: TraceResult) -> None:
     g = result.generation
     if g is None:
         return
-    judge = {**app, "judge": result.judge or "unknown"}
-    batch.inc(m.TRACES_JUDGED, judge)
-    batch.inc(m.TRACES_HALLUCINATED, judge, float(g.hallucinated))
+    labels = {**app, "judge": result.judge or "unknown"}
+    batch.inc(m.TRACES_JUDGED, labels)
     for verdict, count in (("supported", g.supported), ("unsupported", g.unsupported),
                            ("contradicted", g.contradicted)):
         if count:
             batch.inc(m.CLAIMS, {**app, "verdict": verdict}, count)
-    if g.faithfulness is not None:
-        batch.observe(m.FAITHFULNESS, app, g.faithfulness)
     if g.abstained:
         batch.inc(m.ABSTENTIONS, app)
     if g.unanswerable:
         batch.inc(m.UNANSWERABLE, app)
-        batch.inc(m.UNANSWERABLE_HALLUCINATIONS, app, float(bool(g.unanswerable_hallucination)))
+    count_registered(batch, result, labels)
+
+
+def count_registered(batch: MetricsBatch, result: TraceResult, labels: dict[str, str]) -> None:
+    """Every registry metric with a Prometheus family: a histogram observes the per-trace value, a counter adds it."""
+    for metric in GENERATION:
+        family = metric.prometheus
+        value = metric.per_trace(result)
+        if family is None or value is None:
+            continue
+        series = {name: labels[name] for name in family.labels}
+        if family.kind == "histogram":
+            batch.observe(family, series, value)
+        else:
+            batch.inc(family, series, value)
 
 
 def record_result(client: redis.Redis, apps: frozenset[str], tenant: str, result: TraceResult) -> None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
-
 from ragpulse.jobs import TraceResult
+from ragpulse.reporting.model import Cell, DiagnosticMatrix
 
 RECALL_GOOD = 0.5
 """recall@k at or above which retrieval counts as good, where gold labels exist."""
@@ -31,7 +30,7 @@ def retrieval_good(result: TraceResult, k: int) -> bool | None:
     return None
 
 
-def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> dict[str, Any]:
+def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> DiagnosticMatrix:
     """Counts and shares of the four cells over judged traces that made claims, and the primary issue."""
     cells: Counter[str] = Counter()
     excluded: Counter[str] = Counter()
@@ -50,15 +49,15 @@ def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> dict[str, Any]:
     names = ["retrieval_good_faithful", "retrieval_good_hallucinating", "retrieval_poor_faithful",
              "retrieval_poor_hallucinating"]
     primary = primary_issue(cells)
-    return {
-        "retrieval_good_means": f"recall@{k} >= {RECALL_GOOD} with gold labels, else mean context relevance >= "
-                                f"{CONTEXT_RELEVANCE_GOOD}",
-        "cells": {n: {"count": cells[n], "share": cells[n] / total if total else None} for n in names},
-        "n": total,
-        "excluded": dict(excluded),
-        "primary_issue": primary,
-        "next_step": NEXT_STEPS[primary],
-    }
+    return DiagnosticMatrix(
+        retrieval_good_means=f"recall@{k} >= {RECALL_GOOD} with gold labels, else mean context relevance >= "
+                             f"{CONTEXT_RELEVANCE_GOOD}",
+        cells={n: Cell(count=cells[n], share=cells[n] / total if total else None) for n in names},
+        n=total,
+        excluded=dict(excluded),
+        primary_issue=primary,
+        next_step=NEXT_STEPS[primary],
+    )
 
 
 def primary_issue(cells: Counter[str]) -> str:

@@ -1,0 +1,88 @@
+"""Build a job's report: macro-averages with intervals, breakdowns, and the worst traces."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+
+from ragpulse import defaults
+from ragpulse.jobs import TraceResult
+from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
+from ragpulse.reporting.diagnostics import diagnostic_matrix
+from ragpulse.reporting.generation import generation_section, group_generation
+from ragpulse.reporting.model import CiMethods, Counts, Failure, Group, Method, Report, WorstTrace
+from ragpulse.schema import BatchOptions
+
+GAIN_FORMULAS = {"linear": "gain = grade", "exponential": "gain = 2^grade - 1"}
+
+
+def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResult]) -> Report:
+    """The aggregate view of a job."""
+    labelled = [r for r in results if r.retrieval is not None]
+    return Report(
+        job_id=job_id,
+        method=_method(options),
+        counts=_counts(results),
+        retrieval=_aggregate(labelled),
+        generation=generation_section(results),
+        diagnostic_matrix=diagnostic_matrix(results, diagnostic_k(options.k)),
+        by_question_type=_breakdown(results, lambda r: r.question_type),
+        by_source=_breakdown(results, lambda r: r.source),
+        worst=_worst(labelled, max(options.k)),
+        failures=[Failure(trace_id=r.trace_id, index=r.index, error=r.error)
+                  for r in results if r.status != "ok"][: defaults.WORST_TRACES],
+    )
+
+
+def diagnostic_k(ks: Sequence[int]) -> int:
+    """The k of the diagnostic matrix and the breakdown tables: 5 when requested (the usual generator context),
+    else the largest k."""
+    return 5 if 5 in ks else max(ks)
+
+
+def _method(options: BatchOptions) -> Method:
+    return Method(
+        k=list(options.k),
+        gain=options.gain,
+        ndcg=f"DCG = sum gain / log2(rank + 1), {GAIN_FORMULAS[options.gain]}",
+        relevant_grade_at_least=1,
+        duplicates="a document retrieved again at a later rank counts once, at its first rank",
+        no_relevant="traces whose labels hold no relevant document are excluded from retrieval means",
+        ci95=CiMethods(means=BOOTSTRAP_METHOD, proportions=WILSON_METHOD),
+    )
+
+
+def _counts(results: Sequence[TraceResult]) -> Counts:
+    labels = Counter(r.labels for r in results if r.status == "ok")
+    ok = sum(1 for r in results if r.status == "ok")
+    return Counts(total=len(results), ok=ok, failed=len(results) - ok, labelled=labels["labelled"],
+                  no_relevant=labels["no_relevant"], unlabelled=labels["unlabelled"])
+
+
+def _aggregate(labelled: Sequence[TraceResult]) -> dict[str, Estimate]:
+    columns: dict[str, list[float]] = defaultdict(list)
+    for result in labelled:
+        for name, value in (result.retrieval or {}).items():
+            columns[name].append(value)
+    return estimate_columns(columns)
+
+
+def _breakdown(results: Sequence[TraceResult], key: Callable[[TraceResult], str | None]) -> dict[str, Group]:
+    groups: dict[str, list[TraceResult]] = defaultdict(list)
+    for result in results:
+        groups[key(result) or "unspecified"].append(result)
+    return {name: _group(group) for name, group in sorted(groups.items())}
+
+
+def _group(group: list[TraceResult]) -> Group:
+    labelled = [r for r in group if r.retrieval is not None]
+    return Group(n=len(group), n_labelled=len(labelled), retrieval=_aggregate(labelled),
+                 generation=group_generation(group))
+
+
+def _worst(labelled: Sequence[TraceResult], k: int) -> list[WorstTrace]:
+    metric = f"recall@{k}"
+    ranked = sorted(labelled, key=lambda r: (r.retrieval or {})[metric])
+    return [{"trace_id": r.trace_id, "index": r.index, "metric": metric, "value": (r.retrieval or {})[metric],
+             metric: (r.retrieval or {})[metric], "missed_doc_ids": r.missed_doc_ids}
+            for r in ranked[: defaults.WORST_TRACES]]

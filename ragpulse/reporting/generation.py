@@ -1,0 +1,108 @@
+"""The generation part of a report: registry metrics with intervals, abstention, citations and judge cost."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from ragpulse.jobs import TraceResult
+from ragpulse.metrics.generation import GenerationScores
+from ragpulse.metrics.registry import GENERATION, GenerationMetric
+from ragpulse.metrics.stats import Estimate, estimate
+from ragpulse.reporting.model import (
+    Abstention, Citations, GenerationSection, GroupGeneration, JudgeCost, RepeatAgreement, UnanswerableCounts,
+)
+
+
+def generation_section(results: Sequence[TraceResult]) -> GenerationSection:  # type: ignore[valid-type]
+    """Aggregates over the traces a judge scored; every metric comes with n and a 95% interval."""
+    judged = [r for r in results if r.generation is not None]
+    scores = [r.generation for r in judged]
+    return GenerationSection(
+        judges=dict(Counter(r.judge for r in judged)),
+        heuristic=any(r.judge == "local" for r in judged),
+        n_judged=len(judged),
+        n_abstained=sum(g.abstained for g in scores),
+        **{m.name: aggregate(m, judged) for m in GENERATION},
+        unanswerable=_unanswerable([g for g in scores if g.unanswerable]),
+        abstention=_abstention(judged),
+        citations=_citations(judged),
+        repeat_agreement=_agreement(judged),
+        cost=judge_cost(results),
+    )
+
+
+def group_generation(results: Sequence[TraceResult]) -> GroupGeneration:  # type: ignore[valid-type]
+    """The breakdown metrics for one question type or source."""
+    judged = [r for r in results if r.generation is not None]
+    return GroupGeneration(n_judged=len(judged), **{m.name: aggregate(m, judged) for m in GENERATION if m.breakdown})
+
+
+def aggregate(metric: GenerationMetric, results: Sequence[TraceResult]) -> Estimate | None:
+    """The metric over the traces in its population; None when none is."""
+    values = [v for v in (metric.per_trace(r) for r in results) if v is not None]
+    return estimate(values, metric.aggregation) if values else None
+
+
+def judge_cost(results: Sequence[TraceResult]) -> JudgeCost:
+    """Judge calls and tokens, in total and per judged trace (the target is exactly one call per trace)."""
+    attempted = [r for r in results if r.judge is not None]
+    calls = [c for r in attempted for j in r.judgments for c in j.calls] + [c for r in attempted for c in r.failed_calls]
+    n = len(attempted)
+    input_tokens, output_tokens = sum(c.input_tokens for c in calls), sum(c.output_tokens for c in calls)
+    return JudgeCost(
+        traces=n,
+        calls=len(calls),
+        repair_calls=sum(max(0, len(j.calls) - 1) for r in attempted for j in r.judgments),
+        judge_errors=sum(r.status == "judge_error" for r in attempted),
+        calls_per_trace=len(calls) / n if n else None,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        input_tokens_per_trace=input_tokens / n if n else None,
+        output_tokens_per_trace=output_tokens / n if n else None,
+        cache_read_input_tokens=sum(c.cache_read_input_tokens for c in calls),
+        cache_creation_input_tokens=sum(c.cache_creation_input_tokens for c in calls),
+    )
+
+
+def _unanswerable(unanswerable: Sequence[GenerationScores]) -> UnanswerableCounts:
+    return UnanswerableCounts(
+        n=len(unanswerable),
+        labelled=sum(g.unanswerable_source == "labelled" for g in unanswerable),
+        judged=sum(g.unanswerable_source != "labelled" for g in unanswerable),
+        abstained=sum(g.abstained for g in unanswerable),
+        hallucinated=sum(bool(g.unanswerable_hallucination) for g in unanswerable),
+        answered_supported=sum(not g.abstained and not g.unanswerable_hallucination for g in unanswerable),
+    )
+
+
+def _abstention(judged: Sequence[TraceResult]) -> Abstention:
+    """Precision and recall of abstaining, against the `answerable` flag (should abstain = answerable false)."""
+    flagged = [(r.generation.abstained, r.answerable is False) for r in judged if r.answerable is not None]
+    abstained = [float(should) for did, should in flagged if did]
+    should = [float(did) for did, must in flagged if must]
+    return Abstention(n=len(flagged), precision=_share(abstained), recall=_share(should))
+
+
+def _citations(judged: Sequence[TraceResult]) -> Citations:
+    citing = [r.generation for r in judged if r.generation.cited]
+    cited = sum(g.cited for g in citing)
+    wrong = sum(len(g.cited_not_retrieved) + len(g.cited_without_support) for g in citing)
+    return Citations(
+        traces_with_citations=len(citing),
+        cited=cited,
+        cited_not_retrieved=sum(len(g.cited_not_retrieved) for g in citing),
+        traces_citing_unretrieved=sum(bool(g.cited_not_retrieved) for g in citing),
+        cited_without_support=sum(len(g.cited_without_support) for g in citing),
+        citation_accuracy=(cited - wrong) / cited if cited else None,
+    )
+
+
+def _agreement(judged: Sequence[TraceResult]) -> RepeatAgreement:
+    repeated = [r for r in judged if len(r.judgments) > 1]
+    return RepeatAgreement(n=len(repeated), agreement_rate=_share([float(not r.needs_review) for r in repeated]),
+                           flagged_for_review=[r.trace_id for r in repeated if r.needs_review][:100])
+
+
+def _share(values: list[float]) -> Estimate | None:
+    return estimate(values, "proportion") if values else None

@@ -1,0 +1,190 @@
+"""The report of a job as typed structs: what GET /v1/jobs/{id}/report returns and what the renderer reads.
+
+The generation section holds one field per metric of the registry (ragpulse.metrics.registry), so a metric declared
+there appears in the JSON report, its OpenAPI schema and the rendered report without further edits.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from ragpulse.calibration import Calibration
+from ragpulse.metrics.registry import GENERATION
+from ragpulse.metrics.stats import Estimate
+
+
+class Struct(msgspec.Struct, kw_only=True):
+    """Base of every report struct."""
+
+
+class CiMethods(Struct):
+    """How the 95% intervals were computed."""
+
+    means: str
+    proportions: str
+
+
+class Method(Struct):
+    """How the report's numbers were computed."""
+
+    k: list[int]
+    gain: str
+    ndcg: str
+    relevant_grade_at_least: int
+    duplicates: str
+    no_relevant: str
+    ci95: CiMethods
+
+
+class Counts(Struct):
+    """Traces by outcome and by label state."""
+
+    total: int
+    ok: int
+    failed: int
+    labelled: int
+    no_relevant: int
+    unlabelled: int
+
+
+class UnanswerableCounts(Struct):
+    """Where the unanswerable rate's n and numerator come from: labels or the judge, and what the answers did."""
+
+    n: int
+    labelled: int
+    judged: int
+    abstained: int
+    hallucinated: int
+    answered_supported: int
+
+
+class Abstention(Struct):
+    """Precision and recall of abstaining against the `answerable` labels."""
+
+    n: int
+    precision: Estimate | None
+    recall: Estimate | None
+
+
+class Citations(Struct):
+    """Citation checks over traces that cite documents."""
+
+    traces_with_citations: int
+    cited: int
+    cited_not_retrieved: int
+    traces_citing_unretrieved: int
+    cited_without_support: int
+    citation_accuracy: float | None
+
+
+class RepeatAgreement(Struct):
+    """Agreement between repeated judgments of the same trace."""
+
+    n: int
+    agreement_rate: Estimate | None
+    flagged_for_review: list[str]
+
+
+class JudgeCost(Struct):
+    """Judge calls and tokens, in total and per judged trace (the target is exactly one call per trace)."""
+
+    traces: int
+    calls: int
+    repair_calls: int
+    judge_errors: int
+    calls_per_trace: float | None
+    input_tokens: int
+    output_tokens: int
+    input_tokens_per_trace: float | None
+    output_tokens_per_trace: float | None
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+GenerationSection = msgspec.defstruct(
+    "GenerationSection",
+    [
+        ("judges", dict[str, int]),
+        ("heuristic", bool),
+        ("n_judged", int),
+        ("n_abstained", int),
+        *[(m.name, Union[Estimate, None], None) for m in GENERATION],  # noqa: UP007 - a runtime type expression
+        ("unanswerable", UnanswerableCounts),
+        ("abstention", Abstention),
+        ("citations", Citations),
+        ("repeat_agreement", RepeatAgreement),
+        ("cost", JudgeCost),
+    ],
+    kw_only=True,
+    module=__name__,
+)
+"""Judged generation metrics (one field per registry metric, null when no trace is in its population) and the
+judge's abstention, citation, agreement and cost figures."""
+
+GroupGeneration = msgspec.defstruct(
+    "GroupGeneration",
+    [("n_judged", int), *[(m.name, Union[Estimate, None], None) for m in GENERATION if m.breakdown]],  # noqa: UP007
+    kw_only=True,
+    module=__name__,
+)
+"""The breakdown metrics of the registry for one group of traces."""
+
+
+class Group(Struct):
+    """One question type or source."""
+
+    n: int
+    n_labelled: int
+    retrieval: dict[str, Estimate]
+    generation: GroupGeneration  # type: ignore[valid-type]
+
+
+class Cell(Struct):
+    """One cell of the diagnostic matrix."""
+
+    count: int
+    share: float | None
+
+
+class DiagnosticMatrix(Struct):
+    """Retrieval (good or poor) crossed with generation (faithful or hallucinating), and the primary issue."""
+
+    retrieval_good_means: str
+    cells: dict[str, Cell]
+    n: int
+    excluded: dict[str, int]
+    primary_issue: str
+    next_step: str
+
+
+class Failure(Struct):
+    """A trace that did not evaluate."""
+
+    trace_id: str
+    index: int
+    error: str | None
+
+
+WorstTrace = dict[str, Union[str, int, float, list[str]]]  # noqa: UP007
+"""`trace_id`, `index`, `metric` (e.g. `recall@5`), `value`, the same value under the metric's name, and
+`missed_doc_ids`."""
+
+
+class Report(Struct):
+    """GET /v1/jobs/{job_id}/report: retrieval and generation apart, then crossed, then breakdowns."""
+
+    job_id: str
+    method: Method
+    counts: Counts
+    retrieval: dict[str, Estimate]
+    """Macro-averages over labelled traces with at least one relevant document, keyed `recall@5`, `mrr`..."""
+    generation: GenerationSection  # type: ignore[valid-type]
+    diagnostic_matrix: DiagnosticMatrix
+    by_question_type: dict[str, Group]
+    by_source: dict[str, Group]
+    worst: list[WorstTrace]
+    failures: list[Failure]
+    calibration: Calibration | None = None
+    """The judge's agreement with human labels, once POST /v1/calibrations has been called for this job."""

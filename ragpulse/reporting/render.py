@@ -1,0 +1,112 @@
+"""Render a report as a readable plain-text table for terminals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ragpulse.metrics.registry import GENERATION, RETRIEVAL
+from ragpulse.metrics.stats import Estimate
+from ragpulse.reporting.build import diagnostic_k
+from ragpulse.reporting.model import DiagnosticMatrix, Group, Report
+
+NOTE_HEURISTIC = "  NOTE: `local` is an offline heuristic, not an LLM judge"
+
+
+def render_report(report: Report) -> str:
+    """The report as text: retrieval and generation apart, then crossed, then breakdowns and worst traces."""
+    method = report.method
+    counts = report.counts
+    out = [
+        f"job {report.job_id}",
+        f"traces: total {counts.total}, ok {counts.ok}, failed {counts.failed}, labelled {counts.labelled}, "
+        f"no_relevant {counts.no_relevant}, unlabelled {counts.unlabelled}",
+        f"k = {method.k}, nDCG gain: {method.gain}; intervals: 95% ({method.ci95.means}; "
+        f"{method.ci95.proportions} for proportions)",
+        "",
+        "RETRIEVAL (macro-average over labelled traces with at least one relevant document)",
+        *_metric_table(report.retrieval),
+        "",
+        *_generation(report),
+        "",
+        *_matrix(report.diagnostic_matrix),
+    ]
+    for title, groups in (("BY QUESTION TYPE", report.by_question_type), ("BY SOURCE", report.by_source)):
+        out += ["", title, *_breakdown_table(groups, diagnostic_k(method.k))]
+    out += _worst(report)
+    if report.failures:
+        out += ["", "FAILED TRACES", *(f"  {f.trace_id}: {f.error}" for f in report.failures)]
+    return "\n".join(out)
+
+
+def _metric_table(metrics: Mapping[str, Estimate | None]) -> list[str]:
+    rows = [f"  {'metric':<32}{'mean':>8}   {'95% CI':<17}{'n':>6}"]
+    for name, est in metrics.items():
+        if est is None:
+            rows.append(f"  {name:<32}{'-':>8}")
+            continue
+        low, high = est.ci95
+        rows.append(f"  {name:<32}{est.mean:>8.3f}   [{low:.3f}, {high:.3f}]  {est.n:>6}")
+    return rows if len(rows) > 1 else ["  (no traces)"]
+
+
+def _generation(report: Report) -> list[str]:
+    gen = report.generation
+    judges = ", ".join(f"{name} ({n})" for name, n in gen.judges.items()) or "none"
+    rows = [f"GENERATION (judge: {judges}; {gen.n_judged} judged, {gen.n_abstained} abstained)",
+            *([NOTE_HEURISTIC] if gen.heuristic else [])]
+    rows += _metric_table({m.name: getattr(gen, m.name) for m in GENERATION})
+    rows += _metric_table({"abstention_precision": gen.abstention.precision,
+                           "abstention_recall": gen.abstention.recall})[1:]
+    una, cites, cost = gen.unanswerable, gen.citations, gen.cost
+    rows.append(f"  unanswerable: {una.n} ({una.labelled} labelled, {una.judged} judged by the judge): "
+                f"{una.abstained} abstained, {una.hallucinated} hallucinated, "
+                f"{una.answered_supported} answered with support")
+    rows.append(f"  citations: {cites.cited} cited, {cites.cited_not_retrieved} never retrieved, "
+                f"{cites.cited_without_support} without support")
+    per_trace = f"{cost.calls_per_trace:.2f}" if cost.calls_per_trace is not None else "-"
+    rows.append(f"  judge cost: {cost.calls} calls ({per_trace} per trace, {cost.repair_calls} repairs, "
+                f"{cost.judge_errors} errors), tokens in/out {cost.input_tokens}/{cost.output_tokens}"
+                + (f", cache read/write {cost.cache_read_input_tokens}/{cost.cache_creation_input_tokens}"
+                   if cost.cache_read_input_tokens or cost.cache_creation_input_tokens else ""))
+    if gen.repeat_agreement.n:
+        rows += _metric_table({"repeat_agreement": gen.repeat_agreement.agreement_rate})[1:]
+    return rows
+
+
+def _matrix(matrix: DiagnosticMatrix) -> list[str]:
+    def cell(name: str) -> str:
+        c = matrix.cells[name]
+        return f"{c.count:>5} ({c.share:.0%})" if c.share is not None else f"{c.count:>5}"
+
+    return [
+        f"DIAGNOSTIC MATRIX ({matrix.n} traces; retrieval good = {matrix.retrieval_good_means})",
+        f"  {'':<18}{'faithful':>14}{'hallucinating':>16}",
+        f"  {'retrieval good':<18}{cell('retrieval_good_faithful'):>14}{cell('retrieval_good_hallucinating'):>16}",
+        f"  {'retrieval poor':<18}{cell('retrieval_poor_faithful'):>14}{cell('retrieval_poor_hallucinating'):>16}",
+        f"  primary issue: {matrix.primary_issue}. {matrix.next_step}",
+    ]
+
+
+def _breakdown_table(groups: Mapping[str, Group], k: int) -> list[str]:
+    retrieval = [m.key(k) for m in RETRIEVAL if m.breakdown]
+    generation = [m for m in GENERATION if m.breakdown]
+    header = "".join(f"{c:>14}" for c in (*retrieval, *(m.column or m.name for m in generation)))
+    rows = [f"  {'group':<16}{'n':>5}{header}"]
+    for name, group in groups.items():
+        values = [group.retrieval.get(c) for c in retrieval] + [getattr(group.generation, m.name) for m in generation]
+        rows.append(f"  {name:<16}{group.n:>5}" + "".join(f"{_mean(v):>14}" for v in values))
+    return rows if groups else ["  (none)"]
+
+
+def _worst(report: Report) -> list[str]:
+    if not report.worst:
+        return []
+    rows = ["", f"WORST TRACES by {report.worst[0]['metric']}"]
+    for row in report.worst[:10]:
+        missed = ", ".join(row["missed_doc_ids"]) or "-"  # type: ignore[arg-type]
+        rows.append(f"  {row['trace_id']:<28} {row['value']:6.3f}  missed: {missed}")
+    return rows
+
+
+def _mean(est: Estimate | None) -> str:
+    return f"{est.mean:.3f}" if est else "-"
