@@ -16,9 +16,10 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
-# Build inputs only (see .dockerignore): the metadata, then the three packages pyproject.toml installs.
+# Build inputs only (see .dockerignore): the metadata, then the four packages pyproject.toml installs.
 COPY pyproject.toml README.md ./
 COPY ragpulse ./ragpulse
+COPY dispatch ./dispatch
 COPY service ./service
 COPY worker ./worker
 RUN pip install --no-cache-dir .

@@ -691,12 +691,12 @@ def git_state() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "service", "ragpulse"], capture_output=True,
-                               text=True, cwd=ROOT, check=True).stdout.splitlines()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "service", "dispatch", "ragpulse"],
+                               capture_output=True, text=True, cwd=ROOT, check=True).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         return f"{ROOT} (not a git checkout)"
     return f"{ROOT} at commit {head}" + (
-        f" + {len(dirty)} uncommitted change(s) in service/ and ragpulse/" if dirty else "")
+        f" + {len(dirty)} uncommitted change(s) in service/, dispatch/ and ragpulse/" if dirty else "")
 
 
 def fmt_ms(value: float | None) -> str:

@@ -574,11 +574,11 @@ def git_state() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "service", "ragpulse", "worker"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "service", "dispatch", "ragpulse", "worker"],
                                capture_output=True, text=True, cwd=ROOT, check=True).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         return "not a git checkout"
-    changed = f" + {len(dirty)} uncommitted change(s) in service/, ragpulse/, worker/" if dirty else ""
+    changed = f" + {len(dirty)} uncommitted change(s) in service/, dispatch/, ragpulse/, worker/" if dirty else ""
     return f"commit {head}{changed}"
 
 

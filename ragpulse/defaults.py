@@ -66,20 +66,8 @@ JUDGE_CONCURRENCY = 8
 LEASE_SECONDS = 30
 """A running chunk renews its lease every third of this; a chunk whose lease lapses is requeued."""
 
-EVALUATE_CHUNK = "worker.jobs.evaluate_chunk"
-"""Dotted path of the worker function that evaluates one chunk; the API enqueues by this name, never by import."""
-
-CHUNK_FAILED = "worker.jobs.chunk_failed"
-"""Dotted path of the worker's RQ failure callback."""
-
 CHUNK_TIMEOUT_SECONDS = 3600
 """Longest a chunk may run before RQ kills it (its traces are then recorded as failed)."""
 
 JANITOR_INTERVAL_SECONDS = 5
 """How often each worker looks for chunks whose worker died and for jobs whose finalizer died."""
-
-DELIVER_CALLBACK = "worker.jobs.deliver_callback"
-"""Dotted path of the worker function that POSTs a job's completion callback."""
-
-CALLBACK_FAILED = "worker.jobs.callback_failed"
-"""Dotted path of the RQ failure callback run when the last delivery attempt failed."""

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis as AsyncRedis
 
 import ragpulse
+from dispatch.chunks import ChunkEnqueuer
 from ragpulse import defaults
 from ragpulse.atomic import GroupCommitter
 from ragpulse.monitoring.collector import RedisMetricsCollector
@@ -29,7 +30,6 @@ from service.health import healthz, metrics, readyz
 from service.jobs import JobController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.openapi import document_bodies
-from service.queueing import ChunkEnqueuer
 
 log = logging.getLogger("ragpulse.api")
 

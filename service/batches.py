@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import anyio.to_thread
 from litestar import Controller, Response, post
 
+from dispatch.queues import pick_queue, rq_queue_name
 from ragpulse.atomic import Group, queued_commands
 from ragpulse.callbacks import CallbackRejected, matching_entry
 from ragpulse.cost import estimate_batch
@@ -20,7 +21,6 @@ from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.quality import data_quality_warnings
 from ragpulse.settings import Settings
 from service.context import Call
-from service.queueing import pick_queue, rq_queue_name
 
 INLINE_BODY_BYTES = 256 * 1024
 """Bodies up to this size are decoded on the event loop (a thread hop costs more than the work); larger ones,

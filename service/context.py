@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from litestar import Request
 
+from dispatch.chunks import ChunkEnqueuer
 from ragpulse.atomic import GroupCommitter
 from ragpulse.monitoring.policies import PolicyStore
 from ragpulse.settings import Settings
 from ragpulse.store import Store
 from ragpulse.telemetry import ApiMetrics
 from service.auth import resolve_tenant
-from service.queueing import ChunkEnqueuer
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from litestar import Controller, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
+from dispatch.chunks import requeue
 from ragpulse import defaults
 from ragpulse.calibration import Calibration
 from ragpulse.exceptions import InvalidParameter
@@ -57,9 +58,7 @@ class JobController(Controller):
                                    [{"path": "path.job_id", "message": "job still running"}])
         chunks = store.reopen_unfinished(job_id, tenant)
         if chunks:
-            with store.redis.pipeline(transaction=True) as pipe:
-                call.services.enqueuer.enqueue(pipe, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
-                pipe.execute()
+            requeue(store, call.services.enqueuer, job_id, chunks)
         return store.job(job_id, tenant)
 
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job",

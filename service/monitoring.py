@@ -10,8 +10,9 @@ from litestar import Controller, get, put
 from litestar.params import Parameter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from rq import Queue, Worker
+from rq import Worker
 
+from dispatch.queues import queue_named
 from ragpulse.ingest import decode_body
 from ragpulse.monitoring.policy import SamplingPolicy
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
@@ -57,7 +58,7 @@ class QueueCollector(Collector):
 
     def __init__(self, client: redis.Redis, settings: Settings) -> None:
         self.client = client
-        self.queues = {label: Queue(name, connection=client)
+        self.queues = {label: queue_named(name, client)
                        for label, name in zip(("online", "batch"), settings.queues, strict=True)}
 
     def describe(self) -> Iterator[Metric]:

@@ -7,10 +7,10 @@ import threading
 
 import redis
 
+from dispatch.chunks import ChunkEnqueuer, requeue
 from ragpulse import defaults
 from ragpulse.settings import Settings
 from ragpulse.store import Store
-from service.queueing import ChunkEnqueuer
 from worker.jobs import finalize
 
 log = logging.getLogger("ragpulse.janitor")
@@ -22,9 +22,7 @@ def sweep(store: Store, settings: Settings, enqueuer: ChunkEnqueuer) -> int:
     for job_id in store.active_job_ids():
         chunks = store.claim_stale_chunks(job_id)
         if chunks:
-            with store.redis.pipeline(transaction=True) as pipe:
-                enqueuer.enqueue(pipe, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
-                pipe.execute()
+            requeue(store, enqueuer, job_id, chunks)
             log.warning("job %s: requeued chunks %s whose worker stopped renewing its lease", job_id, chunks)
             requeued += len(chunks)
         elif store.stuck_finalizing(job_id, settings.lease_seconds):

@@ -11,6 +11,7 @@ import msgspec
 import redis
 from rq import get_current_job
 
+from dispatch.callbacks import enqueue_callback
 from ragpulse.callbacks import CallbackRejected, DeliveryFailed, deliver
 from ragpulse.evaluate import failed_result
 from ragpulse.judges.factory import make_judge
@@ -20,7 +21,6 @@ from ragpulse.reporting.build import build_report
 from ragpulse.runner import CallObserver, ChunkRun
 from ragpulse.settings import Settings
 from ragpulse.store import Store
-from worker.enqueue import enqueue_callback
 
 log = logging.getLogger("ragpulse.worker")
 

@@ -9,14 +9,13 @@ import threading
 
 import redis
 from rq import Worker
-from rq.serializers import JSONSerializer
 
+from dispatch.queues import SERIALIZER, queue_named
 from ragpulse.exceptions import ConfigError
 from ragpulse.settings import Settings
 # Imported here, before any fork or thread: RQ forks a work-horse per job, and a horse that had to import the job
 # module itself would pay for it on every job, or deadlock on an import lock held by the janitor thread at fork.
 import worker.jobs  # noqa: F401
-from worker.enqueue import queue_named
 from worker.janitor import start_janitor
 
 
@@ -24,7 +23,7 @@ def create_worker(settings: Settings, connection: redis.Redis | None = None) -> 
     """A worker that always takes online work before batch work."""
     connection = connection or redis.Redis.from_url(settings.redis_url)
     queues = [queue_named(name, connection) for name in settings.queues]
-    return Worker(queues, connection=connection, serializer=JSONSerializer)
+    return Worker(queues, connection=connection, serializer=SERIALIZER)
 
 
 def main() -> None:

@@ -1,30 +1,18 @@
-"""Enqueue chunk jobs by dotted path (the API never imports worker code), JSON-serialised, ids only."""
+"""Chunk jobs: ChunkEnqueuer, the one definition of a chunk job, and `requeue`, shared by the retry endpoint and
+the janitor."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
 import redis
 from rq import Callback, Queue
-from rq.serializers import JSONSerializer
 
+from dispatch import paths
+from dispatch.queues import queue_named
 from ragpulse import defaults
-from ragpulse.schema import BatchOptions, Trace
 from ragpulse.settings import Settings
-
-
-def pick_queue(traces: Sequence[Trace], options: BatchOptions) -> str:
-    """`online` when asked, or when every trace comes from production; else `batch`."""
-    if options.queue is not None:
-        return options.queue
-    return "online" if all(t.source == "production" for t in traces) else "batch"
-
-
-def rq_queue_name(settings: Settings, queue: str) -> str:
-    """The RQ queue behind a priority label."""
-    online, batch = settings.queues
-    return online if queue == "online" else batch
+from ragpulse.store import Store
 
 
 class ChunkEnqueuer:
@@ -39,19 +27,27 @@ class ChunkEnqueuer:
     def _queue(self, name: str) -> Queue:
         queue = self._queues.get(name)
         if queue is None:
-            queue = self._queues[name] = Queue(name, connection=self._connection, serializer=JSONSerializer)
+            queue = self._queues[name] = queue_named(name, self._connection)
         return queue
 
     def enqueue(self, pipe: redis.client.Pipeline, rq_queue_name: str, job_id: str, chunks: Sequence[int],
                 fresh_ids: bool = False) -> None:
         """Queue the writes enqueuing each chunk onto `pipe` (executed by the caller). `fresh_ids` gives requeued
         chunks new RQ job ids, so a requeue never collides with the RQ job of the attempt it replaces."""
-        suffix = f"-r{uuid.uuid4().hex[:8]}" if fresh_ids else ""
+        suffix = paths.requeue_suffix() if fresh_ids else ""
         result_ttl = self._settings.result_ttl_seconds
         self._queue(rq_queue_name).enqueue_many([
             Queue.prepare_data(
-                defaults.EVALUATE_CHUNK, args=(job_id, n), job_id=f"{job_id}-{n}{suffix}",
+                paths.EVALUATE_CHUNK, args=(job_id, n), job_id=paths.chunk_job_id(job_id, n, suffix),
                 timeout=defaults.CHUNK_TIMEOUT_SECONDS, result_ttl=result_ttl, failure_ttl=result_ttl,
-                ttl=result_ttl, on_failure=Callback(defaults.CHUNK_FAILED),
+                ttl=result_ttl, on_failure=Callback(paths.CHUNK_FAILED),
             ) for n in chunks
         ], pipeline=pipe)
+
+
+def requeue(store: Store, enqueuer: ChunkEnqueuer, job_id: str, chunks: Sequence[int]) -> None:
+    """Enqueue `chunks` of a job again, with fresh RQ job ids, on the queue the job was first enqueued on; one
+    Redis transaction."""
+    with store.redis.pipeline(transaction=True) as pipe:
+        enqueuer.enqueue(pipe, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
+        pipe.execute()

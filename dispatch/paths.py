@@ -1,0 +1,36 @@
+"""The dotted paths of the worker's RQ functions and the formats of RQ job ids.
+
+Jobs are enqueued by these names, never by import, so the API never loads worker code.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+EVALUATE_CHUNK = "worker.jobs.evaluate_chunk"
+"""Dotted path of the worker function that evaluates one chunk."""
+
+CHUNK_FAILED = "worker.jobs.chunk_failed"
+"""Dotted path of the worker's RQ failure callback of a chunk job."""
+
+DELIVER_CALLBACK = "worker.jobs.deliver_callback"
+"""Dotted path of the worker function that POSTs a job's completion callback."""
+
+CALLBACK_FAILED = "worker.jobs.callback_failed"
+"""Dotted path of the RQ failure callback run when the last delivery attempt failed."""
+
+
+def requeue_suffix() -> str:
+    """A fresh suffix for the RQ job ids of requeued chunks, so a requeue never collides with the RQ job of the
+    attempt it replaces."""
+    return f"-r{uuid.uuid4().hex[:8]}"
+
+
+def chunk_job_id(job_id: str, chunk: int, suffix: str = "") -> str:
+    """RQ job id of one chunk of a job (`suffix` from requeue_suffix for a requeue, else empty)."""
+    return f"{job_id}-{chunk}{suffix}"
+
+
+def callback_job_id(job_id: str) -> str:
+    """A fresh RQ job id for one delivery of a job's completion callback."""
+    return f"{job_id}-callback-{uuid.uuid4().hex[:6]}"
