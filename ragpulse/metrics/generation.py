@@ -61,6 +61,25 @@ def context_relevance(output: JudgeOutput, trace: Trace) -> float | None:
     return sum(s for s in scores if s is not None) / len(scores)
 
 
+USEFUL_RELEVANCE = 2
+"""Judged relevance (1-3) from which a retrieved document counts as useful for context precision."""
+
+
+def context_precision(output: JudgeOutput) -> float | None:
+    """Whether the useful documents sit at the top: mean of precision@i over the ranks i holding a useful document
+    (judged relevance >= 2), the same rank-aware form as average precision; 0 when none is useful, None when nothing
+    was scored. Reference-free: it needs the judge's per-document relevance, not gold labels."""
+    if not output.context_relevance:
+        return None
+    ordered = sorted(output.context_relevance, key=lambda r: r.rank if r.rank is not None else 0)
+    useful, total = 0, 0.0
+    for rank, relevance in enumerate(ordered, start=1):
+        if relevance.score >= USEFUL_RELEVANCE:
+            useful += 1
+            total += useful / rank
+    return total / useful if useful else 0.0
+
+
 def correctness(output: JudgeOutput) -> float | None:
     """Share of the reference answer's key facts that the answer covers; None without a reference."""
     if not output.key_facts:

@@ -20,7 +20,7 @@ from typing import Literal
 
 from ragpulse.jobs import TraceResult
 from ragpulse.metrics import retrieval as r
-from ragpulse.metrics.generation import GenerationScores
+from ragpulse.metrics.generation import GenerationScores, context_precision
 from ragpulse.monitoring.definitions import SCORE_BUCKETS, MetricDef
 
 Aggregation = Literal["mean", "proportion"]
@@ -142,6 +142,15 @@ GENERATION: tuple[GenerationMetric, ...] = (
     GenerationMetric(
         "context_relevance", _generation(lambda g: g.context_relevance), "mean",
         "judged usefulness of every retrieved document, 1-3, averaged over all retrieved positions", target=2.3),
+    GenerationMetric(
+        "context_precision",
+        lambda result: context_precision(result.judgments[0].output) if result.generation and result.judgments
+        else None, "mean",
+        "rank-aware share of useful retrieved documents (judged relevance >= 2) ahead of useless ones; "
+        "reference-free, from the judge's per-document relevance",
+        prometheus=MetricDef("ragpulse_context_precision", "histogram",
+                             "Context precision of judged traces (useful documents ranked first).", ("app",),
+                             SCORE_BUCKETS)),
     GenerationMetric(
         "correctness", _generation(lambda g: g.correctness), "mean",
         "share of the reference answer's key facts the answer covers, over traces with a reference answer"),
