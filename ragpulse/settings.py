@@ -12,6 +12,7 @@ from ragpulse import defaults
 from ragpulse.auth import parse_key_specs
 from ragpulse.cost import parse_prices
 from ragpulse.exceptions import ConfigError
+from ragpulse.judges import catalog
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -213,14 +214,10 @@ def _float(env: Mapping[str, str], name: str) -> float | None:
     return value
 
 
-JUDGES = ("none", "local", "anthropic")
-"""Judge names a batch or RAGPULSE_JUDGE may choose."""
-
-
 def _judge_name(env: Mapping[str, str]) -> str:
     name = env.get("RAGPULSE_JUDGE") or ("anthropic" if env.get("ANTHROPIC_API_KEY") else "local")
-    if name not in JUDGES:
-        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(JUDGES)}, got {name!r}")
+    if name not in catalog.JUDGES:
+        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(catalog.names())}, got {name!r}")
     return name
 
 

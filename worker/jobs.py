@@ -13,7 +13,7 @@ from rq import get_current_job
 
 from ragpulse.callbacks import CallbackRejected, DeliveryFailed, deliver
 from ragpulse.evaluate import failed_result
-from ragpulse.judges.factory import make_judge
+from ragpulse.judges.catalog import make_judge
 from ragpulse.monitoring.catalog import JOB_DURATION
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.report import build_report
