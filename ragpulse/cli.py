@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ragpulse import defaults
-from ragpulse.client import Client, ClientError, batches, read_traces
-from ragpulse.exceptions import ConfigError
+from ragpulse.client import Client, batches, read_traces
+from ragpulse.exceptions import ClientError, ConfigError
 from ragpulse.judges import catalog
 from ragpulse.render import render_report
 from ragpulse.settings import Settings

@@ -10,9 +10,9 @@ import anyio.to_thread
 from litestar import Controller, Response, post
 
 from ragpulse.atomic import Group, queued_commands
-from ragpulse.callbacks import CallbackRejected, matching_entry
+from ragpulse.callbacks import matching_entry
 from ragpulse.cost import estimate_batch
-from ragpulse.exceptions import InvalidBody
+from ragpulse.exceptions import CallbackRejected, InvalidBody
 from ragpulse.ingest import decode_batch
 from ragpulse.jobs import Accepted
 from ragpulse.monitoring.catalog import TRACES_RECEIVED

@@ -11,8 +11,9 @@ import msgspec
 import redis
 from rq import get_current_job
 
-from ragpulse.callbacks import CallbackRejected, DeliveryFailed, deliver
+from ragpulse.callbacks import deliver
 from ragpulse.evaluate import failed_result
+from ragpulse.exceptions import CallbackRejected, DeliveryFailed
 from ragpulse.judges.catalog import make_judge
 from ragpulse.monitoring.catalog import JOB_DURATION
 from ragpulse.monitoring.counters import MetricsBatch
