@@ -119,3 +119,12 @@ MAX_APPS_PER_TENANT = 100
 
 CALLBACK_RETRY_SECONDS = (5, 30, 120, 600, 1800)
 """Waits before each retry of a failed callback delivery."""
+
+MIN_CACHEABLE_TOKENS: dict[str, int] = {
+    "claude-opus-4-6": 4096, "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096,
+    "haiku": 2048, "sonnet": 1024, "opus": 1024,
+}
+"""Shortest prefix each model caches, by the first key its name contains (Anthropic's prompt-caching docs)."""
+
+DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+"""Minimum cacheable length assumed for a model MIN_CACHEABLE_TOKENS does not know."""
