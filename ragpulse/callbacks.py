@@ -18,19 +18,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ragpulse.exceptions import RagpulseError
+from ragpulse.exceptions import CallbackRejected, DeliveryFailed
 
 SIGNATURE_HEADER = "X-Ragpulse-Signature"
 TIMEOUT_SECONDS = 10.0
 """Timeout of one delivery attempt."""
-
-
-class CallbackRejected(RagpulseError):
-    """The callback URL is not allowed (not allowlisted, wrong scheme, or resolves to an internal address)."""
-
-
-class DeliveryFailed(RagpulseError):
-    """The receiver could not be reached or did not answer 2xx; the delivery will be retried."""
 
 
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:

@@ -10,12 +10,8 @@ from typing import Any
 
 import httpx
 
-from ragpulse.exceptions import RagpulseError
+from ragpulse.exceptions import ClientError
 from ragpulse.jobs import TERMINAL
-
-
-class ClientError(RagpulseError):
-    """The service answered with an error, or could not be reached."""
 
 
 def read_traces(path: Path) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from ragpulse.exceptions import ConfigError
+from ragpulse.judges import catalog
 from ragpulse.judges.prompt import estimate_input_tokens, user_message
 from ragpulse.schema import BatchOptions, Trace
 
@@ -83,14 +84,14 @@ def estimate_trace_tokens(trace: Trace) -> tuple[int, int]:
 
 def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str,
                    prices: Mapping[str, tuple[float, float]]) -> Estimate:
-    """Judge calls, tokens and cost of a batch: one call per answered trace and repeat; a local judge costs 0."""
+    """Judge calls, tokens and cost of a batch: one call per answered trace and repeat; a judge not billable costs 0."""
     judge = options.judge or "none"
-    judged = [t for t in traces if t.answer] if judge != "none" else []
+    judged = [t for t in traces if t.answer] if catalog.judges_traces(judge) else []
     tokens = [estimate_trace_tokens(t) for t in judged]
     calls = len(judged) * options.repeats
     input_tokens = sum(i for i, _ in tokens) * options.repeats
     output_tokens = sum(o for _, o in tokens) * options.repeats
-    if judge != "anthropic":
+    if not catalog.is_billable(judge):
         return Estimate(judge=judge, model=None, judge_calls=calls, input_tokens=0, output_tokens=0,
                         cost_usd=0.0, price_known=True)
     known = model in prices

@@ -71,3 +71,48 @@ CHUNK_TIMEOUT_SECONDS = 3600
 
 JANITOR_INTERVAL_SECONDS = 5
 """How often each worker looks for chunks whose worker died and for jobs whose finalizer died."""
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+"""The Redis holding queues, traces and results when REDIS_URL is not set."""
+
+JUDGE = "local"
+"""Judge of batches that name none when ANTHROPIC_API_KEY is not set: the offline one, which sends nothing."""
+
+JUDGE_WITH_API_KEY = "anthropic"
+"""Judge of batches that name none when ANTHROPIC_API_KEY is set."""
+
+JUDGE_TEMPERATURE = 0.0
+"""Sampling temperature of the LLM judge; RAGPULSE_JUDGE_TEMPERATURE=none omits it for models that reject it."""
+
+JUDGE_RPM = 0
+"""Judge requests per rate window shared by all workers, per model; 0 means unlimited."""
+
+JUDGE_ITPM = 0
+"""Judge input tokens per rate window shared by all workers, per model; 0 means unlimited."""
+
+JUDGE_OTPM = 0
+"""Judge output tokens per rate window shared by all workers, per model; 0 means unlimited."""
+
+JUDGE_RATE_WINDOW_SECONDS = 60
+"""The window of the three judge rate limits, as Anthropic's."""
+
+APPS = frozenset({"default"})
+"""Apps that get their own `app` label in Prometheus; every other app is `other`."""
+
+SAMPLE_RATE = 1.0
+"""Share of production traces judged for apps without a stored sampling policy: all of them."""
+
+MAX_APPS_PER_TENANT = 100
+"""Stored sampling policies per tenant, which bounds Redis growth."""
+
+CALLBACK_RETRY_SECONDS = (5, 30, 120, 600, 1800)
+"""Waits before each retry of a failed callback delivery."""
+
+MIN_CACHEABLE_TOKENS: dict[str, int] = {
+    "claude-opus-4-6": 4096, "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096,
+    "haiku": 2048, "sonnet": 1024, "opus": 1024,
+}
+"""Shortest prefix each model caches, by the first key its name contains (Anthropic's prompt-caching docs)."""
+
+DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+"""Minimum cacheable length assumed for a model MIN_CACHEABLE_TOKENS does not know."""

@@ -11,10 +11,14 @@
     ├── JobNotFound            no such job for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
     │   └── StoreRefused       Redis answered but refused a write: out of memory, read-only replica (503)
-    └── JudgeError             judging one trace failed; the trace is kept with status judge_error
-        ├── JudgeOutputInvalid the judge's tool output stayed invalid or truncated after one repair
-        ├── JudgeUnavailable   the provider kept failing (429, 529, 5xx, timeout) after bounded retries
-        └── JudgeAuthError     the provider rejected our credentials: the whole job fails at once
+    ├── JudgeError             judging one trace failed; the trace is kept with status judge_error
+    │   ├── JudgeOutputInvalid the judge's tool output stayed invalid or truncated after one repair
+    │   ├── JudgeUnavailable   the provider kept failing (429, 529, 5xx, timeout) after bounded retries
+    │   └── JudgeAuthError     the provider rejected our credentials: the whole job fails at once
+    ├── CallbackError          a job's completion callback cannot be delivered
+    │   ├── CallbackRejected   the URL is not allowed (allowlist, scheme, internal address): never retried
+    │   └── DeliveryFailed     the receiver is unreachable or did not answer 2xx: retried with backoff
+    └── ClientError            `ragpulse eval`: the service answered an error or could not be reached
 """
 
 from __future__ import annotations
@@ -91,3 +95,19 @@ class JudgeUnavailable(JudgeError):
 
 class JudgeAuthError(JudgeError):
     """The provider rejected our credentials or permissions; retrying cannot help, so the job fails."""
+
+
+class CallbackError(RagpulseError):
+    """A job's completion callback cannot be delivered; the job's callback status records why."""
+
+
+class CallbackRejected(CallbackError):
+    """The callback URL is not allowed (not allowlisted, wrong scheme, or resolves to an internal address)."""
+
+
+class DeliveryFailed(CallbackError):
+    """The receiver could not be reached or did not answer 2xx; the delivery will be retried."""
+
+
+class ClientError(RagpulseError):
+    """The service answered with an error, or could not be reached (the `ragpulse eval` client)."""

@@ -35,7 +35,8 @@ def job_calibration(job_id: str) -> str:
 
 
 def judge_pause(model: str) -> str:
-    """String with PX expiry: ms timestamp before which no worker may call this judge model (shared 429 backoff)."""
+    """String with PX expiry: Redis-clock time (seconds) before which no worker may call this judge model (shared
+    429 backoff)."""
     return f"{PREFIX}:judge:{model}:pause_until"
 
 
@@ -72,6 +73,11 @@ def tenant_spend(tenant: str, day: str) -> str:
 def judge_pacer(model: str) -> str:
     """String with PX expiry: Redis-clock time of the next free request slot for this judge model."""
     return f"{PREFIX}:judge:{model}:next_slot"
+
+
+def judge_token_windows() -> str:
+    """Prefix of the `limits` library's sliding-window counters of judge input and output tokens, per model."""
+    return f"{PREFIX}:ratelimit"
 
 
 def metrics() -> str:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ragpulse import defaults
 from ragpulse.jobs import DataWarning
+from ragpulse.judges import catalog
 from ragpulse.schema import BatchOptions, Trace
 
 
@@ -22,7 +23,7 @@ def data_quality_warnings(
             code="missing_gold_labels", count=unlabelled, total=total,
             message=f"{unlabelled} of {total} traces carry neither gold_doc_ids nor relevance; "
                     "retrieval metrics are computed only for labelled traces"))
-    if options.judge in (None, "none"):
+    if not catalog.judges_traces(options.judge):
         return warnings
     textless = sum(1 for t in traces if not t.retrieved_docs or any(not d.text for d in t.retrieved_docs))
     if textless / total > threshold:
@@ -35,7 +36,7 @@ def data_quality_warnings(
         warnings.append(DataWarning(
             code="missing_answer", count=unanswered, total=total,
             message=f"{unanswered} of {total} traces have no answer; generation metrics skip them"))
-    if options.judge == "anthropic":
+    if not catalog.is_heuristic(options.judge):
         own = sum(1 for t in traces if t.generator_model == judge_model)
         if own:
             warnings.append(DataWarning(

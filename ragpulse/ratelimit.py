@@ -75,34 +75,31 @@ class JudgeLimiter:
         self.model = model
         self.limits = limits
         self.redis = client
-        storage = RedisStorage(f"async+{redis_url}", implementation="redispy", key_prefix=f"{keys.PREFIX}:ratelimit",
+        storage = RedisStorage(f"async+{redis_url}", implementation="redispy", key_prefix=keys.judge_token_windows(),
                                connection_pool=client.connection_pool)
         self._tokens = SlidingWindowCounterRateLimiter(storage)
         self._pause = client.register_script(_EXTEND_PAUSE)
         self._pause_left = client.register_script(_PAUSE_LEFT)
         self._pace = client.register_script(_PACE)
-        self.waited_seconds = 0.0
 
     async def acquire(self, input_tokens: int, output_tokens: int) -> float:
         """Block until one request with these token estimates fits; returns the seconds spent waiting."""
         start = time.monotonic()
         await self._wait_for_pause()
-        await self._take(self._tokens, self.limits.input_tokens, "input", input_tokens)
-        await self._take(self._tokens, self.limits.output_tokens, "output", output_tokens)
+        await self._take(self.limits.input_tokens, "input", input_tokens)
+        await self._take(self.limits.output_tokens, "output", output_tokens)
         while True:  # a pause that began while we waited for our slot sends us back for a slot after it
             await self._request_slot()
             if not await self._wait_for_pause():
                 break
-        waited = time.monotonic() - start
-        self.waited_seconds += waited
-        return waited
+        return time.monotonic() - start
 
     async def settle(self, estimated: tuple[int, int], actual: tuple[int, int]) -> None:
         """Charge what the estimate missed, once the real usage is known (over-estimates are not refunded)."""
         for limit, kind, guess, real in zip((self.limits.input_tokens, self.limits.output_tokens),
                                             ("input", "output"), estimated, actual, strict=True):
             if real > guess:
-                await self._take(self._tokens, limit, kind, real - guess)
+                await self._take(limit, kind, real - guess)
 
     async def pause(self, seconds: float) -> None:
         """Make every worker wait `seconds` before its next call to this model (honours the longest pause)."""
@@ -128,11 +125,11 @@ class JudgeLimiter:
             await asyncio.sleep(left + random.uniform(0, 0.05))
         return paused
 
-    async def _take(self, limiter, limit: int, kind: str, cost: int) -> None:  # noqa: ANN001 - a limits strategy
+    async def _take(self, limit: int, kind: str, cost: int) -> None:
         if limit <= 0 or cost <= 0:
             return
         item = RateLimitItemPerSecond(limit, self.limits.window_seconds)
         cost = min(cost, limit)  # a single call larger than the whole window can only wait for an empty window
-        while not await limiter.hit(item, self.model, kind, cost=cost):
-            stats = await limiter.get_window_stats(item, self.model, kind)
+        while not await self._tokens.hit(item, self.model, kind, cost=cost):
+            stats = await self._tokens.get_window_stats(item, self.model, kind)
             await asyncio.sleep(min(max(stats.reset_time - time.time(), 0.02), 1.0) * random.uniform(0.5, 1.0))

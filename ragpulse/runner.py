@@ -15,6 +15,7 @@ from ragpulse.cost import budget_exhausted, call_cost
 from ragpulse.evaluate import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.jobs import TraceResult
+from ragpulse.judges import catalog
 from ragpulse.judges.verdicts import Judge
 from ragpulse.monitoring.policies import PolicyStore
 from ragpulse.monitoring.policy import SamplingPolicy, cheap_checks, sampling_decision
@@ -107,7 +108,7 @@ class ChunkRun:
 
     async def _judged(self, index: int, trace: Trace, options: BatchOptions, tenant: str,
                       judge: Judge | None) -> TraceResult:
-        if judge is not None and judge.name == "anthropic":
+        if judge is not None and catalog.is_billable(judge.name):
             reason = budget_exhausted(*self.store.spent(self.job_id, tenant), options.budget_usd,
                                       self.settings.tenant_daily_budget_usd)
             if reason:

@@ -5,20 +5,21 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ragpulse import defaults
 from ragpulse.auth import parse_key_specs
 from ragpulse.cost import parse_prices
 from ragpulse.exceptions import ConfigError
+from ragpulse.judges import catalog
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
     """Runtime configuration of the API, the workers and `ragpulse up`."""
 
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_url: str = defaults.REDIS_URL
     """REDIS_URL: the Redis holding queues, traces and results."""
 
     host: str = defaults.DEFAULT_HOST
@@ -48,16 +49,16 @@ class Settings:
     queue_prefix: str = defaults.QUEUE_PREFIX
     """RAGPULSE_QUEUE: prefix of the two RQ queues, `<prefix>-online` and `<prefix>-batch` (default ragpulse)."""
 
-    judge_rpm: int = 0
+    judge_rpm: int = defaults.JUDGE_RPM
     """RAGPULSE_JUDGE_RPM: judge requests per window shared by all workers, per model (0 = unlimited)."""
 
-    judge_itpm: int = 0
+    judge_itpm: int = defaults.JUDGE_ITPM
     """RAGPULSE_JUDGE_ITPM: judge input tokens per window, shared (0 = unlimited)."""
 
-    judge_otpm: int = 0
+    judge_otpm: int = defaults.JUDGE_OTPM
     """RAGPULSE_JUDGE_OTPM: judge output tokens per window, shared (0 = unlimited)."""
 
-    judge_rate_window_seconds: int = 60
+    judge_rate_window_seconds: int = defaults.JUDGE_RATE_WINDOW_SECONDS
     """RAGPULSE_JUDGE_RATE_WINDOW_SECONDS: the window of the three limits above (default 60, as Anthropic's)."""
 
     judge_concurrency: int = defaults.JUDGE_CONCURRENCY
@@ -72,13 +73,13 @@ class Settings:
     lease_seconds: int = defaults.LEASE_SECONDS
     """RAGPULSE_LEASE_SECONDS: a chunk whose worker stops renewing its lease this long is requeued (default 30)."""
 
-    apps: frozenset[str] = frozenset({"default"})
+    apps: frozenset[str] = defaults.APPS
     """RAGPULSE_APPS: comma-separated app names that get their own `app` label in Prometheus; others are `other`."""
 
-    default_sample_rate: float = 1.0
+    default_sample_rate: float = defaults.SAMPLE_RATE
     """RAGPULSE_SAMPLE_RATE: judge sample rate of production traces for apps without a stored policy (default 1)."""
 
-    max_apps_per_tenant: int = 100
+    max_apps_per_tenant: int = defaults.MAX_APPS_PER_TENANT
     """RAGPULSE_MAX_APPS_PER_TENANT: stored sampling policies per tenant (bounds Redis growth)."""
 
     callback_allowlist: tuple[str, ...] = ()
@@ -90,7 +91,7 @@ class Settings:
     callback_allow_http: bool = False
     """RAGPULSE_CALLBACK_ALLOW_HTTP=1: accept http:// callback URLs (default https only)."""
 
-    callback_retry_seconds: tuple[int, ...] = (5, 30, 120, 600, 1800)
+    callback_retry_seconds: tuple[int, ...] = defaults.CALLBACK_RETRY_SECONDS
     """RAGPULSE_CALLBACK_RETRY_SECONDS: waits before each retry of a failed callback delivery."""
 
     @property
@@ -98,7 +99,7 @@ class Settings:
         """(online, batch) queue names, in the priority order workers listen to them."""
         return f"{self.queue_prefix}-online", f"{self.queue_prefix}-batch"
 
-    default_judge: str = "local"
+    default_judge: str = defaults.JUDGE
     """RAGPULSE_JUDGE: judge used when a batch names none: `anthropic` when ANTHROPIC_API_KEY is set, else `local`."""
 
     judge_model: str = defaults.JUDGE_MODEL
@@ -113,7 +114,7 @@ class Settings:
     judge_max_retries: int = defaults.JUDGE_MAX_RETRIES
     """RAGPULSE_JUDGE_MAX_RETRIES: SDK retries of 429/529/5xx/timeouts, with backoff honouring retry-after (default 4)."""
 
-    judge_temperature: float | None = 0.0
+    judge_temperature: float | None = defaults.JUDGE_TEMPERATURE
     """RAGPULSE_JUDGE_TEMPERATURE: sampling temperature of the judge (default 0); `none` omits it for models that reject it."""
 
     judge_base_url: str | None = None
@@ -147,27 +148,26 @@ class Settings:
             "result_ttl_seconds": _int(env, "RAGPULSE_RESULT_TTL_SECONDS", cls.result_ttl_seconds),
             "chunk_size": _int(env, "RAGPULSE_CHUNK_SIZE", cls.chunk_size),
             "queue_prefix": env.get("RAGPULSE_QUEUE", cls.queue_prefix),
-            "judge_rpm": _int(env, "RAGPULSE_JUDGE_RPM", 0, allow_zero=True),
-            "judge_itpm": _int(env, "RAGPULSE_JUDGE_ITPM", 0, allow_zero=True),
-            "judge_otpm": _int(env, "RAGPULSE_JUDGE_OTPM", 0, allow_zero=True),
+            "judge_rpm": _int(env, "RAGPULSE_JUDGE_RPM", cls.judge_rpm, allow_zero=True),
+            "judge_itpm": _int(env, "RAGPULSE_JUDGE_ITPM", cls.judge_itpm, allow_zero=True),
+            "judge_otpm": _int(env, "RAGPULSE_JUDGE_OTPM", cls.judge_otpm, allow_zero=True),
             "judge_rate_window_seconds": _int(env, "RAGPULSE_JUDGE_RATE_WINDOW_SECONDS", cls.judge_rate_window_seconds),
             "judge_concurrency": _int(env, "RAGPULSE_JUDGE_CONCURRENCY", cls.judge_concurrency),
             "judge_prices": parse_prices(env.get("RAGPULSE_JUDGE_PRICES")),
             "tenant_daily_budget_usd": _float(env, "RAGPULSE_TENANT_DAILY_BUDGET_USD"),
             "lease_seconds": _int(env, "RAGPULSE_LEASE_SECONDS", cls.lease_seconds),
-            "apps": frozenset(a.strip() for a in env.get("RAGPULSE_APPS", "default").split(",") if a.strip()),
-            "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE"),
+            "apps": frozenset(_list(env, "RAGPULSE_APPS", cls.apps)),
+            "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE", cls.default_sample_rate),
             "max_apps_per_tenant": _int(env, "RAGPULSE_MAX_APPS_PER_TENANT", cls.max_apps_per_tenant),
-            "callback_allowlist": tuple(h.strip() for h in env.get("RAGPULSE_CALLBACK_ALLOWLIST", "").split(",")
-                                        if h.strip()),
+            "callback_allowlist": _list(env, "RAGPULSE_CALLBACK_ALLOWLIST", cls.callback_allowlist),
             "callback_secret": env.get("RAGPULSE_CALLBACK_SECRET") or None,
-            "callback_retry_seconds": tuple(int(x) for x in env.get("RAGPULSE_CALLBACK_RETRY_SECONDS",
-                                                                     "5,30,120,600,1800").split(",") if x.strip()),
+            "callback_retry_seconds": tuple(int(x) for x in _list(env, "RAGPULSE_CALLBACK_RETRY_SECONDS",
+                                                                  cls.callback_retry_seconds)),
             "callback_allow_http": env.get("RAGPULSE_CALLBACK_ALLOW_HTTP", "").lower() in {"1", "true", "yes"},
             "default_judge": _judge_name(env),
             "judge_model": env.get("RAGPULSE_JUDGE_MODEL", cls.judge_model),
             "judge_max_tokens": _int(env, "RAGPULSE_JUDGE_MAX_TOKENS", cls.judge_max_tokens),
-            "judge_timeout_seconds": float(_int(env, "RAGPULSE_JUDGE_TIMEOUT_SECONDS", int(cls.judge_timeout_seconds))),
+            "judge_timeout_seconds": _float(env, "RAGPULSE_JUDGE_TIMEOUT_SECONDS", cls.judge_timeout_seconds),
             "judge_max_retries": _int(env, "RAGPULSE_JUDGE_MAX_RETRIES", cls.judge_max_retries),
             "judge_base_url": env.get("RAGPULSE_JUDGE_BASE_URL") or None,
             "judge_temperature": _temperature(env),
@@ -189,8 +189,8 @@ def _int(env: Mapping[str, str], name: str, default: int, allow_zero: bool = Fal
     return value
 
 
-def _rate(env: Mapping[str, str], name: str) -> float:
-    raw = env.get(name, "1")
+def _rate(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, str(default))
     try:
         value = float(raw)
     except ValueError:
@@ -200,10 +200,10 @@ def _rate(env: Mapping[str, str], name: str) -> float:
     return value
 
 
-def _float(env: Mapping[str, str], name: str) -> float | None:
+def _float(env: Mapping[str, str], name: str, default: float | None = None) -> float | None:
     raw = env.get(name)
     if not raw:
-        return None
+        return default
     try:
         value = float(raw)
     except ValueError:
@@ -213,19 +213,24 @@ def _float(env: Mapping[str, str], name: str) -> float | None:
     return value
 
 
-JUDGES = ("none", "local", "anthropic")
-"""Judge names a batch or RAGPULSE_JUDGE may choose."""
-
-
 def _judge_name(env: Mapping[str, str]) -> str:
-    name = env.get("RAGPULSE_JUDGE") or ("anthropic" if env.get("ANTHROPIC_API_KEY") else "local")
-    if name not in JUDGES:
-        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(JUDGES)}, got {name!r}")
+    keyed = bool(env.get("ANTHROPIC_API_KEY"))
+    name = env.get("RAGPULSE_JUDGE") or (defaults.JUDGE_WITH_API_KEY if keyed else defaults.JUDGE)
+    if name not in catalog.JUDGES:
+        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(catalog.names())}, got {name!r}")
     return name
 
 
+def _list(env: Mapping[str, str], name: str, default: Iterable[object]) -> tuple[str, ...]:
+    """A comma-separated variable's non-blank items; `default` when the variable is not set (set but empty: none)."""
+    raw = env.get(name)
+    if raw is None:
+        return tuple(str(item) for item in default)
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
 def _temperature(env: Mapping[str, str]) -> float | None:
-    raw = env.get("RAGPULSE_JUDGE_TEMPERATURE", "0")
+    raw = env.get("RAGPULSE_JUDGE_TEMPERATURE", str(defaults.JUDGE_TEMPERATURE))
     if raw.lower() == "none":
         return None
     try:

@@ -11,9 +11,9 @@ from litestar import Controller, Response, post
 
 from dispatch.queues import pick_queue, rq_queue_name
 from ragpulse.atomic import Group, queued_commands
-from ragpulse.callbacks import CallbackRejected, matching_entry
+from ragpulse.callbacks import matching_entry
 from ragpulse.cost import estimate_batch
-from ragpulse.exceptions import InvalidBody
+from ragpulse.exceptions import CallbackRejected, InvalidBody
 from ragpulse.ingest import decode_batch
 from ragpulse.jobs import Accepted
 from ragpulse.monitoring.catalog import TRACES_RECEIVED

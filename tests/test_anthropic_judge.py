@@ -17,7 +17,7 @@ from ragpulse.cost import call_cost
 from ragpulse.evaluate import evaluate_trace
 from ragpulse.exceptions import JudgeAuthError, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.anthropic_judge import AnthropicJudge, RetryPolicy
-from ragpulse.judges.factory import make_judge
+from ragpulse.judges.catalog import make_judge
 from ragpulse.judges.prompt import PROMPT_VERSION, TOOL_NAME
 from ragpulse.judges.verdicts import JudgeObserver
 from ragpulse.monitoring.counters import read_samples

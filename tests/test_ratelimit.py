@@ -9,6 +9,7 @@ import uuid
 
 import redis.asyncio as aioredis
 
+from ragpulse import keys
 from ragpulse.judges.headers import pause_from_headers, retry_after
 from ragpulse.ratelimit import JudgeLimiter, Limits
 
@@ -56,15 +57,21 @@ def test_a_pause_set_by_one_worker_holds_every_worker(redis_url: str) -> None:
 
 
 def test_token_limit_holds_a_call_until_the_window_has_room(redis_url: str) -> None:
-    async def run() -> float:
-        tokens = limiter(redis_url, f"m-{uuid.uuid4().hex[:6]}", Limits(input_tokens=1000, window_seconds=1))
+    model = f"m-{uuid.uuid4().hex[:6]}"
+
+    async def run() -> tuple[float, list[bytes]]:
+        tokens = limiter(redis_url, model, Limits(input_tokens=1000, window_seconds=1))
         await tokens.acquire(900, 0)
         start = time.monotonic()
         await tokens.acquire(300, 0)                              # 1,200 > 1,000: waits for the window to slide
+        waited = time.monotonic() - start
+        counters = await tokens.redis.keys(f"*{model}*")
         await tokens.aclose()
-        return time.monotonic() - start
+        return waited, counters
 
-    assert asyncio.run(run()) >= 0.15
+    waited, counters = asyncio.run(run())
+    assert waited >= 0.15
+    assert counters and all(key.decode().startswith(keys.judge_token_windows()) for key in counters)
 
 
 def test_retry_after_and_ratelimit_headers() -> None:

@@ -12,9 +12,10 @@ import redis
 from rq import get_current_job
 
 from dispatch.callbacks import enqueue_callback
-from ragpulse.callbacks import CallbackRejected, DeliveryFailed, deliver
+from ragpulse.callbacks import deliver
 from ragpulse.evaluate import failed_result
-from ragpulse.judges.factory import make_judge
+from ragpulse.exceptions import CallbackRejected, DeliveryFailed
+from ragpulse.judges.catalog import make_judge
 from ragpulse.monitoring.catalog import JOB_DURATION
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.reporting.build import build_report

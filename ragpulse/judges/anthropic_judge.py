@@ -18,6 +18,7 @@ from typing import Any
 import anthropic
 import msgspec
 
+from ragpulse import defaults
 from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.headers import pause_from_headers, retry_after
 from ragpulse.judges.prompt import (
@@ -28,18 +29,11 @@ from ragpulse.judges.verdicts import JudgeCall, JudgeObserver, JudgeOutput, Judg
 from ragpulse.ratelimit import JudgeLimiter
 from ragpulse.schema import Trace
 
-MIN_CACHEABLE_TOKENS: dict[str, int] = {
-    "claude-opus-4-6": 4096, "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096,
-    "haiku": 2048, "sonnet": 1024, "opus": 1024,
-}
-"""Shortest prefix each model caches, by the first key its name contains (Anthropic's prompt-caching docs)."""
-DEFAULT_MIN_CACHEABLE_TOKENS = 1024
-"""Minimum cacheable length assumed for a model the table does not know."""
-
 
 def min_cacheable_tokens(model: str) -> int:
     """The provider's minimum cacheable prompt length for `model`."""
-    return next((n for key, n in MIN_CACHEABLE_TOKENS.items() if key in model), DEFAULT_MIN_CACHEABLE_TOKENS)
+    return next((n for key, n in defaults.MIN_CACHEABLE_TOKENS.items() if key in model),
+                defaults.DEFAULT_MIN_CACHEABLE_TOKENS)
 
 
 def system_blocks(model: str) -> list[dict[str, Any]]:

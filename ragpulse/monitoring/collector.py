@@ -10,13 +10,14 @@ import redis
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ragpulse.judges.catalog import judging_names
 from ragpulse.monitoring.catalog import ALL, MetricDef
 from ragpulse.monitoring.counters import read_samples
 
 log = logging.getLogger("ragpulse.metrics")
 
 KNOWN_LABEL_VALUES: dict[str, tuple[str, ...]] = {
-    "judge": ("anthropic", "local"),
+    "judge": judging_names(),
     "verdict": ("supported", "unsupported", "contradicted"),
     "direction": ("input", "output", "cache_read", "cache_write"),
     "queue": ("online", "batch"),

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ragpulse.jobs import TraceResult
+from ragpulse.judges.catalog import is_heuristic
 from ragpulse.metrics.generation import GenerationScores
 from ragpulse.metrics.registry import GENERATION, GenerationMetric
 from ragpulse.metrics.stats import Estimate, estimate
@@ -20,7 +21,7 @@ def generation_section(results: Sequence[TraceResult]) -> GenerationSection:  # 
     scores = [r.generation for r in judged]
     return GenerationSection(
         judges=dict(Counter(r.judge for r in judged)),
-        heuristic=any(r.judge == "local" for r in judged),
+        heuristic=any(is_heuristic(r.judge) for r in judged),
         n_judged=len(judged),
         n_abstained=sum(g.abstained for g in scores),
         **{m.name: aggregate(m, judged) for m in GENERATION},

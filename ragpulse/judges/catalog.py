@@ -1,0 +1,112 @@
+"""Every judge a batch may name, declared once with its capabilities and how to build it.
+
+Callers dispatch on capabilities (`is_billable(name)`), never on a judge's name, and list judges by iterating
+`JUDGES`. The factories import their judge (the Anthropic SDK, the local judge's lexicons) only when they run, so
+settings and the CLI read this catalog without loading either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragpulse.judges.verdicts import Judge, JudgeObserver
+    from ragpulse.ratelimit import JudgeLimiter
+    from ragpulse.settings import Settings
+
+JudgeFactory = Callable[["Settings", "JudgeObserver | None"], "Judge"]
+"""Builds a judge from settings, inside the event loop that will use it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeKind:
+    """One judge a batch, RAGPULSE_JUDGE or the CLI may name, with what it can do."""
+
+    name: str
+    """The name on the wire (schema.JudgeName), in settings, on the CLI and in Prometheus `judge` labels."""
+
+    billable: bool
+    """Its calls cost money: budgets apply and a dry run prices its tokens."""
+
+    remote: bool
+    """Traces leave the machine for a provider's API."""
+
+    offline: bool
+    """Needs neither a network nor credentials."""
+
+    heuristic: bool
+    """Not an LLM: reports flag its figures as a heuristic's, and it cannot be biased towards its own output."""
+
+    factory: JudgeFactory | None
+    """Builds the judge; None for `none`, which judges nothing."""
+
+
+def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
+    import anthropic  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
+
+    from ragpulse.judges.anthropic_judge import AnthropicJudge, RetryPolicy  # noqa: PLC0415
+
+    # api_key and base_url fall back to the SDK's own ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL. The SDK's own
+    # retries are off: the judge retries itself so that a 429 can pause every worker through Redis.
+    client = anthropic.AsyncAnthropic(base_url=settings.judge_base_url, timeout=settings.judge_timeout_seconds,
+                                      max_retries=0)
+    return AnthropicJudge(client, settings.judge_model, settings.judge_max_tokens, settings.judge_temperature,
+                          limiter=_limiter(settings), retry=RetryPolicy(max_retries=settings.judge_max_retries),
+                          observer=observer)
+
+
+def _limiter(settings: Settings) -> JudgeLimiter:
+    import redis.asyncio as aioredis  # noqa: PLC0415
+
+    from ragpulse.ratelimit import JudgeLimiter, Limits  # noqa: PLC0415
+
+    limits = Limits(requests=settings.judge_rpm, input_tokens=settings.judge_itpm,
+                    output_tokens=settings.judge_otpm, window_seconds=settings.judge_rate_window_seconds)
+    return JudgeLimiter(settings.redis_url, aioredis.Redis.from_url(settings.redis_url), settings.judge_model, limits)
+
+
+def _local(settings: Settings, observer: JudgeObserver | None) -> Judge:
+    from ragpulse.judges.local import LocalJudge  # noqa: PLC0415
+
+    return LocalJudge()
+
+
+JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
+    JudgeKind(name="none", billable=False, remote=False, offline=True, heuristic=False, factory=None),
+    JudgeKind(name="local", billable=False, remote=False, offline=True, heuristic=True, factory=_local),
+    JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, factory=_anthropic),
+)}
+"""Judge name -> its declaration, in the order help texts and errors list them."""
+
+
+def names() -> tuple[str, ...]:
+    """Every name a batch, RAGPULSE_JUDGE or the CLI may choose, `none` included."""
+    return tuple(JUDGES)
+
+
+def judging_names() -> tuple[str, ...]:
+    """Names of the judges that judge traces (every one but `none`): the values of the `judge` label."""
+    return tuple(name for name, kind in JUDGES.items() if kind.factory is not None)
+
+
+def judges_traces(name: str | None) -> bool:
+    """True when `name` picks a judge that judges traces; False for `none` and for no name."""
+    return name is not None and JUDGES[name].factory is not None
+
+
+def is_billable(name: str | None) -> bool:
+    """True when calls of the judge `name` cost money (budgets apply); False for no name."""
+    return name is not None and JUDGES[name].billable
+
+
+def is_heuristic(name: str | None) -> bool:
+    """True when the judge `name` is an offline heuristic rather than an LLM; False for no name."""
+    return name is not None and JUDGES[name].heuristic
+
+
+def make_judge(name: str, settings: Settings, observer: JudgeObserver | None = None) -> Judge | None:
+    """The judge called `name`, or None for `none`. Build it inside the event loop that will use it."""
+    factory = JUDGES[name].factory
+    return None if factory is None else factory(settings, observer)

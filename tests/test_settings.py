@@ -1,0 +1,31 @@
+"""Settings read from the environment: defaults come from ragpulse.defaults, values parse as their field's type."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragpulse import defaults
+from ragpulse.exceptions import ConfigError
+from ragpulse.settings import Settings
+
+
+def test_an_empty_environment_gives_the_field_defaults() -> None:
+    # from_env holds no defaults of its own: with nothing set, every field is the dataclass's (defaults.py's).
+    assert Settings.from_env({}) == Settings()
+    assert Settings().redis_url == defaults.REDIS_URL and Settings().default_judge == defaults.JUDGE
+    assert Settings.from_env({"ANTHROPIC_API_KEY": "k"}).default_judge == defaults.JUDGE_WITH_API_KEY
+
+
+def test_the_judge_timeout_is_a_float() -> None:
+    assert Settings.from_env({"RAGPULSE_JUDGE_TIMEOUT_SECONDS": "2.5"}).judge_timeout_seconds == 2.5
+    assert Settings.from_env({"RAGPULSE_JUDGE_TIMEOUT_SECONDS": "90"}).judge_timeout_seconds == 90.0
+    for bad in ("soon", "0", "-1"):
+        with pytest.raises(ConfigError, match="RAGPULSE_JUDGE_TIMEOUT_SECONDS"):
+            Settings.from_env({"RAGPULSE_JUDGE_TIMEOUT_SECONDS": bad})
+
+
+def test_comma_separated_lists_set_but_empty_are_empty() -> None:
+    settings = Settings.from_env({"RAGPULSE_APPS": "", "RAGPULSE_CALLBACK_RETRY_SECONDS": ""})
+    assert settings.apps == frozenset() and settings.callback_retry_seconds == ()
+    listed = Settings.from_env({"RAGPULSE_APPS": "chat, search", "RAGPULSE_CALLBACK_RETRY_SECONDS": "1,2"})
+    assert listed.apps == {"chat", "search"} and listed.callback_retry_seconds == (1, 2)
