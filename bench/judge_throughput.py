@@ -514,9 +514,9 @@ def report_split(redis_url: str, job_id: str) -> tuple[float, float]:
     client = redis.Redis.from_url(redis_url)
     store = Store(client, 3600)
     t0 = time.perf_counter()
-    results = store.all_results(job_id)
+    results = store.results.all(job_id)
     t1 = time.perf_counter()
-    build_report(job_id, store.options(job_id), results)
+    build_report(job_id, store.jobs.get(job_id).options, results)
     t2 = time.perf_counter()
     client.close()
     return t1 - t0, t2 - t1

@@ -49,5 +49,5 @@ def requeue(store: Store, enqueuer: ChunkEnqueuer, job_id: str, chunks: Sequence
     """Enqueue `chunks` of a job again, with fresh RQ job ids, on the queue the job was first enqueued on; one
     Redis transaction."""
     with store.redis.pipeline(transaction=True) as pipe:
-        enqueuer.enqueue(pipe, store.rq_queue(job_id), job_id, chunks, fresh_ids=True)
+        enqueuer.enqueue(pipe, store.jobs.get(job_id).rq_queue, job_id, chunks, fresh_ids=True)
         pipe.execute()

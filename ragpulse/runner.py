@@ -42,7 +42,7 @@ class CallObserver:
         self.metrics.request(model, status, latency_seconds, input_tokens, output_tokens, **cached)
         if status == "ok":
             cost = call_cost(self.settings.judge_prices, model, input_tokens, output_tokens, **cached)
-            self.store.add_spend(self.job_id, self.tenant, cost, input_tokens, output_tokens)
+            self.store.spend.add(self.job_id, self.tenant, cost, input_tokens, output_tokens)
 
     def waited(self, model: str, seconds: float) -> None:
         """Record time spent waiting for the shared rate limit."""
@@ -63,38 +63,38 @@ class ChunkRun:
     async def run(self) -> bool:
         """Evaluate the chunk's remaining traces; True when this completed the job (the caller finalizes)."""
         store, job_id = self.store, self.job_id
-        traces = store.load_chunk(job_id, self.chunk)
-        offset = store.chunk_offset(job_id, self.chunk)
-        options = store.options(job_id)
-        store.start_chunk(job_id, self.chunk, self.settings.lease_seconds)
-        stored = store.stored_indexes(job_id, range(offset, offset + len(traces)))
+        record = store.jobs.get(job_id)
+        traces = store.chunks.load(job_id, self.chunk)
+        offset = self.chunk * record.chunk_size
+        store.chunks.start(job_id, self.chunk, self.settings.lease_seconds)
+        store.jobs.mark_started(job_id)
+        stored = store.results.stored_indexes(job_id, range(offset, offset + len(traces)))
         pending = [(offset + i, t) for i, t in enumerate(traces) if offset + i not in stored]
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
-            await self._evaluate_all(pending, options)
+            await self._evaluate_all(pending, record.options, record.tenant)
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-        return store.complete_chunk(job_id, self.chunk)
+        return store.chunks.complete(job_id, self.chunk)
 
-    async def _evaluate_all(self, pending: list[tuple[int, Trace]], options: BatchOptions) -> None:
+    async def _evaluate_all(self, pending: list[tuple[int, Trace]], options: BatchOptions, tenant: str) -> None:
         bound = asyncio.Semaphore(self.settings.judge_concurrency)
-        tenant = self.store.tenant_of(self.job_id)
         policies = PolicyStore(self.store.redis, self.settings.default_sample_rate, self.settings.max_apps_per_tenant)
 
         async def one(index: int, trace: Trace) -> None:
             policy = self._policies.get(trace.app) or self._policies.setdefault(trace.app, policies.get(tenant, trace.app))
             async with bound:
                 result = await self._evaluate(index, trace, options, tenant, policy)
-            if self.store.record_result(self.job_id, result):
+            if self.store.results.record(self.job_id, result):
                 record_result(self.store.redis, self.settings.apps, tenant, result)
 
         await asyncio.gather(*(one(index, trace) for index, trace in pending))
 
     async def _evaluate(self, index: int, trace: Trace, options: BatchOptions, tenant: str,
                         policy: SamplingPolicy) -> TraceResult:
-        failure = self.store.failure(self.job_id)
+        failure = self.store.jobs.failure(self.job_id)
         if failure is not None:
             return failed_result(trace, index, f"job failed: {failure}")
         checks = cheap_checks(trace, policy)
@@ -109,14 +109,14 @@ class ChunkRun:
     async def _judged(self, index: int, trace: Trace, options: BatchOptions, tenant: str,
                       judge: Judge | None) -> TraceResult:
         if judge is not None and catalog.is_billable(judge.name):
-            reason = budget_exhausted(*self.store.spent(self.job_id, tenant), options.budget_usd,
+            reason = budget_exhausted(*self.store.spend.spent(self.job_id, tenant), options.budget_usd,
                                       self.settings.tenant_daily_budget_usd)
             if reason:
                 return skipped_result(trace, index, reason, options)
         try:
             return await evaluate_trace(trace, index, options, judge)
         except JudgeAuthError as exc:
-            self.store.finish(self.job_id, "failed", exc.reason)
+            self.store.jobs.finish(self.job_id, "failed", exc.reason)
             return failed_result(trace, index, f"job failed: {exc.reason}")
         except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data; the chunk goes on
             log.exception("trace %s of job %s failed", index, self.job_id)
@@ -125,4 +125,4 @@ class ChunkRun:
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(self.settings.lease_seconds / 3)
-            self.store.renew_lease(self.job_id, self.chunk, self.settings.lease_seconds)
+            self.store.chunks.renew(self.job_id, self.chunk, self.settings.lease_seconds)

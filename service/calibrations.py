@@ -26,6 +26,6 @@ class CalibrationController(Controller):
         if job.status not in {"finished", "finished_with_errors"}:
             raise InvalidParameter(f"job {request.job_id} is {job.status}; calibrate a finished job",
                                    [{"path": "$.job_id", "message": "job not finished"}])
-        calibration = calibrate(request.job_id, request, store.all_results(request.job_id))
-        store.save_calibration(request.job_id, msgspec.json.encode(calibration))
+        calibration = calibrate(request.job_id, request, store.results.all(request.job_id))
+        store.results.save_calibration(request.job_id, msgspec.json.encode(calibration))
         return calibration

@@ -74,7 +74,7 @@ class JobController(Controller):
             return Response(ReportPending(job_id=job_id, status=job.status),  # type: ignore[arg-type]
                             status_code=status)
         report = msgspec.json.decode(raw, type=Report)
-        calibration = store.calibration(job_id)
+        calibration = store.results.calibration(job_id)
         if calibration is not None:
             report.calibration = msgspec.json.decode(calibration, type=Calibration)
         return Response(report)

@@ -340,7 +340,7 @@ def test_cache_tokens_reach_the_spend_and_the_metrics(fake: FakeAnthropic, redis
     calls = [*judge.judge(make_trace()).calls, *judge.judge(make_trace("Shipping is free.")).calls]
     expected = sum(call_cost(prices, model, c.input_tokens, c.output_tokens, c.cache_read_input_tokens,
                              c.cache_creation_input_tokens) for c in calls)
-    job_spent, tenant_spent = observer.store.spent(job_id, tenant)
+    job_spent, tenant_spent = observer.store.spend.spent(job_id, tenant)
     assert job_spent == pytest.approx(expected) == pytest.approx(tenant_spent)
     tokens = {labels["direction"]: value for _, labels, value in read_samples(redis_client)["ragpulse_judge_tokens"]
               if labels["model"] == model}

@@ -19,13 +19,13 @@ log = logging.getLogger("ragpulse.janitor")
 def sweep(store: Store, settings: Settings, enqueuer: ChunkEnqueuer) -> int:
     """One pass over active jobs; returns how many chunks were requeued."""
     requeued = 0
-    for job_id in store.active_job_ids():
-        chunks = store.claim_stale_chunks(job_id)
+    for job_id in store.jobs.active_ids():
+        chunks = store.chunks.claim_stale(job_id)
         if chunks:
             requeue(store, enqueuer, job_id, chunks)
             log.warning("job %s: requeued chunks %s whose worker stopped renewing its lease", job_id, chunks)
             requeued += len(chunks)
-        elif store.stuck_finalizing(job_id, settings.lease_seconds):
+        elif store.jobs.stuck_finalizing(job_id, settings.lease_seconds):
             log.warning("job %s: finalizing again; the previous finalizer stopped", job_id)
             finalize(store, job_id)
     return requeued

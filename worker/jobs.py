@@ -47,9 +47,9 @@ def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
 
 
 async def _run(store: Store, job_id: str, chunk: int) -> bool:
-    options = store.options(job_id)
-    observer = CallObserver(store, job_id, store.tenant_of(job_id), settings())
-    judge = make_judge(options.judge or settings().default_judge, settings(), observer)
+    record = store.jobs.get(job_id)
+    observer = CallObserver(store, job_id, record.tenant, settings())
+    judge = make_judge(record.options.judge or settings().default_judge, settings(), observer)
     try:
         return await ChunkRun(store, settings(), job_id, chunk, judge).run()
     finally:
@@ -59,17 +59,17 @@ async def _run(store: Store, job_id: str, chunk: int) -> bool:
 
 def finalize(store: Store, job_id: str) -> None:
     """Build and store the report, move the job to its terminal status (a failed job stays failed), count it."""
-    report = build_report(job_id, store.options(job_id), store.all_results(job_id))
-    store.save_report(job_id, msgspec.json.encode(report))
-    if store.failure(job_id) is None:
-        store.finish(job_id, "finished_with_errors" if report.counts.failed else "finished")
-    store.deactivate(job_id)
-    job = store.job(job_id)
-    if store.options(job_id).callback_url:
-        store.set_callback(job_id, "pending")
-        enqueue_callback(store.redis, settings(), store.rq_queue(job_id), job_id)
+    record = store.jobs.get(job_id)
+    report = build_report(job_id, record.options, store.results.all(job_id))
+    store.results.save_report(job_id, msgspec.json.encode(report))
+    if store.jobs.failure(job_id) is None:
+        store.jobs.finish(job_id, "finished_with_errors" if report.counts.failed else "finished")
+    store.jobs.deactivate(job_id)
+    if record.options.callback_url:
+        store.jobs.set_callback(job_id, "pending")
+        enqueue_callback(store.redis, settings(), record.rq_queue, job_id)
     batch = MetricsBatch(())
-    batch.observe(JOB_DURATION, {"queue": job.queue}, _seconds_since(job.created_at))
+    batch.observe(JOB_DURATION, {"queue": record.queue}, _seconds_since(record.created_at))
     batch.flush(store.redis)
 
 
@@ -81,7 +81,7 @@ def _seconds_since(timestamp: str) -> float:
 def deliver_callback(job_id: str) -> str:
     """POST the signed job summary to the batch's callback URL; raising makes RQ retry with backoff."""
     store = store_for()
-    url = store.options(job_id).callback_url
+    url = store.jobs.get(job_id).options.callback_url
     job = store.job(job_id)
     body = msgspec.json.encode({"job_id": job_id, "status": job.status, "progress": job.progress,
                                 "finished_at": job.finished_at, "error": job.error,
@@ -90,12 +90,12 @@ def deliver_callback(job_id: str) -> str:
     try:
         deliver(url, body, config.callback_secret or "", config.callback_allowlist, config.callback_allow_http)
     except CallbackRejected as exc:
-        store.set_callback(job_id, "failed", str(exc), attempted=True)
+        store.jobs.set_callback(job_id, "failed", str(exc), attempted=True)
         return "rejected"
     except DeliveryFailed as exc:
-        store.set_callback(job_id, "pending", str(exc), attempted=True)
+        store.jobs.set_callback(job_id, "pending", str(exc), attempted=True)
         raise
-    store.set_callback(job_id, "delivered", attempted=True)
+    store.jobs.set_callback(job_id, "delivered", attempted=True)
     return "delivered"
 
 
@@ -103,7 +103,7 @@ def callback_failed(job, connection, exc_type, exc_value, traceback) -> None:  #
     """RQ failure callback, run after every failed attempt: once no retry is left, the callback is failed."""
     if job.retries_left:
         return  # RQ retries this delivery after its next interval; the attempt's error is already recorded
-    store_for(connection).set_callback(job.args[0], "failed", f"{exc_type.__name__}: {exc_value}")
+    store_for(connection).jobs.set_callback(job.args[0], "failed", f"{exc_type.__name__}: {exc_value}")
 
 
 def chunk_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's callback signature
@@ -114,14 +114,14 @@ def chunk_failed(job, connection, exc_type, exc_value, traceback) -> None:  # no
     store = store_for(connection)
     error = f"chunk failed: {exc_type.__name__}: {exc_value}"
     try:
-        traces = store.load_chunk(job_id, chunk)
-        offset = store.chunk_offset(job_id, chunk)
+        traces = store.chunks.load(job_id, chunk)
+        offset = chunk * store.jobs.get(job_id).chunk_size
     except Exception:  # noqa: BLE001 - the chunk data itself is gone; fail the whole job with the reason
-        store.finish(job_id, "failed", error)
+        store.jobs.finish(job_id, "failed", error)
         return
-    stored = store.stored_indexes(job_id, range(offset, offset + len(traces)))
+    stored = store.results.stored_indexes(job_id, range(offset, offset + len(traces)))
     for i, trace in enumerate(traces):
         if offset + i not in stored:
-            store.record_result(job_id, failed_result(trace, offset + i, error))
-    if store.complete_chunk(job_id, chunk):
+            store.results.record(job_id, failed_result(trace, offset + i, error))
+    if store.chunks.complete(job_id, chunk):
         finalize(store, job_id)

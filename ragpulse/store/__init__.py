@@ -1,0 +1,72 @@
+"""The Redis store, split by noun: job records, chunk leases, results and spend, each holding its own keys.
+
+`Store` composes them and adds the operations that span several (creating a job, its client view, a retry), with
+the tenant check every client-facing read goes through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis
+
+from ragpulse.jobs import JobView, Progress, ResultsPage
+from ragpulse.schema import BatchOptions, Trace
+from ragpulse.store.chunks import ChunkLeases, chunked
+from ragpulse.store.clock import utcday, utcnow
+from ragpulse.store.records import JobRecord, JobRecords
+from ragpulse.store.results import Results
+from ragpulse.store.spend import SpendLedger
+
+__all__ = ["ChunkLeases", "JobRecord", "JobRecords", "Results", "SpendLedger", "Store", "chunked", "utcday", "utcnow"]
+
+
+class Store:
+    """Job state in Redis; every key it writes carries a TTL."""
+
+    def __init__(self, client: redis.Redis, ttl_seconds: int) -> None:
+        self.redis = client
+        self.ttl = ttl_seconds
+        self.jobs = JobRecords(client, ttl_seconds)
+        self.chunks = ChunkLeases(client, ttl_seconds)
+        self.results = Results(client, ttl_seconds)
+        self.spend = SpendLedger(client)
+
+    def stage_job(self, pipe: redis.client.Pipeline, job_id: str, tenant: str, traces: Sequence[Trace],
+                  options: BatchOptions, warnings: list, chunk_size: int, queue: str, rq_queue: str) -> int:
+        """Queue the writes that create a job onto `pipe`; returns the number of chunks."""
+        chunks = chunked(traces, chunk_size)
+        self.jobs.stage(pipe, job_id, tenant, total=len(traces), n_chunks=len(chunks), chunk_size=chunk_size,
+                        options=options, warnings=warnings, queue=queue, rq_queue=rq_queue)
+        self.chunks.stage(pipe, job_id, chunks)
+        return len(chunks)
+
+    def job(self, job_id: str, tenant: str | None = None) -> JobView:
+        """The job as clients see it; JobNotFound when absent or owned by another tenant."""
+        record = self.jobs.get(job_id, tenant)
+        stored, failed, skipped = self.results.counts(job_id)
+        return record.view(Progress(total=record.total, done=stored - failed - skipped, failed=failed,
+                                    skipped=skipped))
+
+    def results_page(self, job_id: str, tenant: str, cursor: str | None, limit: int) -> ResultsPage:
+        """One page of the tenant's job results."""
+        return self.results.page(job_id, self.jobs.get(job_id, tenant).total, cursor, limit)
+
+    def report(self, job_id: str, tenant: str) -> bytes | None:
+        """The tenant's job report, or None while it is not built yet."""
+        self.jobs.get(job_id, tenant)
+        return self.results.report(job_id)
+
+    def reopen_unfinished(self, job_id: str, tenant: str) -> list[int]:
+        """For a retry: forget failed and skipped results and return the chunks to run again."""
+        record = self.jobs.get(job_id, tenant)
+        indexes = self.results.unfinished_indexes(job_id)
+        chunks = sorted({i // record.chunk_size for i in indexes})
+        if not chunks:
+            return []
+        with self.redis.pipeline() as pipe:
+            self.results.forget(pipe, job_id, indexes)
+            self.chunks.reopen(pipe, job_id, chunks)
+            self.jobs.reopen(pipe, job_id)
+            pipe.execute()
+        return chunks

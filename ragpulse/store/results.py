@@ -1,0 +1,106 @@
+"""Per-trace results (msgpack, written idempotently), the failed and skipped index sets, the report and the
+calibration of a job."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import msgspec
+import redis
+
+from ragpulse import keys
+from ragpulse.exceptions import InvalidParameter
+from ragpulse.jobs import ResultsPage, TraceResult
+
+_encoder = msgspec.msgpack.Encoder()
+_result_decoder = msgspec.msgpack.Decoder(TraceResult)
+TERMINAL_RESULT = {"ok": None, "skipped_budget": "skipped"}
+"""Result status -> the index set it belongs to (None: neither failed nor skipped)."""
+
+
+class Results:
+    """A job's results, report and calibration; every key written carries a TTL."""
+
+    def __init__(self, client: redis.Redis, ttl_seconds: int) -> None:
+        self.redis = client
+        self.ttl = ttl_seconds
+
+    def stored_indexes(self, job_id: str, indexes: Iterable[int]) -> set[int]:
+        """Which of these traces already have a result (a re-run chunk skips them)."""
+        wanted = list(indexes)
+        if not wanted:
+            return set()
+        present = self.redis.hmget(keys.job_results(job_id), [str(i) for i in wanted])
+        return {i for i, raw in zip(wanted, present) if raw is not None}
+
+    def record(self, job_id: str, result: TraceResult) -> bool:
+        """Store one trace's result idempotently, filed under failed or skipped as its status says.
+
+        True when no result was stored for this trace before: only new results are counted in metrics.
+        """
+        index = str(result.index)
+        bucket = TERMINAL_RESULT.get(result.status, "failed")
+        with self.redis.pipeline() as pipe:
+            pipe.hset(keys.job_results(job_id), index, _encoder.encode(result))
+            for name, key in (("failed", keys.job_failed(job_id)), ("skipped", keys.job_skipped(job_id))):
+                (pipe.sadd if bucket == name else pipe.srem)(key, index)
+                pipe.expire(key, self.ttl)
+            pipe.expire(keys.job_results(job_id), self.ttl)
+            return bool(pipe.execute()[0])
+
+    def counts(self, job_id: str) -> tuple[int, int, int]:
+        """(stored, failed, skipped) result counts."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hlen(keys.job_results(job_id))
+            pipe.scard(keys.job_failed(job_id))
+            pipe.scard(keys.job_skipped(job_id))
+            stored, failed, skipped = pipe.execute()
+        return stored, failed, skipped
+
+    def all(self, job_id: str) -> list[TraceResult]:
+        """Every stored result of the job, in trace order."""
+        raw = self.redis.hgetall(keys.job_results(job_id))
+        return sorted((_result_decoder.decode(v) for v in raw.values()), key=lambda r: r.index)
+
+    def page(self, job_id: str, total: int, cursor: str | None, limit: int) -> ResultsPage:
+        """Results in trace order from `cursor`; the cursor is the next trace index, opaque to clients."""
+        start = _parse_cursor(cursor)
+        indexes = list(range(start, min(start + limit, total)))
+        raw = self.redis.hmget(keys.job_results(job_id), [str(i) for i in indexes]) if indexes else []
+        items = [_result_decoder.decode(v) for v in raw if v is not None]
+        end = start + len(indexes)
+        return ResultsPage(items=items, next_cursor=str(end) if end < total else None)
+
+    def unfinished_indexes(self, job_id: str) -> list[int]:
+        """Indexes of the traces that failed or were skipped."""
+        return sorted(int(i) for i in self.redis.sunion(keys.job_failed(job_id), keys.job_skipped(job_id)))
+
+    def forget(self, pipe: redis.client.Pipeline, job_id: str, indexes: Sequence[int]) -> None:
+        """Queue the writes dropping these results, the failed and skipped sets and the report onto `pipe`."""
+        pipe.hdel(keys.job_results(job_id), *[str(i) for i in indexes])
+        pipe.delete(keys.job_failed(job_id), keys.job_skipped(job_id), keys.job_report(job_id))
+
+    def save_report(self, job_id: str, report: bytes) -> None:
+        """Store the job's JSON report."""
+        self.redis.set(keys.job_report(job_id), report, ex=self.ttl)
+
+    def report(self, job_id: str) -> bytes | None:
+        """The job's JSON report, or None while it is not built yet."""
+        return self.redis.get(keys.job_report(job_id))
+
+    def save_calibration(self, job_id: str, calibration: bytes) -> None:
+        """Store the job's calibration, replacing an earlier one."""
+        self.redis.set(keys.job_calibration(job_id), calibration, ex=self.ttl)
+
+    def calibration(self, job_id: str) -> bytes | None:
+        """The job's stored calibration JSON, if any."""
+        return self.redis.get(keys.job_calibration(job_id))
+
+
+def _parse_cursor(cursor: str | None) -> int:
+    if cursor in (None, ""):
+        return 0
+    if not cursor.isdigit() or len(cursor) > 12:
+        raise InvalidParameter("cursor is not one this API issued",
+                               [{"path": "query.cursor", "message": "pass back next_cursor unchanged"}])
+    return int(cursor)
