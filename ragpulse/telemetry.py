@@ -12,8 +12,6 @@ class ApiMetrics:
         self.registry = registry
         self.batches = Counter(
             "ragpulse_api_batches_total", "Batches accepted by the API.", registry=registry)
-        self.traces = Counter(
-            "ragpulse_api_traces_received_total", "Traces accepted by the API.", registry=registry)
         self.rejected = Counter(
             "ragpulse_api_requests_rejected_total", "Requests answered with an error, by status code.",
             ["status"], registry=registry)

@@ -95,7 +95,6 @@ async def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Res
     await call.services.committer.apply(staged.writes, alone=not small)
     metrics = call.services.api_metrics
     metrics.batches.inc()
-    metrics.traces.inc(staged.accepted.trace_count)
     for code in staged.warning_codes:
         metrics.data_warnings.labels(code=code).inc()
     return staged.accepted

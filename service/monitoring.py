@@ -14,6 +14,8 @@ from rq import Worker
 
 from dispatch.queues import queue_named
 from ragpulse.ingest import decode_body
+from ragpulse.monitoring.catalog import GAUGES, QUEUE_DEPTH, WORKERS
+from ragpulse.monitoring.definitions import MetricDef
 from ragpulse.monitoring.policy import SamplingPolicy
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
 from ragpulse.settings import Settings
@@ -63,8 +65,8 @@ class QueueCollector(Collector):
 
     def describe(self) -> Iterator[Metric]:
         """Declare the gauges without touching Redis."""
-        yield GaugeMetricFamily("ragpulse_queue_depth", "Chunk jobs waiting per queue.", labels=["queue"])
-        yield GaugeMetricFamily("ragpulse_workers", "Live RQ workers listening to ragpulse's queues.")
+        for metric in GAUGES:
+            yield _gauge(metric)
 
     def collect(self) -> Iterator[Metric]:
         """Read the queue lengths and the worker registry; with Redis down both gauges are left out."""
@@ -74,10 +76,15 @@ class QueueCollector(Collector):
             return
 
     def _gauges(self) -> Iterator[Metric]:
-        depth = GaugeMetricFamily("ragpulse_queue_depth", "Chunk jobs waiting per queue.", labels=["queue"])
+        depth = _gauge(QUEUE_DEPTH)
         for label, queue in self.queues.items():
             depth.add_metric([label], queue.count)
         yield depth
-        yield GaugeMetricFamily("ragpulse_workers", "Live RQ workers listening to ragpulse's queues.",
-                                value=Worker.count(connection=self.client, queue=self.queues["batch"]))
+        workers = _gauge(WORKERS)
+        workers.add_metric([], Worker.count(connection=self.client, queue=self.queues["batch"]))
+        yield workers
+
+
+def _gauge(metric: MetricDef) -> GaugeMetricFamily:
+    return GaugeMetricFamily(metric.name, metric.help, labels=metric.labels)
 

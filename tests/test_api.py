@@ -183,10 +183,9 @@ def test_openapi_documents_the_trace_schema(client: httpx.Client) -> None:
 
 def test_metrics_count_accepted_traces(client: httpx.Client) -> None:
     def received() -> float:
-        for line in client.get("/metrics").text.splitlines():
-            if line.startswith("ragpulse_api_traces_received_total "):
-                return float(line.split()[1])
-        return 0.0
+        """ragpulse_traces_received_total summed over its app label."""
+        return sum(float(line.split()[-1]) for line in client.get("/metrics").text.splitlines()
+                   if line.startswith("ragpulse_traces_received_total{"))
 
     before = received()
     post(client, [trace(0), trace(1), trace(2)])

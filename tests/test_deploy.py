@@ -46,7 +46,7 @@ METRICS = {
     "ragpulse_abstentions_total", "ragpulse_judge_errors_total", "ragpulse_judge_requests_total",
     "ragpulse_judge_latency_seconds", "ragpulse_judge_tokens_total", "ragpulse_judge_cost_usd_total",
     "ragpulse_ratelimit_wait_seconds_total", "ragpulse_queue_depth", "ragpulse_workers",
-    "ragpulse_job_duration_seconds", "ragpulse_api_traces_received_total", "ragpulse_api_batches_total",
+    "ragpulse_job_duration_seconds", "ragpulse_api_batches_total",
     "ragpulse_api_requests_rejected_total",
 }
 """The metric names the API exposes (issue 5). A rule or panel naming anything else would silently show nothing."""

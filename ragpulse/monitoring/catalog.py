@@ -4,6 +4,9 @@ the metric registry (ragpulse.metrics.registry) declares with their metric.
 Counters are written by any process (API, workers, RQ work-horses, on any machine) into one Redis hash and
 exposed by the API's /metrics, so one scrape target sees everything and forked work-horses lose nothing.
 Label values come from small fixed sets; `app` is limited to the configured apps plus `other`.
+
+The gauges (GAUGES) are not stored in Redis: the API's QueueCollector reads them from RQ at scrape time, so they
+stay out of ALL and BY_NAME, which list the Redis-stored families.
 """
 
 from __future__ import annotations
@@ -45,3 +48,9 @@ ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIM
        JUDGE_ERRORS, CHECKS, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST, RATELIMIT_WAIT, JOB_DURATION,
        *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}
+
+QUEUE_DEPTH = MetricDef("ragpulse_queue_depth", "gauge", "Chunk jobs waiting per queue.", ("queue",))
+WORKERS = MetricDef("ragpulse_workers", "gauge", "Live RQ workers listening to ragpulse's queues.", ())
+
+GAUGES = (QUEUE_DEPTH, WORKERS)
+"""Read from RQ at scrape time by service.monitoring.QueueCollector, not stored in Redis."""

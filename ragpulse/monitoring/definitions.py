@@ -13,7 +13,8 @@ JOB_DURATION_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 14400.0)
 
 @dataclass(frozen=True)
 class MetricDef:
-    """One metric family. Counter names omit `_total`; the exposition adds it."""
+    """One metric family. `kind` is "counter", "histogram" or "gauge". Counter names omit `_total`; the exposition
+    adds it."""
 
     name: str
     kind: str
