@@ -198,7 +198,7 @@ def handler_and_kwargs(redis_url: str, body: bytes) -> tuple[object, dict, objec
     from the app's own providers, so this follows the service when its handler or wiring change. Returns
     (callable taking the handler's keyword arguments, those arguments, the Redis client to close).
     """
-    from ragpulse.settings import Settings  # noqa: PLC0415
+    from ragpulse.config.settings import Settings  # noqa: PLC0415
     from service.app import create_app  # noqa: PLC0415
 
     app = create_app(Settings.from_env(api_env(redis_url)))
@@ -360,7 +360,7 @@ def server_stack(python: str) -> dict[str, str]:
 
 
 def start_api(python: str, redis_url: str, tmp: Path) -> Api:
-    from ragpulse.redis_server import free_port  # noqa: PLC0415
+    from ragpulse.ops.redis_server import free_port  # noqa: PLC0415
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
@@ -784,7 +784,7 @@ def main() -> None:  # noqa: PLR0915 - a linear script
     if not phases or phases - set(PHASES):
         parser.error(f"--phases takes a comma-separated subset of {','.join(PHASES)}")
 
-    from ragpulse.redis_server import PrivateRedis  # noqa: PLC0415
+    from ragpulse.ops.redis_server import PrivateRedis  # noqa: PLC0415
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # the app factory may configure logging; keep output clean
     seconds = args.seconds or (4.0 if args.quick else 15.0)

@@ -17,10 +17,10 @@ from typing import Any
 import msgspec
 
 from ragpulse.judges.local import PROMPT_VERSION, LocalJudge
-from ragpulse.judges.verdicts import JudgeOutput
+from ragpulse.model.verdicts import JudgeOutput
 from ragpulse.metrics.agreement import accuracy, cohens_kappa, kappa_interval
 from ragpulse.metrics.generation import abstained, hallucinated
-from ragpulse.schema import Trace
+from ragpulse.model.trace import Trace
 
 DEFAULT_LABELS = Path(__file__).resolve().parents[1] / "tests" / "data" / "judge_labels.jsonl"
 """The hand-labelled set the docs report on."""

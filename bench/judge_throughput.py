@@ -56,7 +56,7 @@ import msgspec  # noqa: E402
 import redis  # noqa: E402
 
 from ragpulse.judges.prompt import estimate_input_tokens  # noqa: E402 - the judge's own estimate
-from ragpulse.redis_server import PrivateRedis  # noqa: E402
+from ragpulse.ops.redis_server import PrivateRedis  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 from tests.support import Proc, children_of, start_api, start_worker  # noqa: E402
 
@@ -149,7 +149,7 @@ def estimated_tokens(body: dict[str, Any]) -> int:
 def mean_estimate(traces: list[dict[str, Any]]) -> float:
     """The judge's mean input-token estimate for these traces (~1,520 for make_trace's)."""
     from ragpulse.judges.prompt import user_message  # noqa: PLC0415
-    from ragpulse.schema import Trace  # noqa: PLC0415
+    from ragpulse.model.trace import Trace  # noqa: PLC0415
 
     messages = ([{"role": "user", "content": user_message(msgspec.convert(t, Trace))}] for t in traces)
     return sum(estimated_tokens({"messages": m}) for m in messages) / len(traces)
@@ -488,9 +488,9 @@ class LocalRun:
 
 def in_process_limit(traces: list[dict[str, Any]]) -> tuple[float, float]:
     """evaluate_trace with LocalJudge in this process, no HTTP and no Redis: (traces per wall s, CPU ms per trace)."""
-    from ragpulse.evaluate import evaluate_trace  # noqa: PLC0415
+    from ragpulse.evaluation.trace import evaluate_trace  # noqa: PLC0415
     from ragpulse.judges.local import LocalJudge  # noqa: PLC0415
-    from ragpulse.schema import BatchOptions, Trace  # noqa: PLC0415
+    from ragpulse.model.trace import BatchOptions, Trace  # noqa: PLC0415
 
     decoded = [msgspec.convert(t, Trace) for t in traces]
     options = BatchOptions(judge="local", k=[1, 3, 5, 10])

@@ -7,7 +7,7 @@ from rq import Callback, Retry
 
 from dispatch import paths
 from dispatch.queues import queue_named
-from ragpulse.settings import Settings
+from ragpulse.config.settings import Settings
 
 
 def enqueue_callback(connection: redis.Redis, settings: Settings, rq_queue: str, job_id: str) -> None:

@@ -10,8 +10,8 @@ from rq import Callback, Queue
 
 from dispatch import paths
 from dispatch.queues import queue_named
-from ragpulse import defaults
-from ragpulse.settings import Settings
+from ragpulse.config import defaults
+from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 
 

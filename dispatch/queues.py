@@ -8,8 +8,8 @@ import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from ragpulse.schema import BatchOptions, Trace
-from ragpulse.settings import Settings
+from ragpulse.model.trace import BatchOptions, Trace
+from ragpulse.config.settings import Settings
 
 SERIALIZER = JSONSerializer
 """How RQ serialises job arguments, for queues and workers alike: JSON, never pickle."""

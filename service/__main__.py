@@ -8,7 +8,7 @@ import sys
 import uvicorn
 
 from ragpulse.exceptions import ConfigError
-from ragpulse.settings import Settings
+from ragpulse.config.settings import Settings
 from service.app import create_app
 
 

@@ -15,13 +15,13 @@ from redis.asyncio import Redis as AsyncRedis
 
 import ragpulse
 from dispatch.chunks import ChunkEnqueuer
-from ragpulse import defaults
-from ragpulse.atomic import GroupCommitter
+from ragpulse.config import defaults
+from ragpulse.store.atomic import GroupCommitter
 from ragpulse.monitoring.collector import RedisMetricsCollector
-from ragpulse.monitoring.policies import PolicyStore
-from ragpulse.settings import Settings
+from ragpulse.monitoring.policy_store import PolicyStore
+from ragpulse.config.settings import Settings
 from ragpulse.store import Store
-from ragpulse.telemetry import ApiMetrics
+from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.batches import BatchController
 from service.calibrations import CalibrationController
 from service.context import Services, call_resolver

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from litestar import Request
 
-from ragpulse.auth import tenant_for_key
+from ragpulse.config.api_keys import tenant_for_key
 from ragpulse.exceptions import Unauthorized
-from ragpulse.settings import Settings
+from ragpulse.config.settings import Settings
 
 OPEN_TENANT = "default"
 """The tenant every request acts as when no API keys are configured (loopback only)."""

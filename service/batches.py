@@ -10,16 +10,16 @@ import anyio.to_thread
 from litestar import Controller, Response, post
 
 from dispatch.queues import pick_queue, rq_queue_name
-from ragpulse.atomic import Group, queued_commands
-from ragpulse.callbacks import matching_entry
-from ragpulse.cost import estimate_batch
+from ragpulse.store.atomic import Group, queued_commands
+from ragpulse.reporting.callbacks import matching_entry
+from ragpulse.intake.estimate import estimate_batch
 from ragpulse.exceptions import CallbackRejected, InvalidBody
-from ragpulse.ingest import decode_batch
-from ragpulse.jobs import Accepted
+from ragpulse.intake.decode import decode_batch
+from ragpulse.model.results import Accepted
 from ragpulse.monitoring.catalog import TRACES_RECEIVED
 from ragpulse.monitoring.counters import MetricsBatch
-from ragpulse.quality import data_quality_warnings
-from ragpulse.settings import Settings
+from ragpulse.intake.warnings import data_quality_warnings
+from ragpulse.config.settings import Settings
 from service.context import Call
 
 INLINE_BODY_BYTES = 256 * 1024

@@ -5,9 +5,10 @@ from __future__ import annotations
 import msgspec
 from litestar import Controller, post
 
-from ragpulse.calibration import Calibration, CalibrationRequest, calibrate
+from ragpulse.judges.calibration import calibrate
+from ragpulse.model.calibration import Calibration, CalibrationRequest
 from ragpulse.exceptions import InvalidParameter
-from ragpulse.ingest import decode_body
+from ragpulse.intake.decode import decode_body
 from service.context import Call
 
 

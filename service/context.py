@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from litestar import Request
 
 from dispatch.chunks import ChunkEnqueuer
-from ragpulse.atomic import GroupCommitter
-from ragpulse.monitoring.policies import PolicyStore
-from ragpulse.settings import Settings
+from ragpulse.store.atomic import GroupCommitter
+from ragpulse.monitoring.policy_store import PolicyStore
+from ragpulse.config.settings import Settings
 from ragpulse.store import Store
-from ragpulse.telemetry import ApiMetrics
+from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.auth import resolve_tenant
 
 

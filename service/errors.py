@@ -10,12 +10,12 @@ import redis
 from litestar import Request, Response
 from litestar.exceptions import HTTPException
 
-from ragpulse import defaults
+from ragpulse.config import defaults
 from ragpulse.exceptions import (
     InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable, TooLarge,
     Unauthorized,
 )
-from ragpulse.telemetry import ApiMetrics
+from ragpulse.monitoring.api_metrics import ApiMetrics
 
 log = logging.getLogger("ragpulse.api")
 PROBLEM = "application/problem+json"

@@ -11,11 +11,11 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
 from dispatch.chunks import requeue
-from ragpulse import defaults
-from ragpulse.calibration import Calibration
+from ragpulse.config import defaults
+from ragpulse.model.calibration import Calibration
 from ragpulse.exceptions import InvalidParameter
-from ragpulse.jobs import TERMINAL, JobStatus, JobView, ResultsPage
-from ragpulse.reporting.model import Report
+from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
+from ragpulse.model.report import Report
 from service.context import Call
 
 class ReportPending(msgspec.Struct, kw_only=True):

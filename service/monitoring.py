@@ -13,12 +13,12 @@ from prometheus_client.registry import Collector
 from rq import Worker
 
 from dispatch.queues import queue_named
-from ragpulse.ingest import decode_body
+from ragpulse.intake.decode import decode_body
 from ragpulse.monitoring.catalog import GAUGES, QUEUE_DEPTH, WORKERS
 from ragpulse.monitoring.definitions import MetricDef
-from ragpulse.monitoring.policy import SamplingPolicy
+from ragpulse.monitoring.sampling import SamplingPolicy
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
-from ragpulse.settings import Settings
+from ragpulse.config.settings import Settings
 from service.context import Call
 
 AppName = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9._-]{1,64}$", description="RAG application name.")]

@@ -6,9 +6,9 @@ import msgspec
 from litestar import Litestar
 from litestar.openapi.spec import OpenAPIMediaType, Reference, RequestBody
 
-from ragpulse.calibration import CalibrationRequest
-from ragpulse.monitoring.policy import SamplingPolicy
-from ragpulse.schema import BatchRequest
+from ragpulse.model.calibration import CalibrationRequest
+from ragpulse.monitoring.sampling import SamplingPolicy
+from ragpulse.model.trace import BatchRequest
 
 _REF = "#/components/schemas/{name}"
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import redis
 
-from ragpulse.redis_server import PrivateRedis
+from ragpulse.ops.redis_server import PrivateRedis
 from tests.fake_anthropic import FakeAnthropic
 from tests.support import Cluster, Proc, start_api, start_worker
 

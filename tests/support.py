@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from ragpulse.redis_server import free_port
+from ragpulse.ops.redis_server import free_port
 from tests.fake_anthropic import FakeAnthropic
 
 ROOT = Path(__file__).resolve().parent.parent

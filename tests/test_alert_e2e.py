@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragpulse.redis_server import free_port
+from ragpulse.ops.redis_server import free_port
 from tests.fake_anthropic import FakeAnthropic
 from tests.support import ROOT, wait_for_job
 

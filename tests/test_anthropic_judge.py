@@ -13,17 +13,17 @@ import anthropic
 import pytest
 import redis
 
-from ragpulse.cost import call_cost
-from ragpulse.evaluate import evaluate_trace
+from ragpulse.config.prices import call_cost
+from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.exceptions import JudgeAuthError, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.anthropic_judge import AnthropicJudge, RetryPolicy
-from ragpulse.judges.catalog import make_judge
+from ragpulse.judges.kinds import make_judge
 from ragpulse.judges.prompt import PROMPT_VERSION, TOOL_NAME
-from ragpulse.judges.verdicts import JudgeObserver
+from ragpulse.model.verdicts import JudgeObserver
 from ragpulse.monitoring.counters import read_samples
-from ragpulse.runner import CallObserver
-from ragpulse.schema import BatchOptions, RetrievedDoc, Trace
-from ragpulse.settings import Settings
+from ragpulse.evaluation.chunk import CallObserver
+from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace
+from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from tests.fake_anthropic import FakeAnthropic, Fault
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 import redis
 
-from ragpulse.redis_server import PrivateRedis, free_port
+from ragpulse.ops.redis_server import PrivateRedis, free_port
 from tests.support import child_env, wait_for_job
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
-from ragpulse.atomic import MAX_COMMAND_ARGS, GroupCommitter, queued_commands
+from ragpulse.store.atomic import MAX_COMMAND_ARGS, GroupCommitter, queued_commands
 from ragpulse.exceptions import StoreRefused
-from ragpulse.redis_server import PrivateRedis
+from ragpulse.ops.redis_server import PrivateRedis
 
 
 class Status(str, enum.Enum):  # RQ passes its JobStatus, a str enum, as a hash value

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ragpulse.callbacks import check_addresses, matching_entry, sign, verify
+from ragpulse.reporting.callbacks import check_addresses, matching_entry, sign, verify
 from ragpulse.exceptions import CallbackRejected
 from tests.fake_anthropic import FakeAnthropic
 from tests.support import wait_for_job

@@ -24,11 +24,11 @@ import redis
 import yaml
 from rq import Worker
 
-from ragpulse.auth import parse_key_specs
+from ragpulse.config.api_keys import parse_key_specs
 from ragpulse.exceptions import ConfigError
 from ragpulse.metrics.stats import wilson_interval
-from ragpulse.redis_server import redis_server_binary
-from ragpulse.settings import Settings
+from ragpulse.ops.redis_server import redis_server_binary
+from ragpulse.config.settings import Settings
 from tests.support import ROOT, Proc, child_env, start_worker
 
 DEPLOY = ROOT / "deploy"

@@ -8,13 +8,13 @@ from collections import Counter
 import pytest
 
 from ragpulse.reporting.diagnostics import diagnostic_matrix, primary_issue
-from ragpulse.evaluate import evaluate_trace
+from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.exceptions import JudgeOutputInvalid
 from ragpulse.judges.quotes import check_quotes, quote_found
-from ragpulse.judges.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
+from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
 from ragpulse.metrics.agreement import cohens_kappa
 from ragpulse.metrics.generation import generation_scores
-from ragpulse.schema import BatchOptions, RetrievedDoc, Trace
+from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace
 
 
 TRACE = Trace(query="q", answer="x", retrieved_docs=[RetrievedDoc(id="a", text="alpha"), RetrievedDoc(id="b", text="beta"),

@@ -11,8 +11,8 @@ import pytest
 
 from ragpulse.judges.prompt import TOOL
 from ragpulse.judges.tool import RecordVerdicts, input_schema, problems, to_output
-from ragpulse.judges.verdicts import DocRelevance, Evidence
-from ragpulse.schema import RetrievedDoc, Trace
+from ragpulse.model.verdicts import DocRelevance, Evidence
+from ragpulse.model.trace import RetrievedDoc, Trace
 
 TRACE = Trace(query="How long do refunds take?", answer="Refunds take 30 days.", retrieved_docs=[
     RetrievedDoc(id="policy", chunk_id="1", text="Refunds are issued within 30 days."),

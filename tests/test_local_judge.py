@@ -13,9 +13,9 @@ import msgspec
 import pytest
 
 from ragpulse.judges.local import PROMPT_VERSION, LocalJudge, split_sentences
-from ragpulse.judges.verdicts import Judge, JudgeOutput
+from ragpulse.model.verdicts import Judge, JudgeOutput
 from ragpulse.metrics.generation import generation_scores
-from ragpulse.schema import RetrievedDoc, Trace
+from ragpulse.model.trace import RetrievedDoc, Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "tests" / "data" / "judge_labels.jsonl"

@@ -7,11 +7,11 @@ import httpx
 import msgspec
 import pytest
 
-from ragpulse.judges.verdicts import DocRelevance, JudgeOutput
+from ragpulse.model.verdicts import DocRelevance, JudgeOutput
 from ragpulse.metrics.generation import context_precision
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
 from ragpulse.monitoring import catalog
-from ragpulse.reporting.model import Report
+from ragpulse.model.report import Report
 from ragpulse.reporting.render import render_report
 from tests.support import wait_for_job
 

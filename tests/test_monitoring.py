@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from ragpulse.monitoring.policy import hash_fraction
+from ragpulse.monitoring.sampling import hash_fraction
 from tests.fake_anthropic import FakeAnthropic
 from tests.support import wait_for_job
 

@@ -7,15 +7,15 @@ import uuid
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ragpulse import keys
-from ragpulse.jobs import TraceResult
+from ragpulse.config import keys
+from ragpulse.model.results import TraceResult
 from ragpulse.metrics.generation import GenerationScores
 from ragpulse.monitoring import catalog
 from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.counters import MetricsBatch
-from ragpulse.monitoring.policy import AlwaysJudge, SamplingPolicy, cheap_checks, hash_fraction, sampling_decision
+from ragpulse.monitoring.sampling import AlwaysJudge, SamplingPolicy, cheap_checks, hash_fraction, sampling_decision
 from ragpulse.monitoring.rolling import bucket_increments, monitor_view, queue_bucket, window_totals
-from ragpulse.schema import RetrievedDoc, Trace
+from ragpulse.model.trace import RetrievedDoc, Trace
 
 
 def make_trace(trace_id: str = "t", **extra: object) -> Trace:

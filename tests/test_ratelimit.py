@@ -9,9 +9,9 @@ import uuid
 
 import redis.asyncio as aioredis
 
-from ragpulse import keys
+from ragpulse.config import keys
 from ragpulse.judges.headers import pause_from_headers, retry_after
-from ragpulse.ratelimit import JudgeLimiter, Limits
+from ragpulse.judges.ratelimit import JudgeLimiter, Limits
 
 
 def limiter(redis_url: str, model: str, limits: Limits) -> JudgeLimiter:

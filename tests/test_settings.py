@@ -1,12 +1,12 @@
-"""Settings read from the environment: defaults come from ragpulse.defaults, values parse as their field's type."""
+"""Settings read from the environment: defaults come from ragpulse.config.defaults, values parse as their field's type."""
 
 from __future__ import annotations
 
 import pytest
 
-from ragpulse import defaults
+from ragpulse.config import defaults
 from ragpulse.exceptions import ConfigError
-from ragpulse.settings import Settings
+from ragpulse.config.settings import Settings
 
 
 def test_an_empty_environment_gives_the_field_defaults() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragpulse.redis_server import free_port
+from ragpulse.ops.redis_server import free_port
 from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_until_up
 
 pytestmark = pytest.mark.integration
@@ -35,7 +35,7 @@ def ragpulse_up(tmp_path: Path):
     port = free_port()
     env = child_env("unused", {"RAGPULSE_PORT": str(port)})
     env.pop("REDIS_URL")
-    proc = spawn([sys.executable, "-m", "ragpulse.cli", "up", "--port", str(port), "--workers", "2"],
+    proc = spawn([sys.executable, "-m", "ragpulse.ops.cli", "up", "--port", str(port), "--workers", "2"],
                  env, tmp_path / "up.log")
     url = f"http://127.0.0.1:{port}"
     wait_until_up(url, proc)
@@ -46,7 +46,7 @@ def ragpulse_up(tmp_path: Path):
 def test_up_then_eval_examples_then_clean_stop(ragpulse_up: tuple[str, Proc]) -> None:
     url, up = ragpulse_up
     result = subprocess.run(
-        [sys.executable, "-m", "ragpulse.cli", "eval", str(EXAMPLES), "--server", url, "--k", "1", "5", "10",
+        [sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", url, "--k", "1", "5", "10",
          "--judge", "local"],
         capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env("unused"),
     )
@@ -75,7 +75,7 @@ def test_up_then_eval_examples_then_clean_stop(ragpulse_up: tuple[str, Proc]) ->
 
 def test_eval_exits_non_zero_when_the_server_is_unreachable() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "ragpulse.cli", "eval", str(EXAMPLES), "--server", f"http://127.0.0.1:{free_port()}"],
+        [sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", f"http://127.0.0.1:{free_port()}"],
         capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env("unused"),
     )
     assert result.returncode != 0 and "cannot reach" in result.stderr

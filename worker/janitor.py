@@ -8,8 +8,8 @@ import threading
 import redis
 
 from dispatch.chunks import ChunkEnqueuer, requeue
-from ragpulse import defaults
-from ragpulse.settings import Settings
+from ragpulse.config import defaults
+from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from worker.jobs import finalize
 

@@ -12,15 +12,15 @@ import redis
 from rq import get_current_job
 
 from dispatch.callbacks import enqueue_callback
-from ragpulse.callbacks import deliver
-from ragpulse.evaluate import failed_result
+from ragpulse.reporting.callbacks import deliver
+from ragpulse.evaluation.trace import failed_result
 from ragpulse.exceptions import CallbackRejected, DeliveryFailed
-from ragpulse.judges.catalog import make_judge
+from ragpulse.judges.kinds import make_judge
 from ragpulse.monitoring.catalog import JOB_DURATION
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.reporting.build import build_report
-from ragpulse.runner import CallObserver, ChunkRun
-from ragpulse.settings import Settings
+from ragpulse.evaluation.chunk import CallObserver, ChunkRun
+from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 
 log = logging.getLogger("ragpulse.worker")

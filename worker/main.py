@@ -12,7 +12,7 @@ from rq import Worker
 
 from dispatch.queues import SERIALIZER, queue_named
 from ragpulse.exceptions import ConfigError
-from ragpulse.settings import Settings
+from ragpulse.config.settings import Settings
 # Imported here, before any fork or thread: RQ forks a work-horse per job, and a horse that had to import the job
 # module itself would pay for it on every job, or deadlock on an import lock held by the janitor thread at fork.
 import worker.jobs  # noqa: F401

@@ -18,16 +18,16 @@ from typing import Any
 import anthropic
 import msgspec
 
-from ragpulse import defaults
+from ragpulse.config import defaults
 from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.headers import pause_from_headers, retry_after
 from ragpulse.judges.prompt import (
     FIXED_PROMPT_TOKENS, PROMPT_VERSION, SYSTEM, TOOL, TOOL_NAME, estimate_input_tokens, repair_message, user_message,
 )
 from ragpulse.judges.tool import RecordVerdicts, problems, to_output
-from ragpulse.judges.verdicts import JudgeCall, JudgeObserver, JudgeOutput, Judgment, NullObserver
-from ragpulse.ratelimit import JudgeLimiter
-from ragpulse.schema import Trace
+from ragpulse.model.verdicts import JudgeCall, JudgeObserver, JudgeOutput, Judgment, NullObserver
+from ragpulse.judges.ratelimit import JudgeLimiter
+from ragpulse.model.trace import Trace
 
 
 def min_cacheable_tokens(model: str) -> int:

@@ -21,8 +21,8 @@ from ragpulse.judges import lexicon
 from ragpulse.judges.text import (
     Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
 )
-from ragpulse.judges.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
-from ragpulse.schema import Trace
+from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
+from ragpulse.model.trace import Trace
 
 HEURISTIC_VERSION = "local-heuristic-v2"
 """Bump when the rules change, so that old and new judgments never share a prompt_version."""

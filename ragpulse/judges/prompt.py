@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ragpulse.judges.tool import input_schema
-from ragpulse.schema import Trace
+from ragpulse.model.trace import Trace
 
 TOOL_NAME = "record_verdicts"
 

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from rapidfuzz import fuzz
 
 from ragpulse.judges import lexicon
-from ragpulse.judges.verdicts import Claim, Evidence, JudgeOutput
-from ragpulse.schema import Trace
+from ragpulse.model.verdicts import Claim, Evidence, JudgeOutput
+from ragpulse.model.trace import Trace
 
 FUZZY_MIN = 90.0
 """rapidfuzz partial_ratio (0-100) above which a near-verbatim quote counts as found, if its protected tokens agree."""

@@ -13,10 +13,10 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from ragpulse.judges.verdicts import (
+from ragpulse.model.verdicts import (
     Claim, DocRelevance, Evidence, JudgeOutput, JudgeWritten, KeyFact, Rank, Score3, Verdict,
 )
-from ragpulse.schema import Trace
+from ragpulse.model.trace import Trace
 
 ClaimText = Annotated[str, Meta(description=(
     "One atomic factual claim of the ANSWER as a self-contained sentence. Restate a bare 'Yes.' or 'No.' as the "

@@ -7,7 +7,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ragpulse import defaults
+from ragpulse.config import defaults
 
 
 def accuracy(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:

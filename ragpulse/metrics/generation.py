@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 
 from ragpulse.exceptions import JudgeOutputInvalid
-from ragpulse.judges.verdicts import JudgeOutput, UnanswerableSource
-from ragpulse.schema import Trace
+from ragpulse.model.verdicts import JudgeOutput, UnanswerableSource
+from ragpulse.model.trace import Trace
 
 
 class GenerationScores(msgspec.Struct, kw_only=True):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ragpulse.jobs import TraceResult
+from ragpulse.model.results import TraceResult
 from ragpulse.metrics import retrieval as r
 from ragpulse.metrics.generation import GenerationScores, context_precision
 from ragpulse.monitoring.definitions import SCORE_BUCKETS, MetricDef

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 import numpy as np
 
-from ragpulse import defaults
+from ragpulse.config import defaults
 
 Z95 = 1.959963984540054
 """Two-sided 95% normal quantile."""

@@ -10,7 +10,7 @@ import redis
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ragpulse.judges.catalog import judging_names
+from ragpulse.judges.kinds import judging_names
 from ragpulse.monitoring.catalog import ALL, MetricDef
 from ragpulse.monitoring.counters import read_samples
 

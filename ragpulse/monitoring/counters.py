@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 
 import redis
 
-from ragpulse import keys
+from ragpulse.config import keys
 from ragpulse.monitoring.catalog import BY_NAME, MetricDef
 
 SEP = "\x1f"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import redis
 
-from ragpulse.cost import call_cost
-from ragpulse.jobs import TraceResult
+from ragpulse.config.prices import call_cost
+from ragpulse.model.results import TraceResult
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch

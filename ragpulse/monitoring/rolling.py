@@ -7,8 +7,8 @@ from typing import Any
 
 import redis
 
-from ragpulse import keys
-from ragpulse.jobs import TraceResult
+from ragpulse.config import keys
+from ragpulse.model.results import TraceResult
 from ragpulse.metrics.stats import WILSON_METHOD, wilson_interval
 
 WINDOWS = {"5m": 5, "1h": 60, "24h": 1440}

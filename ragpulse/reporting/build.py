@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
-from ragpulse import defaults
-from ragpulse.jobs import TraceResult
+from ragpulse.config import defaults
+from ragpulse.model.results import TraceResult
 from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
 from ragpulse.reporting.diagnostics import diagnostic_matrix
-from ragpulse.reporting.generation import generation_section, group_generation
-from ragpulse.reporting.model import CiMethods, Counts, Failure, Group, Method, Report, WorstTrace
-from ragpulse.schema import BatchOptions
+from ragpulse.reporting.generation_section import generation_section, group_generation
+from ragpulse.model.report import CiMethods, Counts, Failure, Group, Method, Report, WorstTrace
+from ragpulse.model.trace import BatchOptions
 
 GAIN_FORMULAS = {"linear": "gain = grade", "exponential": "gain = 2^grade - 1"}
 

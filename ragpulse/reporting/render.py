@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
 from ragpulse.metrics.stats import Estimate
 from ragpulse.reporting.build import diagnostic_k
-from ragpulse.reporting.model import DiagnosticMatrix, Group, Report
+from ragpulse.model.report import DiagnosticMatrix, Group, Report
 
 NOTE_HEURISTIC = "  NOTE: `local` is an offline heuristic, not an LLM judge"
 

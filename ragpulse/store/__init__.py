@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import redis
 
-from ragpulse.jobs import JobView, Progress, ResultsPage
-from ragpulse.schema import BatchOptions, Trace
+from ragpulse.model.results import JobView, Progress, ResultsPage
+from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.store.chunks import ChunkLeases, chunked
 from ragpulse.store.clock import utcday, utcnow
 from ragpulse.store.records import JobRecord, JobRecords

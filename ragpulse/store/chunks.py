@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import msgspec
 import redis
 
-from ragpulse import keys
+from ragpulse.config import keys
 from ragpulse.exceptions import JobNotFound
-from ragpulse.schema import Trace
+from ragpulse.model.trace import Trace
 from ragpulse.store import scripts
 
 _encoder = msgspec.msgpack.Encoder()

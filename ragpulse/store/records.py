@@ -9,10 +9,10 @@ import time
 import msgspec
 import redis
 
-from ragpulse import keys
+from ragpulse.config import keys
 from ragpulse.exceptions import JobNotFound
-from ragpulse.jobs import TERMINAL, CallbackState, DataWarning, JobStatus, JobView, Progress, Spend
-from ragpulse.schema import BatchOptions
+from ragpulse.model.results import TERMINAL, CallbackState, DataWarning, JobStatus, JobView, Progress, Spend
+from ragpulse.model.trace import BatchOptions
 from ragpulse.store import scripts
 from ragpulse.store.clock import utcnow
 

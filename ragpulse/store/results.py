@@ -8,9 +8,9 @@ from collections.abc import Iterable, Sequence
 import msgspec
 import redis
 
-from ragpulse import keys
+from ragpulse.config import keys
 from ragpulse.exceptions import InvalidParameter
-from ragpulse.jobs import ResultsPage, TraceResult
+from ragpulse.model.results import ResultsPage, TraceResult
 
 _encoder = msgspec.msgpack.Encoder()
 _result_decoder = msgspec.msgpack.Decoder(TraceResult)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from ragpulse import keys
+from ragpulse.config import keys
 from ragpulse.store.clock import utcday
 
 TENANT_DAY_TTL_SECONDS = 2 * 86400

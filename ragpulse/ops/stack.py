@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ragpulse.redis_server import PrivateRedis
+from ragpulse.ops.redis_server import PrivateRedis
 
 log = logging.getLogger("ragpulse.up")
 STOP_GRACE_SECONDS = 10.0

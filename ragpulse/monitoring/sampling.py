@@ -8,7 +8,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from ragpulse.schema import Base, Trace
+from ragpulse.model.trace import Base, Trace
 
 NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "down", "bad", "-1"})
 """Values of `metadata.feedback` that count as negative user feedback."""

@@ -21,7 +21,7 @@ from limits import RateLimitItemPerSecond
 from limits.aio.storage import RedisStorage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter
 
-from ragpulse import keys
+from ragpulse.config import keys
 
 # Reserve the next request slot: slots are `spacing` seconds apart on Redis's clock. Returns the seconds to wait
 # (as a string: Lua numbers would be truncated to integers in the reply). KEYS: pacer key. ARGV: spacing.

@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from ragpulse.judges.verdicts import Claim, Judgment, JudgeCall
+from ragpulse.model.verdicts import Claim, Judgment, JudgeCall
 from ragpulse.metrics.generation import GenerationScores
 
 JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]

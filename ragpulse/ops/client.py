@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from ragpulse.exceptions import ClientError
-from ragpulse.jobs import TERMINAL
+from ragpulse.model.results import TERMINAL
 
 
 def read_traces(path: Path) -> list[dict[str, Any]]:

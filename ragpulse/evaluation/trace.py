@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ragpulse.exceptions import JudgeAuthError, JudgeError
-from ragpulse.jobs import TraceResult
+from ragpulse.model.results import TraceResult
 from ragpulse.judges.quotes import check_quotes
-from ragpulse.judges.verdicts import Judge, JudgeOutput, Judgment
+from ragpulse.model.verdicts import Judge, JudgeOutput, Judgment
 from ragpulse.metrics.generation import abstained, generation_scores, hallucinated
 from ragpulse.metrics.registry import retrieval_scores
 from ragpulse.metrics.retrieval import RELEVANT
-from ragpulse.schema import BatchOptions, Trace
+from ragpulse.model.trace import BatchOptions, Trace
 
 
 async def evaluate_trace(

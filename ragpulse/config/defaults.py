@@ -1,4 +1,4 @@
-"""Every tunable default in one place; each is overridable through ragpulse.settings."""
+"""Every tunable default in one place; each is overridable through ragpulse.config.settings."""
 
 DEFAULT_HOST = "127.0.0.1"
 """Address the API binds to. Loopback, so an unconfigured service is never reachable from the network."""

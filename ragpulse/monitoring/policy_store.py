@@ -5,9 +5,9 @@ from __future__ import annotations
 import msgspec
 import redis
 
-from ragpulse import keys
+from ragpulse.config import keys
 from ragpulse.exceptions import InvalidParameter
-from ragpulse.monitoring.policy import SamplingPolicy
+from ragpulse.monitoring.sampling import SamplingPolicy
 
 POLICY_TTL_SECONDS = 400 * 86400
 """A policy unused for 400 days expires; every read and write refreshes it."""

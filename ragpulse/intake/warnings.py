@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragpulse import defaults
-from ragpulse.jobs import DataWarning
-from ragpulse.judges import catalog
-from ragpulse.schema import BatchOptions, Trace
+from ragpulse.config import defaults
+from ragpulse.model.results import DataWarning
+from ragpulse.judges import kinds
+from ragpulse.model.trace import BatchOptions, Trace
 
 
 def data_quality_warnings(
@@ -23,7 +23,7 @@ def data_quality_warnings(
             code="missing_gold_labels", count=unlabelled, total=total,
             message=f"{unlabelled} of {total} traces carry neither gold_doc_ids nor relevance; "
                     "retrieval metrics are computed only for labelled traces"))
-    if not catalog.judges_traces(options.judge):
+    if not kinds.judges_traces(options.judge):
         return warnings
     textless = sum(1 for t in traces if not t.retrieved_docs or any(not d.text for d in t.retrieved_docs))
     if textless / total > threshold:
@@ -36,7 +36,7 @@ def data_quality_warnings(
         warnings.append(DataWarning(
             code="missing_answer", count=unanswered, total=total,
             message=f"{unanswered} of {total} traces have no answer; generation metrics skip them"))
-    if not catalog.is_heuristic(options.judge):
+    if not kinds.is_heuristic(options.judge):
         own = sum(1 for t in traces if t.generator_model == judge_model)
         if own:
             warnings.append(DataWarning(

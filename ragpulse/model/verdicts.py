@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Protocol
 import msgspec
 from msgspec import Meta
 
-from ragpulse.schema import Trace
+from ragpulse.model.trace import Trace
 
 Verdict = Literal["supported", "unsupported", "contradicted"]
 Score3 = Annotated[int, Meta(ge=1, le=3)]

@@ -8,11 +8,11 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ragpulse import defaults
-from ragpulse.auth import parse_key_specs
-from ragpulse.cost import parse_prices
+from ragpulse.config import defaults
+from ragpulse.config.api_keys import parse_key_specs
+from ragpulse.config.prices import parse_prices
 from ragpulse.exceptions import ConfigError
-from ragpulse.judges import catalog
+from ragpulse.judges import kinds
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -216,8 +216,8 @@ def _float(env: Mapping[str, str], name: str, default: float | None = None) -> f
 def _judge_name(env: Mapping[str, str]) -> str:
     keyed = bool(env.get("ANTHROPIC_API_KEY"))
     name = env.get("RAGPULSE_JUDGE") or (defaults.JUDGE_WITH_API_KEY if keyed else defaults.JUDGE)
-    if name not in catalog.JUDGES:
-        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(catalog.names())}, got {name!r}")
+    if name not in kinds.JUDGES:
+        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(kinds.names())}, got {name!r}")
     return name
 
 

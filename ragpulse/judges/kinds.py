@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ragpulse.judges.verdicts import Judge, JudgeObserver
-    from ragpulse.ratelimit import JudgeLimiter
-    from ragpulse.settings import Settings
+    from ragpulse.model.verdicts import Judge, JudgeObserver
+    from ragpulse.judges.ratelimit import JudgeLimiter
+    from ragpulse.config.settings import Settings
 
 JudgeFactory = Callable[["Settings", "JudgeObserver | None"], "Judge"]
 """Builds a judge from settings, inside the event loop that will use it."""
@@ -60,7 +60,7 @@ def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
 def _limiter(settings: Settings) -> JudgeLimiter:
     import redis.asyncio as aioredis  # noqa: PLC0415
 
-    from ragpulse.ratelimit import JudgeLimiter, Limits  # noqa: PLC0415
+    from ragpulse.judges.ratelimit import JudgeLimiter, Limits  # noqa: PLC0415
 
     limits = Limits(requests=settings.judge_rpm, input_tokens=settings.judge_itpm,
                     output_tokens=settings.judge_otpm, window_seconds=settings.judge_rate_window_seconds)

@@ -11,20 +11,21 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from ragpulse.cost import budget_exhausted, call_cost
-from ragpulse.evaluate import evaluate_trace, failed_result, skipped_result
+from ragpulse.config.prices import call_cost
+from ragpulse.evaluation.budget import budget_exhausted
+from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
-from ragpulse.jobs import TraceResult
-from ragpulse.judges import catalog
-from ragpulse.judges.verdicts import Judge
-from ragpulse.monitoring.policies import PolicyStore
-from ragpulse.monitoring.policy import SamplingPolicy, cheap_checks, sampling_decision
+from ragpulse.model.results import TraceResult
+from ragpulse.judges import kinds
+from ragpulse.model.verdicts import Judge
+from ragpulse.monitoring.policy_store import PolicyStore
+from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
 from ragpulse.monitoring.recorder import CallMetrics, record_result
-from ragpulse.schema import BatchOptions, Trace
-from ragpulse.settings import Settings
+from ragpulse.model.trace import BatchOptions, Trace
+from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 
-log = logging.getLogger("ragpulse.runner")
+log = logging.getLogger("ragpulse.evaluation.chunk")
 
 
 class CallObserver:
@@ -108,7 +109,7 @@ class ChunkRun:
 
     async def _judged(self, index: int, trace: Trace, options: BatchOptions, tenant: str,
                       judge: Judge | None) -> TraceResult:
-        if judge is not None and catalog.is_billable(judge.name):
+        if judge is not None and kinds.is_billable(judge.name):
             reason = budget_exhausted(*self.store.spend.spent(self.job_id, tenant), options.budget_usd,
                                       self.settings.tenant_daily_budget_usd)
             if reason:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ragpulse.jobs import TraceResult
-from ragpulse.judges.catalog import is_heuristic
+from ragpulse.model.results import TraceResult
+from ragpulse.judges.kinds import is_heuristic
 from ragpulse.metrics.generation import GenerationScores
 from ragpulse.metrics.registry import GENERATION, GenerationMetric
 from ragpulse.metrics.stats import Estimate, estimate
-from ragpulse.reporting.model import (
+from ragpulse.model.report import (
     Abstention, Citations, GenerationSection, GroupGeneration, JudgeCost, RepeatAgreement, UnanswerableCounts,
 )
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ragpulse import defaults
+from ragpulse.config import defaults
 
 
 class Base(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):

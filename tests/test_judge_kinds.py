@@ -9,13 +9,13 @@ from typing import get_args
 
 import pytest
 
-from ragpulse import cli
-from ragpulse.cost import estimate_batch
+from ragpulse.ops import cli
+from ragpulse.intake.estimate import estimate_batch
 from ragpulse.exceptions import ConfigError
-from ragpulse.judges import catalog
-from ragpulse.quality import data_quality_warnings
-from ragpulse.schema import BatchOptions, JudgeName, RetrievedDoc, Trace
-from ragpulse.settings import Settings
+from ragpulse.judges import kinds
+from ragpulse.intake.warnings import data_quality_warnings
+from ragpulse.model.trace import BatchOptions, JudgeName, RetrievedDoc, Trace
+from ragpulse.config.settings import Settings
 
 MODEL = "claude-sonnet-4-6"
 PRICES = {MODEL: (3.0, 15.0)}
@@ -28,8 +28,8 @@ def traces(generator_model: str | None = None) -> list[Trace]:
 
 
 def test_the_wire_schema_names_exactly_the_catalogued_judges() -> None:
-    # msgspec needs a Literal to validate `options.judge`; this keeps it from drifting from the catalog.
-    assert sorted(get_args(JudgeName)) == sorted(catalog.names())
+    # msgspec needs a Literal to validate `options.judge`; this keeps it from drifting from the kinds.
+    assert sorted(get_args(JudgeName)) == sorted(kinds.names())
 
 
 def test_every_judging_kind_builds_a_judge_that_carries_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,25 +37,25 @@ def test_every_judging_kind_builds_a_judge_that_carries_its_name(monkeypatch: py
     settings = Settings.from_env({})
 
     async def build(name: str) -> str:
-        judge = catalog.make_judge(name, settings)
+        judge = kinds.make_judge(name, settings)
         assert judge is not None
         await judge.aclose()
         return judge.name
 
-    assert catalog.make_judge("none", settings) is None
-    assert catalog.judging_names() == ("local", "anthropic")
-    assert [asyncio.run(build(name)) for name in catalog.judging_names()] == list(catalog.judging_names())
+    assert kinds.make_judge("none", settings) is None
+    assert kinds.judging_names() == ("local", "anthropic")
+    assert [asyncio.run(build(name)) for name in kinds.judging_names()] == list(kinds.judging_names())
 
 
 def test_capabilities() -> None:
-    assert [n for n in catalog.names() if catalog.is_billable(n)] == ["anthropic"]
-    assert [n for n in catalog.names() if catalog.is_heuristic(n)] == ["local"]
-    assert [n for n in catalog.names() if catalog.JUDGES[n].remote] == ["anthropic"]
-    assert not catalog.judges_traces(None) and not catalog.is_billable(None) and not catalog.is_heuristic(None)
+    assert [n for n in kinds.names() if kinds.is_billable(n)] == ["anthropic"]
+    assert [n for n in kinds.names() if kinds.is_heuristic(n)] == ["local"]
+    assert [n for n in kinds.names() if kinds.JUDGES[n].remote] == ["anthropic"]
+    assert not kinds.judges_traces(None) and not kinds.is_billable(None) and not kinds.is_heuristic(None)
 
 
 def test_settings_and_cli_accept_every_name_and_only_those(capsys: pytest.CaptureFixture[str]) -> None:
-    for name in catalog.names():
+    for name in kinds.names():
         assert Settings.from_env({"RAGPULSE_JUDGE": name}).default_judge == name
         assert cli._parser().parse_args(["eval", "traces.json", "--judge", name]).judge == name
     with pytest.raises(ConfigError, match="one of none, local, anthropic, got 'gpt'"):
@@ -66,7 +66,7 @@ def test_settings_and_cli_accept_every_name_and_only_those(capsys: pytest.Captur
 
 
 def test_only_a_billable_judge_is_priced_and_none_makes_no_calls() -> None:
-    priced = {name: estimate_batch(traces(), BatchOptions(judge=name), MODEL, PRICES) for name in catalog.names()}
+    priced = {name: estimate_batch(traces(), BatchOptions(judge=name), MODEL, PRICES) for name in kinds.names()}
     assert priced["anthropic"].cost_usd > 0 and priced["anthropic"].model == MODEL
     assert (priced["local"].cost_usd, priced["local"].model, priced["local"].judge_calls) == (0.0, None, 1)
     assert priced["none"].judge_calls == 0
@@ -82,5 +82,5 @@ def test_only_an_llm_judge_warns_about_self_evaluation() -> None:
 
 def test_reading_the_catalog_does_not_load_the_judges() -> None:
     # Settings and the CLI import the catalog; the Anthropic SDK loads only where a judge is built.
-    code = "import sys, ragpulse.cli; print(sorted({'anthropic', 'ragpulse.judges.local'} & set(sys.modules)))"
+    code = "import sys, ragpulse.ops.cli; print(sorted({'anthropic', 'ragpulse.judges.local'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

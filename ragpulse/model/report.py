@@ -10,7 +10,7 @@ from typing import Union
 
 import msgspec
 
-from ragpulse.calibration import Calibration
+from ragpulse.model.calibration import Calibration
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.metrics.stats import Estimate
 

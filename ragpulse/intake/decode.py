@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ragpulse import defaults
+from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidBody, MalformedBody, TooLarge
-from ragpulse.schema import BatchOptions, BatchRequest, Trace
+from ragpulse.model.trace import BatchOptions, BatchRequest, Trace
 
 _batch_decoder = msgspec.json.Decoder(BatchRequest)
 _any_decoder = msgspec.json.Decoder()

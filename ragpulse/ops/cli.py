@@ -11,13 +11,13 @@ from typing import Any
 
 import msgspec
 
-from ragpulse import defaults
-from ragpulse.client import Client, batches, read_traces
+from ragpulse.config import defaults
+from ragpulse.ops.client import Client, batches, read_traces
 from ragpulse.exceptions import ClientError, ConfigError
-from ragpulse.judges import catalog
-from ragpulse.reporting.model import Report
+from ragpulse.judges import kinds
+from ragpulse.model.report import Report
 from ragpulse.reporting.render import render_report
-from ragpulse.settings import Settings
+from ragpulse.config.settings import Settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--server", default=f"http://{defaults.DEFAULT_HOST}:{defaults.DEFAULT_PORT}")
     ev.add_argument("--k", type=int, nargs="+", help="retrieval cutoffs (default 1 3 5 10)")
     ev.add_argument("--gain", choices=["linear", "exponential"])
-    ev.add_argument("--judge", choices=catalog.names(),
+    ev.add_argument("--judge", choices=kinds.names(),
                     help="judge for generation metrics (default: the service's; `local` is an offline heuristic)")
     ev.add_argument("--repeats", type=int, choices=[1, 2], help="2 judges every trace twice and reports agreement")
     ev.add_argument("--batch-size", type=int, default=defaults.MAX_TRACES_PER_BATCH)
@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from ragpulse.stack import Stack  # noqa: PLC0415 - only `up` needs process supervision
+    from ragpulse.ops.stack import Stack  # noqa: PLC0415 - only `up` needs process supervision
 
     try:
         Settings.from_env(host=args.host, port=args.port).check_safe_to_serve()

@@ -1,0 +1,1 @@
+"""Evaluating: one trace (retrieval metrics, judge, generation scores) and one chunk of a job, under budgets."""

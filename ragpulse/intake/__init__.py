@@ -1,0 +1,1 @@
+"""Taking batches in: decoding bodies with field-path errors, data-quality warnings, cost estimates (dry run)."""

@@ -1,0 +1,1 @@
+"""Running ragpulse: the `ragpulse` command, the local stack, a private redis-server, and the HTTP client."""
