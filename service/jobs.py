@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from html import escape
 from typing import Annotated
 
 import msgspec
-
-from litestar import Controller, Response, get, post
+from litestar import Controller, MediaType, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
 from dispatch.chunks import requeue
 from ragpulse.config import defaults
-from ragpulse.model.calibration import Calibration
 from ragpulse.exceptions import InvalidParameter
-from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
+from ragpulse.model.calibration import Calibration
 from ragpulse.model.report import Report
+from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
+from ragpulse.reporting.html import failing_traces, render_html
+from ragpulse.store import Store
 from service.context import Call
+
 
 class ReportPending(msgspec.Struct, kw_only=True):
     """GET /v1/jobs/{job_id}/report before the report exists."""
@@ -73,8 +76,32 @@ class JobController(Controller):
             status = 409 if job.status in TERMINAL else 202
             return Response(ReportPending(job_id=job_id, status=job.status),  # type: ignore[arg-type]
                             status_code=status)
-        report = msgspec.json.decode(raw, type=Report)
-        calibration = store.results.calibration(job_id)
-        if calibration is not None:
-            report.calibration = msgspec.json.decode(calibration, type=Calibration)
-        return Response(report)
+        return Response(_with_calibration(store, job_id, raw))
+
+    @get("/{job_id:str}/report.html", sync_to_thread=True, summary="The report as one self-contained HTML page",
+         media_type=MediaType.HTML)
+    def report_page(self, job_id: JobId, call: Call) -> Response[str]:
+        """Metrics with intervals and targets, the diagnostic matrix, breakdowns and the failing traces' claims with
+        their evidence; no script and no external URL (a strict Content-Security-Policy says so too)."""
+        store, tenant = call.store, call.tenant
+        raw = store.report(job_id, tenant)
+        if raw is None:
+            job = store.job(job_id, tenant)
+            status = 409 if job.status in TERMINAL else 202
+            return Response(f"<!doctype html><title>report not ready</title><p>job {escape(job_id)} is {job.status}; "
+                            "the report is not ready yet.", status_code=status, media_type=MediaType.HTML)
+        report = _with_calibration(store, job_id, raw)
+        page = render_html(report, failing_traces(report, store.results.all(job_id)))
+        return Response(page, media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
+
+
+PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+"""The report page needs inline styles and nothing else: no script, no fetch, no external asset."""
+
+
+def _with_calibration(store: Store, job_id: str, raw: bytes) -> Report:
+    report = msgspec.json.decode(raw, type=Report)
+    calibration = store.results.calibration(job_id)
+    if calibration is not None:
+        report.calibration = msgspec.json.decode(calibration, type=Calibration)
+    return report

@@ -71,6 +71,8 @@ class GenerationMetric:
     """Reported per question type and per source, and shown in their tables."""
     column: str = ""
     """A short column header for tables (at most 13 characters); the name when empty."""
+    scale: tuple[float, float] = (0.0, 1.0)
+    """The metric's possible range, for charts."""
     prometheus: MetricDef | None = None
     """A histogram is observed with the per-trace value; a counter is incremented by it (0 or 1 for proportions).
     Its labels are drawn from `app` and `judge`."""
@@ -138,10 +140,11 @@ GENERATION: tuple[GenerationMetric, ...] = (
     GenerationMetric(
         "answer_relevance", _generation(lambda g: float(g.answer_relevance)), "mean",
         "how well the answer addresses the question, 1-3", target=2.5, breakdown=True,
-        column="answer_rel"),
+        column="answer_rel", scale=(1.0, 3.0)),
     GenerationMetric(
         "context_relevance", _generation(lambda g: g.context_relevance), "mean",
-        "judged usefulness of every retrieved document, 1-3, averaged over all retrieved positions", target=2.3),
+        "judged usefulness of every retrieved document, 1-3, averaged over all retrieved positions", target=2.3,
+        scale=(1.0, 3.0)),
     GenerationMetric(
         "context_precision",
         lambda result: context_precision(result.judgments[0].output) if result.generation and result.judgments

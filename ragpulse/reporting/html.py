@@ -1,0 +1,204 @@
+"""Render a report as one self-contained HTML page: inline CSS and SVG, no script, no external URL.
+
+Every piece of trace text (claims, quotes, ids) is escaped: it is untrusted data, never markup. The page loops over
+the metric registry, so a declared metric appears here without further edits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from ragpulse.metrics.registry import GENERATION, RETRIEVAL
+from ragpulse.metrics.stats import Estimate
+from ragpulse.model.report import DiagnosticMatrix, Group, Report
+from ragpulse.model.results import TraceResult
+from ragpulse.reporting.build import diagnostic_k
+
+FAILING_SHOWN = 30
+"""At most this many failing traces are shown with their claims."""
+BAR_WIDTH = 360
+"""Width of a metric bar's track in SVG units (the bar scales to its column)."""
+
+CSS = """
+:root { --ok: #1b7f3b; --warn: #b26a00; --bad: #b3261e; --muted: #5f6368; --line: #dadce0; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #202124; margin: 0;
+       padding: 24px 32px; max-width: 1240px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid var(--line);
+       padding-bottom: 4px; } h3 { font-size: 14px; margin: 16px 0 6px; }
+.meta, .note { color: var(--muted); } .note { font-size: 12px; }
+.banner { background: #fff4e5; border: 1px solid #f0c36d; padding: 8px 12px; border-radius: 6px; margin: 12px 0; }
+.cols { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: 4px 8px; vertical-align: top; }
+th { font-weight: 600; color: var(--muted); border-bottom: 1px solid var(--line); }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr + tr td { border-top: 1px solid #f1f3f4; }
+.bar { width: 42%; } .bar svg { display: block; width: 100%; height: 18px; }
+.matrix { display: grid; grid-template-columns: 140px 1fr 1fr; gap: 6px; max-width: 620px; }
+.cell { border-radius: 6px; padding: 10px; text-align: center; background: #f1f3f4; }
+.cell b { display: block; font-size: 20px; } .cell.hot { background: #fce8e6; } .cell.good { background: #e6f4ea; }
+.axis { color: var(--muted); font-weight: 600; display: flex; align-items: center; justify-content: center; }
+.issue { margin-top: 10px; }
+.trace { border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; margin: 8px 0; break-inside: avoid; }
+.claim { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; padding: 4px 0; }
+.v-supported { border-left: 4px solid var(--ok); padding-left: 8px; }
+.v-unsupported { border-left: 4px solid var(--warn); padding-left: 8px; background: #fff8e1; }
+.v-contradicted { border-left: 4px solid var(--bad); padding-left: 8px; background: #fce8e6; }
+.verdict { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
+blockquote { margin: 0; padding-left: 8px; border-left: 2px solid var(--line); color: #3c4043; }
+@media print { body { padding: 0; max-width: none; } h2 { break-after: avoid; } .cols { display: block; } }
+"""
+
+
+def render_html(report: Report, failing: Sequence[TraceResult] = ()) -> str:
+    """The whole page; `failing` are the stored results of the traces shown with their claims and evidence."""
+    gen = report.generation
+    judges = ", ".join(f"{name} ({n})" for name, n in gen.judges.items()) or "none"
+    k = diagnostic_k(report.method.k)
+    parts = [
+        f"<h1>ragpulse report</h1><p class=meta>job {escape(report.job_id)} · {report.counts.total} traces "
+        f"({report.counts.ok} ok, {report.counts.failed} failed; {report.counts.labelled} with retrieval labels) · "
+        f"judge: {escape(judges)} · intervals: 95% ({escape(report.method.ci95.means)}; "
+        f"{escape(report.method.ci95.proportions)} for proportions)</p>",
+        _judge_banner(report),
+        "<div class=cols><section><h2>Retrieval</h2>",
+        _bars([(m.key(kk) if m.at_k else m.name, report.retrieval.get(m.key(kk) if m.at_k else m.name),
+                m.target if (not m.at_k or kk == 5) else None, m.better, (0.0, 1.0))
+               for m in RETRIEVAL for kk in (report.method.k if m.at_k else [0])]),
+        "<p class=note>Macro-average over labelled traces with at least one relevant document. "
+        "Whiskers: 95% interval; tick: starting target.</p></section>",
+        "<section><h2>Generation</h2>",
+        _bars([(m.name, getattr(gen, m.name), m.target, m.better, m.scale) for m in GENERATION]),
+        f"<p class=note>{gen.n_judged} judged, {gen.n_abstained} abstained; unanswerable: {gen.unanswerable.n} "
+        f"({gen.unanswerable.labelled} labelled), {gen.unanswerable.hallucinated} hallucinated.</p></section></div>",
+        "<h2>Retrieval × generation</h2>", _matrix(report.diagnostic_matrix),
+        "<h2>By question type</h2>", _breakdown(report.by_question_type, k),
+        "<h2>By source</h2>", _breakdown(report.by_source, k),
+        "<h2>Failing traces</h2>", _failing(report, failing),
+    ]
+    return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
+            f"<meta name=viewport content='width=device-width, initial-scale=1'><title>ragpulse report "
+            f"{escape(report.job_id)}</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def failing_traces(report: Report, results: Sequence[TraceResult], limit: int = FAILING_SHOWN) -> list[TraceResult]:
+    """The traces worth a look, worst first: hallucinated answers (most unsupported claims first), then retrieval that
+    missed labelled documents (report order), then traces that failed to evaluate."""
+    hallucinated = sorted((r for r in results if r.generation is not None and r.generation.hallucinated),
+                          key=lambda r: (r.generation.faithfulness or 0.0, r.index))  # type: ignore[union-attr]
+    missed_ids = [str(row["trace_id"]) for row in report.worst if float(row["value"]) < 1.0]  # type: ignore[arg-type]
+    by_id = {r.trace_id: r for r in results}
+    missed = [by_id[i] for i in missed_ids if i in by_id]
+    failed = [r for r in results if r.status != "ok"]
+    chosen: dict[int, TraceResult] = {}
+    for result in (*hallucinated, *missed, *failed):
+        chosen.setdefault(result.index, result)
+    return list(chosen.values())[:limit]
+
+
+def _judge_banner(report: Report) -> str:
+    if report.generation.heuristic:
+        return ("<p class=banner><b>Offline heuristic judge.</b> Generation figures come from <code>local</code>, a "
+                "word-overlap heuristic, not an LLM judge: treat them as a rough signal "
+                "(see docs/local_judge.md for its measured agreement with human labels).</p>")
+    if not report.generation.n_judged:
+        return "<p class=banner>No trace was judged: generation metrics and the diagnostic matrix are empty.</p>"
+    return ""
+
+
+def _bars(rows: Sequence[tuple[str, Estimate | None, float | None, str, tuple[float, float]]]) -> str:
+    out = ["<table><tr><th>metric</th><th class=num>mean</th><th class=num>n</th><th></th></tr>"]
+    for name, est, target, better, scale in rows:
+        if est is None:
+            out.append(f"<tr><td>{escape(name)}</td><td class=num>–</td><td class=num>0</td><td></td></tr>")
+            continue
+        out.append(f"<tr data-metric='{escape(name)}'><td>{escape(name)}</td>"
+                   f"<td class=num data-mean='{est.mean:.6f}'>{est.mean:.3f}</td><td class=num>{est.n}</td>"
+                   f"<td class=bar>{_bar(est, target, better, scale)}</td></tr>")
+    return "".join(out) + "</table>"
+
+
+def _bar(est: Estimate, target: float | None, better: str, scale: tuple[float, float]) -> str:
+    low, high = scale
+
+    def x(value: float) -> float:
+        return round(BAR_WIDTH * min(1.0, max(0.0, (value - low) / (high - low))), 1)
+
+    meets = None if target is None else (est.mean >= target if better == "higher" else est.mean <= target)
+    colour = {None: "#8ab4f8", True: "#81c995", False: "#f6ae2d"}[meets]
+    ci_low, ci_high = est.ci95
+    target_mark = (f"<line x1='{x(target)}' x2='{x(target)}' y1='1' y2='17' stroke='#202124' stroke-width='2'>"
+                   f"<title>target {target}</title></line>") if target is not None else ""
+    return (f"<svg viewBox='0 0 {BAR_WIDTH} 18' preserveAspectRatio='none' role=img aria-label='mean {est.mean:.3f}, 95% interval "
+            f"{ci_low:.3f} to {ci_high:.3f}'><rect width='{BAR_WIDTH}' height='18' fill='#f1f3f4'/>"
+            f"<rect width='{x(est.mean)}' height='18' fill='{colour}'/>"
+            f"<line x1='{x(ci_low)}' x2='{x(ci_high)}' y1='9' y2='9' stroke='#3c4043' stroke-width='1.5'/>"
+            f"<line x1='{x(ci_low)}' x2='{x(ci_low)}' y1='5' y2='13' stroke='#3c4043'/>"
+            f"<line x1='{x(ci_high)}' x2='{x(ci_high)}' y1='5' y2='13' stroke='#3c4043'/>{target_mark}</svg>")
+
+
+def _matrix(matrix: DiagnosticMatrix) -> str:
+    def cell(name: str, tone: str) -> str:
+        c = matrix.cells[name]
+        share = f"{c.share:.0%}" if c.share is not None else "–"
+        return f"<div class='cell {tone}' data-cell='{name}'><b>{c.count}</b>{share}</div>"
+
+    return (f"<div class=matrix><div></div><div class=axis>faithful</div><div class=axis>hallucinating</div>"
+            f"<div class=axis>retrieval good</div>{cell('retrieval_good_faithful', 'good')}"
+            f"{cell('retrieval_good_hallucinating', 'hot')}"
+            f"<div class=axis>retrieval poor</div>{cell('retrieval_poor_faithful', '')}"
+            f"{cell('retrieval_poor_hallucinating', 'hot')}</div>"
+            f"<p class=issue data-primary-issue='{escape(matrix.primary_issue)}'><b>Primary issue: "
+            f"{escape(matrix.primary_issue)}.</b> {escape(matrix.next_step)}</p>"
+            f"<p class=note>{matrix.n} judged traces with claims; retrieval good = "
+            f"{escape(matrix.retrieval_good_means)}.</p>")
+
+
+def _breakdown(groups: Mapping[str, Group], k: int) -> str:
+    retrieval = [m.key(k) for m in RETRIEVAL if m.breakdown]
+    generation = [m for m in GENERATION if m.breakdown]
+    if not groups:
+        return "<p class=note>No groups.</p>"
+    head = "".join(f"<th class=num>{escape(c)}</th>" for c in (*retrieval, *(m.name for m in generation)))
+    rows = []
+    for name, group in groups.items():
+        values = [group.retrieval.get(c) for c in retrieval] + [getattr(group.generation, m.name) for m in generation]
+        cells = "".join(f"<td class=num>{_mean(v)}</td>" for v in values)
+        rows.append(f"<tr><td>{escape(name)}</td><td class=num>{group.n}</td>{cells}</tr>")
+    return f"<table><tr><th>group</th><th class=num>n</th>{head}</tr>{''.join(rows)}</table>"
+
+
+def _failing(report: Report, failing: Sequence[TraceResult]) -> str:
+    if not failing:
+        return "<p class=note>No failing trace: every labelled retrieval found its documents and no judged answer " \
+               "made an unsupported or contradicted claim.</p>"
+    worst = {str(row["trace_id"]): row for row in report.worst}
+    return "".join(_trace(result, worst.get(result.trace_id)) for result in failing)
+
+
+def _trace(result: TraceResult, worst: Mapping[str, object] | None) -> str:
+    lines = [f"<div class=trace data-trace-id='{escape(result.trace_id)}'><b>{escape(result.trace_id)}</b> "
+             f"<span class=meta>#{result.index} · {escape(result.question_type or 'unspecified')}"]
+    if result.generation is not None:
+        faith = result.generation.faithfulness
+        lines.append(f" · faithfulness {faith:.2f}" if faith is not None else " · no claims")
+    if worst is not None:
+        missed = ", ".join(str(d) for d in worst.get("missed_doc_ids", []))  # type: ignore[union-attr]
+        lines.append(f" · {escape(str(worst['metric']))} {float(worst['value']):.2f}"  # type: ignore[arg-type]
+                     + (f", missed {escape(missed)}" if missed else ""))
+    if result.error:
+        lines.append(f" · {escape(result.error)}")
+    lines.append("</span>")
+    for claim in result.claims:
+        quotes = "".join(f"<blockquote><span class=verdict>{escape(e.doc_id)}</span> {escape(e.quote)}</blockquote>"
+                         for e in claim.evidence) or "<span class=note>no evidence quoted</span>"
+        flags = f" <span class=note>({escape(', '.join(claim.flags))})</span>" if claim.flags else ""
+        lines.append(f"<div class='claim v-{escape(claim.verdict)}' data-verdict='{escape(claim.verdict)}'>"
+                     f"<div><span class=verdict>{escape(claim.verdict)}</span>{flags}<br>{escape(claim.text)}</div>"
+                     f"<div>{quotes}</div></div>")
+    return "".join(lines) + "</div>"
+
+
+def _mean(est: Estimate | None) -> str:
+    return f"{est.mean:.3f}" if est else "–"
