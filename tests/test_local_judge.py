@@ -20,6 +20,9 @@ from ragpulse.model.trace import RetrievedDoc, Trace
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "tests" / "data" / "judge_labels.jsonl"
 HELDOUT = ROOT / "tests" / "data" / "judge_labels_heldout.jsonl"
+HELDOUT2 = ROOT / "tests" / "data" / "judge_labels_heldout2.jsonl"
+DOC_SECTIONS = {LABELS: "## Dev split", HELDOUT: "## Held-out split", HELDOUT2: "## Second held-out split"}
+"""The heading of docs/local_judge.md under which each file's bench output is quoted."""
 DOC = ROOT / "docs" / "local_judge.md"
 
 LEAVE = "Employees may carry forward a maximum of 5 unused annual leave days. Carried-over days expire on 31 March."
@@ -205,7 +208,8 @@ CATEGORIES = {"paraphrase", "numeric_swap", "negation", "entity_swap", "partial_
               "long_answer"}
 
 
-@pytest.mark.parametrize(("path", "split", "per_category"), [(LABELS, "dev", 10), (HELDOUT, "heldout", 7)])
+@pytest.mark.parametrize(("path", "split", "per_category"), [(LABELS, "dev", 10), (HELDOUT, "heldout", 7),
+                                                                 (HELDOUT2, "heldout2", 10)])
 def test_labelled_data_has_the_promised_shape(path: Path, split: str, per_category: int) -> None:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     counts = Counter(row["label"]["category"] for row in rows)
@@ -220,15 +224,16 @@ def test_labelled_data_has_the_promised_shape(path: Path, split: str, per_catego
 
 def test_the_labelled_set_holds_200_traces_and_the_splits_share_none() -> None:
     ids = [[json.loads(line)["trace"]["trace_id"] for line in path.read_text(encoding="utf-8").splitlines()]
-           for path in (LABELS, HELDOUT)]
-    assert sum(map(len, ids)) >= 200 and not set(ids[0]) & set(ids[1])
+           for path in (LABELS, HELDOUT, HELDOUT2)]
+    assert sum(map(len, ids)) >= 200
+    assert not set(ids[0]) & set(ids[1]) and not set(ids[0]) & set(ids[2]) and not set(ids[1]) & set(ids[2])
 
 
-@pytest.mark.parametrize("path", [LABELS, HELDOUT])
+@pytest.mark.parametrize("path", list(DOC_SECTIONS))
 def test_docs_quote_the_agreement_the_bench_measures(path: Path) -> None:
     bench = load_bench()
     result = bench.measure_agreement(path)
-    doc = DOC.read_text(encoding="utf-8").split("## Held-out split")[path == HELDOUT]
+    doc = DOC.read_text(encoding="utf-8").split(DOC_SECTIONS[path] + "\n")[1].split("\n## ")[0]
     halluc = re.findall(r"hallucinated: accuracy (\d\.\d{3}), kappa (-?\d\.\d{3})", doc)
     assert halluc and set(halluc) == {(f"{result['hallucinated']['accuracy']:.3f}",
                                        f"{result['hallucinated']['kappa']:.3f}")}
