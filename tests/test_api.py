@@ -93,6 +93,29 @@ def test_schema_violations_are_422_listing_every_failing_path(client: httpx.Clie
     assert len(errors) == 5
 
 
+def test_422_lists_every_failing_field_of_every_trace_not_only_the_first(client: httpx.Client) -> None:
+    response = client.post("/v1/batches", json={"traces": [
+        {"retrieved_docs": "x", "answer": 5}, trace(1), {"query": "q", "retrieved_docs": [{"text": 1}]}]})
+    assert response.status_code == 422
+    body = response.json()
+    assert {(e["path"], e["message"]) for e in body["errors"]} == {
+        ("$.traces[0]", "Object missing required field `query`"),
+        ("$.traces[0].retrieved_docs", "Expected `array`, got `str`"),
+        ("$.traces[0].answer", "Expected `str | null`, got `int`"),
+        ("$.traces[2].retrieved_docs[0]", "Object missing required field `id`"),
+        ("$.traces[2].retrieved_docs[0].text", "Expected `str | null`, got `int`"),
+    }
+    assert "errors_truncated" not in body
+
+
+def test_422_errors_are_bounded_with_a_flag(client: httpx.Client) -> None:
+    response = client.post("/v1/batches", json={"traces": [{"answer": 5}] * 150})   # 300 failing paths
+    assert response.status_code == 422
+    body = response.json()
+    assert len(body["errors"]) == 100 and body["errors_truncated"] is True
+    assert "first 100 errors" in body["detail"]
+
+
 def test_duplicate_trace_ids_are_422(client: httpx.Client) -> None:
     response = post(client, [trace(0), trace(1), {**trace(2), "trace_id": "t0"}])
     assert response.status_code == 422
