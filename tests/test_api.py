@@ -215,6 +215,14 @@ def test_metrics_count_accepted_traces(client: httpx.Client) -> None:
     assert received() == before + 3
 
 
+def test_metrics_content_type_is_prometheus_exactly_once(client: httpx.Client) -> None:
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    response = client.get("/metrics")
+    assert response.headers.get_list("content-type") == [CONTENT_TYPE_LATEST]
+    assert response.headers["content-type"].count("charset") == 1
+
+
 def test_results_are_kept_as_msgpack_with_a_ttl(client: httpx.Client, redis_client) -> None:
     job_id = post(client, [trace(0, gold_doc_ids=["d1"])]).json()["job_id"]
     wait_for_job(client, job_id)
