@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -202,6 +203,24 @@ def test_openapi_documents_the_trace_schema(client: httpx.Client) -> None:
     assert body == {"$ref": "#/components/schemas/BatchRequest"}
     trace_schema = spec["components"]["schemas"]["Trace"]
     assert {"query", "retrieved_docs", "gold_doc_ids", "relevance", "question_type"} <= set(trace_schema["properties"])
+
+
+def test_the_docs_page_loads_nothing_from_another_host(client: httpx.Client) -> None:
+    page = client.get("/schema")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert not re.findall(r"(?:https?:)?//[\w.-]+", html), "external URL in the docs page"
+    assert "default-src 'none'" in html                         # CSP: the browser may load nothing else either
+    references = re.findall(r"""(?:src|href)\s*=\s*['"]([^'"]*)['"]""", html)
+    local = [ref for ref in references if not ref.startswith(("#", "data:"))]
+    assert "/schema/openapi.json" in local
+    for ref in local:
+        assert client.get(ref).status_code == 200, ref
+    anchors = set(re.findall(r"id='([^']+)'", html))
+    assert {ref[1:] for ref in references if ref.startswith("#")} <= anchors   # in-page links resolve
+    assert "/v1/batches" in html and "schema-Trace" in anchors and "gold_doc_ids" in html
+    for stock in ("/schema/redoc", "/schema/swagger", "/schema/elements", "/schema/rapidoc"):
+        assert client.get(stock).status_code == 404                # no CDN-backed page is left behind
 
 
 def test_metrics_count_accepted_traces(client: httpx.Client) -> None:
