@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 import redis
 
 from ragpulse.ops.redis_server import PrivateRedis, free_port
-from tests.support import child_env, wait_for_job
+from tests.support import ROOT, child_env, wait_for_job
 
 pytestmark = pytest.mark.integration
 
@@ -71,6 +72,38 @@ def test_missing_labels_warn_on_the_202_and_the_job(client: httpx.Client) -> Non
     [warning] = body["warnings"]
     assert warning["code"] == "missing_gold_labels" and (warning["count"], warning["total"]) == (4, 5)
     assert client.get(f"/v1/jobs/{body['job_id']}").json()["warnings"] == body["warnings"]
+
+
+def readme_commands() -> list[list[str]]:
+    """The shell commands of the README's ```bash blocks, as argv lists (continuations joined, comments dropped)."""
+    blocks = re.findall(r"^```bash\n(.*?)^```", (ROOT / "README.md").read_text(), re.S | re.M)
+    commands, pending = [], ""
+    for line in "\n".join(blocks).splitlines():
+        pending += line[:-1] if line.endswith("\\") else line + "\n"
+        if line.endswith("\\"):
+            continue
+        try:
+            argv = shlex.split(pending, comments=True)
+        except ValueError:               # an open quote: the command goes on (a multi-line -d '…' body)
+            continue
+        if argv:
+            commands.append(argv)
+        pending = ""
+    return commands
+
+
+def test_the_readme_dry_run_example_runs_as_written(client: httpx.Client) -> None:
+    [curl] = [argv for argv in readme_commands() if argv[0] == "curl" and any("dry_run=true" in a for a in argv)]
+    data = curl[curl.index("-d") + 1]
+    body = (ROOT / data[1:]).read_bytes() if data.startswith("@") else data.encode()   # curl -d @file reads the file
+    url = next(a for a in curl if "dry_run=true" in a)
+    response = client.post("/" + url.split("/", 1)[1], content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    traces = msgspec.json.decode(body)["traces"]
+    assert answer["dry_run"] is True and answer["trace_count"] == len(traces)
+    estimate = answer["estimate"]
+    assert estimate["judge_calls"] == sum(1 for t in traces if t.get("answer")) and estimate["cost_usd"] > 0
 
 
 def test_malformed_json_is_400(client: httpx.Client) -> None:
