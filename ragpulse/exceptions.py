@@ -37,10 +37,12 @@ class ConfigError(RagpulseError):
 class InputError(RagpulseError):
     """The client sent something we cannot accept."""
 
-    def __init__(self, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, detail: str, errors: list[dict[str, Any]] | None = None, errors_truncated: bool = False) -> None:
         super().__init__(detail)
         self.detail = detail
         self.errors = errors or []
+        self.errors_truncated = errors_truncated
+        """True when `errors` was cut at its limit and more paths fail."""
 
 
 class MalformedBody(InputError):
@@ -48,7 +50,7 @@ class MalformedBody(InputError):
 
 
 class InvalidBody(InputError):
-    """The body is JSON but violates the schema; `errors` lists every failing path."""
+    """The body is JSON but violates the schema; `errors` lists every failing path (bounded, see `errors_truncated`)."""
 
 
 class InvalidParameter(InputError):

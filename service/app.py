@@ -25,6 +25,7 @@ from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.batches import BatchController
 from service.calibrations import CalibrationController
 from service.context import Services, call_resolver
+from service.docs import render_plugins
 from service.errors import exception_handlers
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
@@ -85,7 +86,8 @@ def create_app(
         exception_handlers=exception_handlers(api_metrics),
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
-        openapi_config=OpenAPIConfig(title="ragpulse", version=ragpulse.__version__, path="/schema"),
+        openapi_config=OpenAPIConfig(title="ragpulse", version=ragpulse.__version__, path="/schema",
+                                     render_plugins=render_plugins()),
     )
     app.state.services = services
     document_bodies(app)

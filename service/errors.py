@@ -31,11 +31,13 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
 
 
 def problem(status: int, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
-            headers: dict[str, str] | None = None) -> Response[dict[str, Any]]:
-    """A problem-details response."""
+            headers: dict[str, str] | None = None, errors_truncated: bool = False) -> Response[dict[str, Any]]:
+    """A problem-details response; `errors_truncated: true` when `errors` was cut at its limit."""
     body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status, "detail": detail}
     if errors:
         body["errors"] = errors
+    if errors_truncated:
+        body["errors_truncated"] = True
     return Response(body, status_code=status, media_type=PROBLEM, headers=headers)
 
 
@@ -50,8 +52,9 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         status, title = next(v for k, v in _STATUS.items() if isinstance(exc, k))
         detail = exc.detail if isinstance(exc, InputError) else _detail(exc, title)
         errors = exc.errors if isinstance(exc, InputError) else None
+        truncated = isinstance(exc, InputError) and exc.errors_truncated
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
-        return counted(problem(status, title, detail, errors, headers))
+        return counted(problem(status, title, detail, errors, headers, truncated))
 
     def unavailable(_: Request, exc: Exception) -> Response[Any]:
         log.warning("redis unavailable: %s", exc)

@@ -16,7 +16,7 @@ from dispatch.queues import queue_named
 from ragpulse.intake.decode import decode_body
 from ragpulse.monitoring.catalog import GAUGES, QUEUE_DEPTH, WORKERS
 from ragpulse.monitoring.definitions import MetricDef
-from ragpulse.monitoring.sampling import SamplingPolicy
+from ragpulse.monitoring.sampling import PolicyInForce, SamplingPolicy
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
 from ragpulse.config.settings import Settings
 from service.context import Call
@@ -30,15 +30,20 @@ class AppPolicyController(Controller):
     path = "/v1/apps/{app:str}/policy"
     tags = ["monitoring"]
 
-    @get("/", sync_to_thread=True, summary="The app's sampling policy")
-    def read(self, app: AppName, call: Call) -> SamplingPolicy:
-        """The stored policy, or the configured default (RAGPULSE_SAMPLE_RATE) when none is stored."""
-        return call.services.policies.get(call.tenant, app)
+    @get("/", sync_to_thread=True, summary="The app's sampling policy in force")
+    def read(self, app: AppName, call: Call) -> PolicyInForce:
+        """The policy in force: the stored one, or the configured default rate (RAGPULSE_SAMPLE_RATE) with the
+        built-in rules. Every always-judge rule is listed, the ones on by default included, and `sources` says where
+        each value comes from (`stored`, `RAGPULSE_SAMPLE_RATE` or `default`)."""
+        return call.services.policies.in_force(call.tenant, app)
 
     @put("/", sync_to_thread=True, summary="Set the app's sampling policy")
-    def write(self, app: AppName, body: bytes, call: Call) -> SamplingPolicy:
-        """Replace the policy; sampling is by a hash of trace_id, so a retried post is sampled the same way."""
-        return call.services.policies.put(call.tenant, app, decode_body(body, SamplingPolicy))
+    def write(self, app: AppName, body: bytes, call: Call) -> PolicyInForce:
+        """Replace the policy (`{sample_rate, always_judge}`; rules left out keep their built-in default) and answer
+        the policy now in force, as GET does. Sampling is by a hash of trace_id, so a retried post is sampled the
+        same way."""
+        call.services.policies.put(call.tenant, app, decode_body(body, SamplingPolicy))
+        return call.services.policies.in_force(call.tenant, app)
 
 
 class MonitorController(Controller):

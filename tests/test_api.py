@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
 
@@ -11,7 +13,7 @@ import pytest
 import redis
 
 from ragpulse.ops.redis_server import PrivateRedis, free_port
-from tests.support import child_env, wait_for_job
+from tests.support import ROOT, child_env, wait_for_job
 
 pytestmark = pytest.mark.integration
 
@@ -72,6 +74,38 @@ def test_missing_labels_warn_on_the_202_and_the_job(client: httpx.Client) -> Non
     assert client.get(f"/v1/jobs/{body['job_id']}").json()["warnings"] == body["warnings"]
 
 
+def readme_commands() -> list[list[str]]:
+    """The shell commands of the README's ```bash blocks, as argv lists (continuations joined, comments dropped)."""
+    blocks = re.findall(r"^```bash\n(.*?)^```", (ROOT / "README.md").read_text(), re.S | re.M)
+    commands, pending = [], ""
+    for line in "\n".join(blocks).splitlines():
+        pending += line[:-1] if line.endswith("\\") else line + "\n"
+        if line.endswith("\\"):
+            continue
+        try:
+            argv = shlex.split(pending, comments=True)
+        except ValueError:               # an open quote: the command goes on (a multi-line -d '…' body)
+            continue
+        if argv:
+            commands.append(argv)
+        pending = ""
+    return commands
+
+
+def test_the_readme_dry_run_example_runs_as_written(client: httpx.Client) -> None:
+    [curl] = [argv for argv in readme_commands() if argv[0] == "curl" and any("dry_run=true" in a for a in argv)]
+    data = curl[curl.index("-d") + 1]
+    body = (ROOT / data[1:]).read_bytes() if data.startswith("@") else data.encode()   # curl -d @file reads the file
+    url = next(a for a in curl if "dry_run=true" in a)
+    response = client.post("/" + url.split("/", 1)[1], content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    traces = msgspec.json.decode(body)["traces"]
+    assert answer["dry_run"] is True and answer["trace_count"] == len(traces)
+    estimate = answer["estimate"]
+    assert estimate["judge_calls"] == sum(1 for t in traces if t.get("answer")) and estimate["cost_usd"] > 0
+
+
 def test_malformed_json_is_400(client: httpx.Client) -> None:
     response = client.post("/v1/batches", content=b'{"traces": [', headers={"content-type": "application/json"})
     assert response.status_code == 400
@@ -91,6 +125,29 @@ def test_schema_violations_are_422_listing_every_failing_path(client: httpx.Clie
     assert "mutually exclusive" in errors["$.traces[5]"]
     assert "$.options.gain" in errors
     assert len(errors) == 5
+
+
+def test_422_lists_every_failing_field_of_every_trace_not_only_the_first(client: httpx.Client) -> None:
+    response = client.post("/v1/batches", json={"traces": [
+        {"retrieved_docs": "x", "answer": 5}, trace(1), {"query": "q", "retrieved_docs": [{"text": 1}]}]})
+    assert response.status_code == 422
+    body = response.json()
+    assert {(e["path"], e["message"]) for e in body["errors"]} == {
+        ("$.traces[0]", "Object missing required field `query`"),
+        ("$.traces[0].retrieved_docs", "Expected `array`, got `str`"),
+        ("$.traces[0].answer", "Expected `str | null`, got `int`"),
+        ("$.traces[2].retrieved_docs[0]", "Object missing required field `id`"),
+        ("$.traces[2].retrieved_docs[0].text", "Expected `str | null`, got `int`"),
+    }
+    assert "errors_truncated" not in body
+
+
+def test_422_errors_are_bounded_with_a_flag(client: httpx.Client) -> None:
+    response = client.post("/v1/batches", json={"traces": [{"answer": 5}] * 150})   # 300 failing paths
+    assert response.status_code == 422
+    body = response.json()
+    assert len(body["errors"]) == 100 and body["errors_truncated"] is True
+    assert "first 100 errors" in body["detail"]
 
 
 def test_duplicate_trace_ids_are_422(client: httpx.Client) -> None:
@@ -181,6 +238,24 @@ def test_openapi_documents_the_trace_schema(client: httpx.Client) -> None:
     assert {"query", "retrieved_docs", "gold_doc_ids", "relevance", "question_type"} <= set(trace_schema["properties"])
 
 
+def test_the_docs_page_loads_nothing_from_another_host(client: httpx.Client) -> None:
+    page = client.get("/schema")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert not re.findall(r"(?:https?:)?//[\w.-]+", html), "external URL in the docs page"
+    assert "default-src 'none'" in html                         # CSP: the browser may load nothing else either
+    references = re.findall(r"""(?:src|href)\s*=\s*['"]([^'"]*)['"]""", html)
+    local = [ref for ref in references if not ref.startswith(("#", "data:"))]
+    assert "/schema/openapi.json" in local
+    for ref in local:
+        assert client.get(ref).status_code == 200, ref
+    anchors = set(re.findall(r"id='([^']+)'", html))
+    assert {ref[1:] for ref in references if ref.startswith("#")} <= anchors   # in-page links resolve
+    assert "/v1/batches" in html and "schema-Trace" in anchors and "gold_doc_ids" in html
+    for stock in ("/schema/redoc", "/schema/swagger", "/schema/elements", "/schema/rapidoc"):
+        assert client.get(stock).status_code == 404                # no CDN-backed page is left behind
+
+
 def test_metrics_count_accepted_traces(client: httpx.Client) -> None:
     def received() -> float:
         """ragpulse_traces_received_total summed over its app label."""
@@ -190,6 +265,14 @@ def test_metrics_count_accepted_traces(client: httpx.Client) -> None:
     before = received()
     post(client, [trace(0), trace(1), trace(2)])
     assert received() == before + 3
+
+
+def test_metrics_content_type_is_prometheus_exactly_once(client: httpx.Client) -> None:
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    response = client.get("/metrics")
+    assert response.headers.get_list("content-type") == [CONTENT_TYPE_LATEST]
+    assert response.headers["content-type"].count("charset") == 1
 
 
 def test_results_are_kept_as_msgpack_with_a_ttl(client: httpx.Client, redis_client) -> None:

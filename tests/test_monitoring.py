@@ -42,6 +42,29 @@ def test_policy_round_trip_and_validation(client: httpx.Client) -> None:
     assert bad.status_code == 422 and bad.json()["errors"][0]["path"] == "$.sample_rate"
 
 
+def test_policy_shows_the_rules_in_force_with_their_defaults_and_sources(client: httpx.Client) -> None:
+    import msgspec
+
+    from ragpulse.monitoring.sampling import AlwaysJudge
+
+    rules = [f.name for f in msgspec.structs.fields(AlwaysJudge)]
+    app = f"shop-{uuid.uuid4().hex[:6]}"
+    fresh = client.get(f"/v1/apps/{app}/policy").json()
+    assert fresh["always_judge"] == {"negative_feedback": True, "cited_not_retrieved": True, "top_score_below": None}
+    assert set(fresh["always_judge"]) == set(rules)                 # every rule, the ones on by default included
+    assert fresh["stored"] is False and fresh["app"] == app
+    assert fresh["sources"] == {"sample_rate": "RAGPULSE_SAMPLE_RATE", **{f"always_judge.{r}": "default" for r in rules}}
+
+    written = client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5, "always_judge": {"negative_feedback": False}})
+    assert written.status_code == 200
+    for policy in (written.json(), client.get(f"/v1/apps/{app}/policy").json()):
+        assert policy["always_judge"] == {"negative_feedback": False, "cited_not_retrieved": True, "top_score_below": None}
+        assert policy["stored"] is True and policy["sample_rate"] == 0.5
+        assert policy["sources"] == {"sample_rate": "stored", "always_judge.negative_feedback": "stored",
+                                     "always_judge.cited_not_retrieved": "default",
+                                     "always_judge.top_score_below": "default"}
+
+
 def test_production_traces_are_sampled_by_policy(client: httpx.Client) -> None:
     app = f"shop-{uuid.uuid4().hex[:6]}"
     client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5})

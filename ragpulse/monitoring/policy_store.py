@@ -7,7 +7,7 @@ import redis
 
 from ragpulse.config import keys
 from ragpulse.exceptions import InvalidParameter
-from ragpulse.monitoring.sampling import SamplingPolicy
+from ragpulse.monitoring.sampling import PolicyInForce, SamplingPolicy, policy_in_force
 
 POLICY_TTL_SECONDS = 400 * 86400
 """A policy unused for 400 days expires; every read and write refreshes it."""
@@ -24,11 +24,19 @@ class PolicyStore:
 
     def get(self, tenant: str, app: str) -> SamplingPolicy:
         """The app's policy, or the configured default."""
+        return self.stored(tenant, app) or self.default
+
+    def stored(self, tenant: str, app: str) -> SamplingPolicy | None:
+        """The app's stored policy, None when it has none."""
         raw = self.redis.get(keys.app_policy(tenant, app))
         if raw is None:
-            return self.default
+            return None
         self.redis.expire(keys.app_policy(tenant, app), POLICY_TTL_SECONDS)
         return _decoder.decode(raw)
+
+    def in_force(self, tenant: str, app: str) -> PolicyInForce:
+        """The policy in force for the app, every rule spelled out with where its value comes from."""
+        return policy_in_force(app, self.stored(tenant, app), self.default.sample_rate)
 
     def put(self, tenant: str, app: str, policy: SamplingPolicy) -> SamplingPolicy:
         """Store the app's policy; 400 when the tenant already has `max_apps` others."""

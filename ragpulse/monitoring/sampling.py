@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -31,6 +31,43 @@ class SamplingPolicy(Base):
     sample_rate: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
     """Share of traces judged, chosen deterministically by a hash of trace_id (a retried post samples alike)."""
     always_judge: AlwaysJudge = msgspec.field(default_factory=AlwaysJudge)
+
+
+PolicySource = Literal["stored", "RAGPULSE_SAMPLE_RATE", "default"]
+"""Where a value in force comes from: the app's stored policy, the service setting (the sample rate of apps without a
+stored policy), or ragpulse's built-in default."""
+
+
+class AlwaysJudgeInForce(AlwaysJudge, omit_defaults=False):
+    """Every always-judge rule with its value, the ones on by default included."""
+
+
+class PolicyInForce(SamplingPolicy, kw_only=True, omit_defaults=False):
+    """The sampling policy in force for an app: every rule, defaults included, and where each value came from."""
+
+    always_judge: AlwaysJudgeInForce = msgspec.field(default_factory=AlwaysJudgeInForce)
+    app: str
+    stored: bool
+    """True when the app has a stored policy (PUT); otherwise the service default is in force."""
+    sources: dict[str, PolicySource] = {}
+    """For `sample_rate` and each `always_judge.<rule>`: `stored`, `RAGPULSE_SAMPLE_RATE` or `default`."""
+
+
+def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float) -> PolicyInForce:
+    """The effective policy of `app`: its stored policy, else the service default rate with the built-in rules.
+
+    A rule counts as `stored` when the stored policy gives it a value other than the built-in default.
+    """
+    policy = stored or SamplingPolicy(sample_rate=default_rate)
+    builtin = AlwaysJudge()
+    sources: dict[str, PolicySource] = {"sample_rate": "stored" if stored else "RAGPULSE_SAMPLE_RATE"}
+    for rule in msgspec.structs.fields(AlwaysJudge):
+        value = getattr(policy.always_judge, rule.name)
+        differs = stored is not None and value != getattr(builtin, rule.name)
+        sources[f"always_judge.{rule.name}"] = "stored" if differs else "default"
+    return PolicyInForce(app=app, stored=stored is not None, sample_rate=policy.sample_rate,
+                         always_judge=AlwaysJudgeInForce(**msgspec.structs.asdict(policy.always_judge)),
+                         sources=sources)
 
 
 def hash_fraction(trace_id: str) -> float:

@@ -1,0 +1,93 @@
+"""The schema walker behind 422s: every failing path, derived from msgspec's type info, bounded."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+import pytest
+from msgspec import Meta
+
+from ragpulse.exceptions import InvalidBody
+from ragpulse.intake.decode import decode_batch, decode_body
+from ragpulse.intake.validate import MAX_ERRORS, collect_errors
+from ragpulse.model.calibration import CalibrationRequest
+from ragpulse.model.trace import BatchRequest
+from ragpulse.monitoring.sampling import SamplingPolicy
+
+
+class Leaf(msgspec.Struct, forbid_unknown_fields=True, tag=True):
+    name: Annotated[str, Meta(min_length=1)]
+
+
+class Branch(msgspec.Struct, forbid_unknown_fields=True, tag=True, rename="camel"):
+    child_nodes: Annotated[list[Leaf | Branch], Meta(max_length=2)] = []
+    weights: dict[str, Annotated[float, Meta(ge=0)]] | None = None
+    mode: Literal["a", "b"] = "a"
+
+
+def paths(value: object, type_: type, limit: int = MAX_ERRORS) -> set[tuple[str, str]]:
+    return {(e["path"], e["message"]) for e in collect_errors(value, type_, limit).errors}
+
+
+def test_every_failing_path_of_a_struct_it_was_never_told_about() -> None:
+    value = {"type": "Branch", "mode": "c", "extra": 1, "weights": {"w": -1, "v": "x"},
+             "childNodes": [{"type": "Leaf", "name": ""}, {"type": "Branch", "childNodes": [{"type": "Leaf"}]}, 3]}
+    assert paths(value, Branch) == {
+        ("$", "Object contains unknown field `extra`"),
+        ("$.childNodes", "Expected `array` of length <= 2"),
+        ("$.childNodes[0].name", "Expected `str` of length >= 1"),
+        ("$.childNodes[1].childNodes[0]", "Object missing required field `name`"),
+        ("$.childNodes[2]", "Expected `object`, got `int`"),
+        ("$.weights[...]", "Expected `float` >= 0.0"),
+        ("$.weights[...]", "Expected `float`, got `str`"),
+        ("$.mode", "Invalid enum value 'c'"),
+    }
+
+
+def test_a_batch_reports_every_field_of_every_trace() -> None:
+    body = (b'{"traces": [{"retrieved_docs": "x", "answer": 5}, {"query": "fine"},'
+            b' {"query": "", "retrieved_docs": [{"text": 1}], "answerable": "yes"}], "options": {"k": []}}')
+    with pytest.raises(InvalidBody) as raised:
+        decode_batch(body)
+    assert {(e["path"], e["message"]) for e in raised.value.errors} == {
+        ("$.traces[0]", "Object missing required field `query`"),
+        ("$.traces[0].retrieved_docs", "Expected `array`, got `str`"),
+        ("$.traces[0].answer", "Expected `str | null`, got `int`"),
+        ("$.traces[2].query", "Expected `str` of length >= 1"),
+        ("$.traces[2].retrieved_docs[0]", "Object missing required field `id`"),
+        ("$.traces[2].retrieved_docs[0].text", "Expected `str | null`, got `int`"),
+        ("$.traces[2].answerable", "Expected `bool | null`, got `str`"),
+        ("$.options.k", "Expected `array` of length >= 1"),
+    }
+    assert not raised.value.errors_truncated
+
+
+def test_small_bodies_list_every_path_too() -> None:
+    with pytest.raises(InvalidBody) as raised:
+        decode_body(b'{"sample_rate": 2, "always_judge": {"negative_feedback": 1, "top_score_below": "x"}}',
+                    SamplingPolicy)
+    assert [e["path"] for e in raised.value.errors] == [
+        "$.sample_rate", "$.always_judge.negative_feedback", "$.always_judge.top_score_below"]
+    with pytest.raises(InvalidBody) as raised:
+        decode_body(b'{"labels": [{"faithful": "yes"}]}', CalibrationRequest)
+    assert raised.value.errors == [
+        {"path": "$", "message": "Object missing required field `job_id`"},
+        {"path": "$.labels[0]", "message": "Object missing required field `trace_id`"},
+        {"path": "$.labels[0].faithful", "message": "Expected `bool`, got `str`"},
+    ]
+
+
+def test_cross_field_checks_are_reported_once_the_fields_are_valid() -> None:
+    assert paths({"traces": [{"query": "q", "gold_doc_ids": [], "relevance": {}}]}, BatchRequest) == {
+        ("$.traces[0]", "`gold_doc_ids` and `relevance` are mutually exclusive; give one")}
+
+
+def test_errors_are_bounded_and_say_so() -> None:
+    body = msgspec.json.encode({"traces": [{"answer": 5}] * 150})
+    with pytest.raises(InvalidBody) as raised:
+        decode_batch(body, max_traces=1000)
+    assert len(raised.value.errors) == MAX_ERRORS and raised.value.errors_truncated
+    assert "first 100 errors" in raised.value.detail
+    assert collect_errors({"traces": [{"answer": 5}] * 2}, BatchRequest, limit=3).truncated
+    assert not collect_errors({"traces": [{"answer": 5}] * 2}, BatchRequest, limit=4).truncated
