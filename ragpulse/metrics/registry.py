@@ -51,10 +51,16 @@ class RetrievalMetric:
     """For `at_k` metrics, the target at k = 5."""
     breakdown: bool = False
     """Shown in the per-question-type and per-source tables (at the diagnostic k)."""
+    best: float = 1.0
+    """The value of a perfect ranking; a trace short of it fails this metric."""
 
     def key(self, k: int) -> str:
         """The result and report key of this metric at k (`recall@5`, or `mrr` for a whole-ranking metric)."""
         return f"{self.name}@{k}" if self.at_k else self.name
+
+    def falls_short(self, value: float) -> bool:
+        """True when `value` is worse than the metric's best value."""
+        return value < self.best if self.better == "higher" else value > self.best
 
 
 @dataclass(frozen=True)

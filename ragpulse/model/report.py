@@ -169,7 +169,7 @@ class Failure(Struct):
 
 WorstTrace = dict[str, Union[str, int, float, list[str]]]  # noqa: UP007
 """`trace_id`, `index`, `metric` (e.g. `recall@5`), `value`, the same value under the metric's name, and
-`missed_doc_ids`."""
+`missed_doc_ids`. Only traces that fail the metric (below its best value) are listed, worst first."""
 
 
 class Report(Struct):
@@ -185,6 +185,7 @@ class Report(Struct):
     by_question_type: dict[str, Group]
     by_source: dict[str, Group]
     worst: list[WorstTrace]
+    """Labelled traces whose recall at the largest k is below 1, worst first (at most 20); empty when none fails."""
     failures: list[Failure]
     calibration: Calibration | None = None
     """The judge's agreement with human labels, once POST /v1/calibrations has been called for this job."""

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
 from ragpulse.metrics.stats import Estimate
-from ragpulse.reporting.build import diagnostic_k
+from ragpulse.reporting.build import WORST_BY, diagnostic_k
 from ragpulse.model.report import DiagnosticMatrix, Group, Report
 
 NOTE_HEURISTIC = "  NOTE: `local` is an offline heuristic, not an LLM judge"
@@ -99,9 +99,10 @@ def _breakdown_table(groups: Mapping[str, Group], k: int) -> list[str]:
 
 
 def _worst(report: Report) -> list[str]:
+    metric = WORST_BY.key(max(report.method.k))
     if not report.worst:
-        return []
-    rows = ["", f"WORST TRACES by {report.worst[0]['metric']}"]
+        return ["", f"WORST TRACES by {metric}: none below {WORST_BY.best:.3f}"] if report.retrieval else []
+    rows = ["", f"WORST TRACES by {metric} (below {WORST_BY.best:.3f}, worst first)"]
     for row in report.worst[:10]:
         missed = ", ".join(row["missed_doc_ids"]) or "-"  # type: ignore[arg-type]
         rows.append(f"  {row['trace_id']:<28} {row['value']:6.3f}  missed: {missed}")
