@@ -36,3 +36,10 @@ def test_worst_traces_is_empty_when_nothing_fails() -> None:
     report = report_of([retrieval_only("p1", ["a"]), retrieval_only("p2", ["a", "b", "c"])])
     assert report.worst == []
     assert "WORST TRACES by recall@3: none below 1.000" in render_report(report)
+
+
+def test_a_report_without_judged_traces_renders_insufficient_data() -> None:
+    text = render_report(report_of([retrieval_only("half", ["a", "zzz"])]))
+    matrix = text.split("DIAGNOSTIC MATRIX")[1].split("\n\n")[0]
+    assert "primary issue: insufficient_data. No trace was judged: judge the answers" in matrix
+    assert "retrieval is good" not in matrix and "faithful" not in matrix

@@ -156,6 +156,7 @@ class DiagnosticMatrix(Struct):
     n: int
     excluded: dict[str, int]
     primary_issue: str
+    """`retrieval`, `generation`, `none` (no problem cell dominates) or `insufficient_data` (no trace to cross)."""
     next_step: str
 
 

@@ -78,6 +78,10 @@ def _matrix(matrix: DiagnosticMatrix) -> list[str]:
         c = matrix.cells[name]
         return f"{c.count:>5} ({c.share:.0%})" if c.share is not None else f"{c.count:>5}"
 
+    if matrix.n == 0:
+        excluded = ", ".join(f"{n} {why}" for why, n in matrix.excluded.items())
+        return [f"DIAGNOSTIC MATRIX (no trace to cross{'; excluded: ' + excluded if excluded else ''})",
+                f"  primary issue: {matrix.primary_issue}. {matrix.next_step}"]
     return [
         f"DIAGNOSTIC MATRIX ({matrix.n} traces; retrieval good = {matrix.retrieval_good_means})",
         f"  {'':<18}{'faithful':>14}{'hallucinating':>16}",
