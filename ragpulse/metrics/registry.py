@@ -21,9 +21,9 @@ from typing import Literal
 from ragpulse.model.results import TraceResult
 from ragpulse.metrics import retrieval as r
 from ragpulse.metrics.generation import GenerationScores, context_precision
+from ragpulse.metrics.stats import Aggregation
 from ragpulse.monitoring.definitions import SCORE_BUCKETS, MetricDef
 
-Aggregation = Literal["mean", "proportion"]
 Better = Literal["higher", "lower"]
 
 
@@ -164,6 +164,11 @@ GENERATION: tuple[GenerationMetric, ...] = (
 
 GENERATION_BY_NAME: dict[str, GenerationMetric] = {m.name: m for m in GENERATION}
 RETRIEVAL_BY_NAME: dict[str, RetrievalMetric] = {m.name: m for m in RETRIEVAL}
+
+
+def retrieval_metric(key: str) -> RetrievalMetric:
+    """The retrieval metric behind a result or report key (`recall@5` -> recall, `mrr` -> mrr)."""
+    return RETRIEVAL_BY_NAME[key.split("@", 1)[0]]
 
 
 def prometheus_families() -> tuple[MetricDef, ...]:

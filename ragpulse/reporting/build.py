@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from ragpulse.config import defaults
 from ragpulse.model.results import TraceResult
-from ragpulse.metrics.registry import RETRIEVAL_BY_NAME, RetrievalMetric
+from ragpulse.metrics.registry import RETRIEVAL_BY_NAME, RetrievalMetric, retrieval_metric
 from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
 from ragpulse.reporting.diagnostics import diagnostic_matrix
 from ragpulse.reporting.generation_section import generation_section, group_generation
@@ -67,7 +67,7 @@ def _aggregate(labelled: Sequence[TraceResult]) -> dict[str, Estimate]:
     for result in labelled:
         for name, value in (result.retrieval or {}).items():
             columns[name].append(value)
-    return estimate_columns(columns)
+    return estimate_columns(columns, {name: retrieval_metric(name).aggregation for name in columns})
 
 
 def _breakdown(results: Sequence[TraceResult], key: Callable[[TraceResult], str | None]) -> dict[str, Group]:
