@@ -160,3 +160,14 @@ def test_labels_decide_unanswerable_and_a_guess_after_a_refusal_is_counted(judge
     assert report["unanswerable"] == {"n": 4, "labelled": 4, "judged": 0, "abstained": 2, "hallucinated": 1,
                                       "answered_supported": 1}
     assert report["unanswerable_hallucination_rate"]["mean"] == 0.25             # 1 of the 4 labelled unanswerable
+
+
+def test_spend_counts_every_call_of_the_local_judge_at_no_cost(judged: httpx.Client) -> None:
+    body = {"traces": examples(12), "options": {"judge": "local"}}
+    job_id = judged.post("/v1/batches", json=body).json()["job_id"]
+    spend = wait_for_job(judged, job_id)["spend"]
+    cost = judged.get(f"/v1/jobs/{job_id}/report").json()["generation"]["cost"]
+    judged_traces = sum(1 for i in results(judged, job_id) if i["judgments"])
+    assert judged_traces > 0 and cost["calls"] == judged_traces
+    assert spend["judge_calls"] == cost["calls"]                      # the job view and the report agree
+    assert spend["cost_usd"] == 0.0 and spend["input_tokens"] == 0
