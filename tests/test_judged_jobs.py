@@ -171,3 +171,31 @@ def test_spend_counts_every_call_of_the_local_judge_at_no_cost(judged: httpx.Cli
     assert judged_traces > 0 and cost["calls"] == judged_traces
     assert spend["judge_calls"] == cost["calls"]                      # the job view and the report agree
     assert spend["cost_usd"] == 0.0 and spend["input_tokens"] == 0
+
+
+def test_an_unconfigured_judge_fails_only_generation_and_keeps_retrieval(
+        redis_url: str, fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`judge: anthropic` on workers without credentials: judge_error with the reason, retrieval and labels kept."""
+    tmp = tmp_path_factory.mktemp("unconfigured")
+    env = {"RAGPULSE_QUEUE": f"nokey-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "",
+           "RAGPULSE_JUDGE_BASE_URL": fake.url}         # should credentials turn up anyway, nothing leaves
+    url, api = start_api(redis_url, tmp, env)
+    worker = start_worker(redis_url, tmp, env, name="nokey")
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            traces = examples(8)
+            job_id = client.post("/v1/batches", json={"traces": traces, "options": {"judge": "anthropic"}}).json()["job_id"]
+            job = wait_for_job(client, job_id)
+            items = results(client, job_id)
+            report = client.get(f"/v1/jobs/{job_id}/report").json()
+    finally:
+        api.stop()
+        worker.stop()
+    assert job["status"] == "finished_with_errors" and job["error"] is None
+    labelled = [i for i in items if i["labels"] == "labelled"]
+    assert labelled and all(i["retrieval"] is not None and "recall@5" in i["retrieval"] for i in labelled)
+    answered = [i for i in items if i["judge"] == "anthropic"]
+    assert answered and all(i["status"] == "judge_error" and i["generation"] is None for i in answered)
+    assert all("ANTHROPIC_API_KEY" in i["error"] for i in answered)
+    assert report["counts"]["labelled"] == len(labelled) and report["retrieval"]["recall@5"]["n"] == len(labelled)
+    assert report["generation"]["cost"]["judge_errors"] == len(answered)

@@ -44,7 +44,10 @@ class Counts(Struct):
     total: int
     ok: int
     failed: int
+    """Every trace not `ok`: failed, judge_error and skipped_budget."""
     labelled: int
+    """This and the next two: label states of the traces whose retrieval was evaluated (every status but failed,
+    so a judge_error or skipped_budget trace keeps its labels), matching the retrieval means' n."""
     no_relevant: int
     unlabelled: int
 

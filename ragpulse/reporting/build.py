@@ -56,7 +56,7 @@ def _method(options: BatchOptions) -> Method:
 
 
 def _counts(results: Sequence[TraceResult]) -> Counts:
-    labels = Counter(r.labels for r in results if r.status == "ok")
+    labels = Counter(r.labels for r in results if r.status != "failed")
     ok = sum(1 for r in results if r.status == "ok")
     return Counts(total=len(results), ok=ok, failed=len(results) - ok, labelled=labels["labelled"],
                   no_relevant=labels["no_relevant"], unlabelled=labels["unlabelled"])
