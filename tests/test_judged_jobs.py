@@ -199,3 +199,26 @@ def test_an_unconfigured_judge_fails_only_generation_and_keeps_retrieval(
     assert all("ANTHROPIC_API_KEY" in i["error"] for i in answered)
     assert report["counts"]["labelled"] == len(labelled) and report["retrieval"]["recall@5"]["n"] == len(labelled)
     assert report["generation"]["cost"]["judge_errors"] == len(answered)
+
+
+def test_calibration_labels_matching_no_judged_trace_are_422_and_keep_the_stored_one(judged: httpx.Client) -> None:
+    traces = examples(6) + [{"trace_id": "no-answer", "query": "q", "retrieved_docs": [{"id": "a", "text": "A."}]}]
+    job_id = judged.post("/v1/batches", json={"traces": traces, "options": {"judge": "anthropic"}}).json()["job_id"]
+    wait_for_job(judged, job_id)
+    items = [i for i in results(judged, job_id) if i["generation"]]
+    good = [{"trace_id": i["trace_id"], "faithful": not i["generation"]["hallucinated"]} for i in items]
+    assert judged.post("/v1/calibrations", json={"job_id": job_id, "labels": good}).status_code == 201
+    stored = judged.get(f"/v1/jobs/{job_id}/report").json()["calibration"]
+    assert stored["traces"]["accuracy"] == 1.0
+
+    stray = [{"trace_id": "typo-1", "faithful": True}, {"trace_id": "no-answer", "faithful": False}]
+    response = judged.post("/v1/calibrations", json={"job_id": job_id, "labels": stray})
+    assert response.status_code == 422, response.text
+    errors = response.json()["errors"]
+    assert [e["path"] for e in errors] == ["$.labels[0].trace_id", "$.labels[1].trace_id"]
+    assert f"typo-1 is not in job {job_id}" in errors[0]["message"]
+    assert "no-answer has no judge verdict" in errors[1]["message"]
+    assert judged.get(f"/v1/jobs/{job_id}/report").json()["calibration"] == stored
+
+    partly = judged.post("/v1/calibrations", json={"job_id": job_id, "labels": good + stray[:1]})
+    assert partly.status_code == 201 and partly.json()["unmatched_trace_ids"] == ["typo-1"]
