@@ -80,6 +80,9 @@ class GenerationMetric:
     prometheus: MetricDef | None = None
     """A histogram is observed with the per-trace value; a counter is incremented by it (0 or 1 for proportions).
     Its labels are drawn from `app` and `judge`."""
+    population: MetricDef | None = None
+    """A counter incremented by 1 for every trace in the metric's population (the report's n), so Prometheus
+    divides the `prometheus` counter by the same n as the report and the rolling monitor."""
 
 
 RETRIEVAL: tuple[RetrievalMetric, ...] = (
@@ -132,7 +135,10 @@ GENERATION: tuple[GenerationMetric, ...] = (
         "share of judged traces that made claims with at least one unsupported or contradicted claim",
         better="lower", breakdown=True, column="hallucination",
         prometheus=MetricDef("ragpulse_traces_hallucinated", "counter",
-                             "Judged traces with at least one unsupported or contradicted claim.", ("app", "judge"))),
+                             "Judged traces with at least one unsupported or contradicted claim.", ("app", "judge")),
+        population=MetricDef("ragpulse_traces_answered", "counter",
+                             "Judged traces that made claims: the hallucination rate's denominator (abstentions "
+                             "and answers without claims are out).", ("app", "judge"))),
     GenerationMetric(
         "unanswerable_hallucination_rate",
         _generation(lambda g: float(bool(g.unanswerable_hallucination)) if g.unanswerable else None), "proportion",
@@ -172,5 +178,5 @@ def retrieval_metric(key: str) -> RetrievalMetric:
 
 
 def prometheus_families() -> tuple[MetricDef, ...]:
-    """The Prometheus families the registry declares, for the metric catalog."""
-    return tuple(m.prometheus for m in GENERATION if m.prometheus is not None)
+    """The Prometheus families the registry declares (values and populations), for the metric catalog."""
+    return tuple(family for m in GENERATION for family in (m.prometheus, m.population) if family is not None)
