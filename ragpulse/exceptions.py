@@ -14,6 +14,7 @@
     ├── JudgeError             judging one trace failed; the trace is kept with status judge_error
     │   ├── JudgeOutputInvalid the judge's tool output stayed invalid or truncated after one repair
     │   ├── JudgeUnavailable   the provider kept failing (429, 529, 5xx, timeout) after bounded retries
+    │   ├── JudgeNotConfigured the judge has no credentials here: generation fails, retrieval metrics are kept
     │   └── JudgeAuthError     the provider rejected our credentials: the whole job fails at once
     ├── CallbackError          a job's completion callback cannot be delivered
     │   ├── CallbackRejected   the URL is not allowed (allowlist, scheme, internal address): never retried
@@ -93,6 +94,11 @@ class JudgeOutputInvalid(JudgeError):
 
 class JudgeUnavailable(JudgeError):
     """The judge provider kept failing (rate limit, overload, server error, timeout) after bounded retries."""
+
+
+class JudgeNotConfigured(JudgeError):
+    """The judge cannot run on this worker (no API key or token configured); nothing was sent. Each trace it was
+    asked to judge ends judge_error with this reason and keeps its retrieval metrics and labels."""
 
 
 class JudgeAuthError(JudgeError):

@@ -20,7 +20,10 @@ class CalibrationController(Controller):
 
     @post("/", status_code=201, sync_to_thread=True, summary="Calibrate a job's judge against human labels")
     def create(self, body: bytes, call: Call) -> Calibration:
-        """Accuracy and Cohen's kappa (with a 95% interval) between the judge and humans; a warning below 0.6."""
+        """Accuracy and Cohen's kappa (with a 95% interval) between the judge and humans; a warning below 0.6.
+
+        422 naming each `$.labels[i].trace_id` when no label matches a judged trace of the job; the stored
+        calibration is then left as it was."""
         store, tenant = call.store, call.tenant
         request = decode_body(body, CalibrationRequest)
         job = store.job(request.job_id, tenant)

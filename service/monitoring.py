@@ -55,7 +55,11 @@ class MonitorController(Controller):
     @get("/{app:str}", sync_to_thread=True, summary="Rolling hallucination rate and friends")
     def monitor(self, app: AppName, call: Call, window: Literal["5m", "1h", "24h"] = "1h") -> dict:
         """Judged traces, hallucination rate (Wilson 95%), unanswerable hallucination rate, mean faithfulness,
-        abstention rate, judge error rate, and the sample rate in force, over the window."""
+        abstention rate, judge error rate, and the sample rate in force, over the window.
+
+        hallucination_rate is the report's definition: hallucinated among judged traces that made claims (`answered`,
+        its n); abstentions and claim-less answers are out. Prometheus computes the same rate as
+        ragpulse_traces_hallucinated_total / ragpulse_traces_answered_total."""
         totals = window_totals(call.store.redis, call.tenant, app, WINDOWS[window])
         return monitor_view(totals, app, window, call.services.policies.get(call.tenant, app).sample_rate)
 

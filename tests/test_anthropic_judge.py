@@ -15,7 +15,7 @@ import redis
 
 from ragpulse.config.prices import call_cost
 from ragpulse.evaluation.trace import evaluate_trace
-from ragpulse.exceptions import JudgeAuthError, JudgeOutputInvalid, JudgeUnavailable
+from ragpulse.exceptions import JudgeAuthError, JudgeNotConfigured, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.anthropic_judge import AnthropicJudge, RetryPolicy
 from ragpulse.judges.kinds import make_judge
 from ragpulse.judges.prompt import PROMPT_VERSION, TOOL_NAME
@@ -347,3 +347,27 @@ def test_cache_tokens_reach_the_spend_and_the_metrics(fake: FakeAnthropic, redis
     assert tokens["cache_write"] == calls[0].cache_creation_input_tokens > 0
     assert tokens["cache_read"] == calls[1].cache_read_input_tokens > 0
     assert tokens["input"] == sum(c.input_tokens for c in calls)
+
+
+def test_a_judge_without_credentials_fails_each_trace_at_once_and_keeps_retrieval(
+        fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    trace = make_trace(gold_doc_ids=["w"])
+
+    async def run() -> list:
+        client = anthropic.AsyncAnthropic(base_url=fake.url, max_retries=0)
+        judge = AnthropicJudge(client, "claude-sonnet-4-6", 1024)
+        with pytest.raises(JudgeNotConfigured, match="ANTHROPIC_API_KEY"):
+            await judge.ajudge(trace)
+        judge.client = None  # type: ignore[assignment]   # a second trace must not reach the SDK at all
+        with pytest.raises(JudgeNotConfigured, match="ANTHROPIC_API_KEY"):
+            await judge.ajudge(trace)
+        result = await evaluate_trace(trace, 0, BatchOptions(), judge)
+        await client.close()
+        return [result]
+
+    [result] = asyncio.run(run())
+    assert result.status == "judge_error" and "ANTHROPIC_API_KEY" in (result.error or "")
+    assert result.labels == "labelled" and result.retrieval is not None and result.retrieval["recall@5"] == 1.0
+    assert fake.requests == []

@@ -64,6 +64,7 @@ def test_batch_is_evaluated_and_paginated(client: httpx.Client) -> None:
     assert report["retrieval"]["mrr"]["n"] == 2
     assert report["method"]["gain"] == "linear"
     assert report["worst"][0]["trace_id"] == "t1" and report["worst"][0]["missed_doc_ids"] == ["d9"]
+    assert [w["trace_id"] for w in report["worst"]] == ["t1"]           # t0 has recall@3 = 1: not failing
 
 
 def test_missing_labels_warn_on_the_202_and_the_job(client: httpx.Client) -> None:

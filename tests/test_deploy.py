@@ -41,7 +41,8 @@ RQ_QUEUE_LISTS = {"rq:queue:ragpulse-online", "rq:queue:ragpulse-batch"}
 
 METRICS = {
     "ragpulse_traces_received_total", "ragpulse_traces_sampled_total", "ragpulse_traces_judged_total",
-    "ragpulse_traces_hallucinated_total", "ragpulse_claims_total", "ragpulse_faithfulness",
+    "ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total", "ragpulse_claims_total",
+    "ragpulse_faithfulness",
     "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total",
     "ragpulse_abstentions_total", "ragpulse_judge_errors_total", "ragpulse_judge_requests_total",
     "ragpulse_judge_latency_seconds", "ragpulse_judge_tokens_total", "ragpulse_judge_cost_usd_total",
@@ -198,7 +199,21 @@ def test_hallucination_spike_thresholds_are_the_agreed_ones() -> None:
     expr = next(a for a in alert_rules() if a["alert"] == "HallucinationRateSpike")["expr"]
     assert "ratio15m > 0.2" in expr
     assert "> 2 * app:ragpulse_hallucination_rate:ratio24h_before15m" in expr
-    assert "app:ragpulse_traces_judged:increase15m >= 20" in expr
+    assert "app:ragpulse_traces_answered:increase15m >= 20" in expr
+
+
+def test_every_hallucination_rate_divides_by_answered_traces_as_the_report_does() -> None:
+    """Rules and panels: hallucinated / answered (judged traces that made claims), never / judged."""
+    rules = {rule.get("record"): rule["expr"] for group in load_yaml(PROMETHEUS / "alerts.yml")["groups"]
+             for rule in group["rules"]}
+    assert "ragpulse_traces_answered_total" in rules["app:ragpulse_traces_answered:increase15m"]
+    assert rules["app:ragpulse_hallucination_rate:ratio15m"].strip() == (
+        "app:ragpulse_traces_hallucinated:increase15m / app:ragpulse_traces_answered:increase15m")
+    assert "ragpulse_traces_answered_total" in rules["app:ragpulse_traces_answered:increase24h_before15m"]
+    for name in ("app:ragpulse_traces_hallucinated:increase15m", "app:ragpulse_hallucination_rate:ratio24h_before15m"):
+        assert "judged" not in rules[name], name
+    for legend, expr in wilson_exprs().items():
+        assert "ragpulse_traces_answered_total" in expr and "ragpulse_traces_judged_total" not in expr, legend
 
 
 # ---------------------------------------------------------------- Alertmanager
@@ -244,7 +259,7 @@ def wilson_exprs() -> dict[str, str]:
 
 
 WILSON_CASES = {
-    # app: (hallucinated per minute, judged per minute) over a 1h window -> (H, N)
+    # app: (hallucinated per minute, answered per minute) over a 1h window -> (H, N)
     "wil-mid": (2, 10),     # 120 of 600
     "wil-none": (0, 0.5),   # 0 of 30: the lower bound is exactly 0
     "wil-all": (0.5, 0.5),  # 30 of 30: the upper bound is exactly 1
@@ -256,14 +271,18 @@ def test_dashboard_wilson_band_matches_the_report_wilson_interval(promtool: str,
     """The band's PromQL, fed known counts, gives what ragpulse.metrics.stats.wilson_interval gives."""
     series, checks = [], []
     for app, (h_rate, n_rate) in WILSON_CASES.items():
-        hallucinated, judged = round(h_rate * 60), round(n_rate * 60)
-        lower, upper = wilson_interval(hallucinated, judged)
-        series.append({"series": f'ragpulse_traces_judged_total{{app="{app}",judge="local"}}', "values": f"0+{n_rate}x120"})
+        hallucinated, answered = round(h_rate * 60), round(n_rate * 60)
+        lower, upper = wilson_interval(hallucinated, answered)
+        series.append({"series": f'ragpulse_traces_answered_total{{app="{app}",judge="local"}}',
+                       "values": f"0+{n_rate}x120"})
+        # judged traces that made no claim (abstentions) are no part of the rate
+        series.append({"series": f'ragpulse_traces_judged_total{{app="{app}",judge="local"}}',
+                       "values": f"0+{2 * n_rate}x120"})
         if h_rate:  # wil-none has no hallucinated series at all, as before a first hallucination
             series.append({"series": f'ragpulse_traces_hallucinated_total{{app="{app}",judge="local"}}',
                            "values": f"0+{h_rate}x120"})
         for legend, expected in {"95% lower": lower, "95% upper": upper,
-                                 "hallucination rate": hallucinated / judged}.items():
+                                 "hallucination rate": hallucinated / answered}.items():
             expr = as_promql(wilson_exprs()[legend], app=app)
             checks.append({"expr": f"abs(({expr}) - {expected!r}) < bool 1e-6", "eval_time": "120m",
                            "exp_samples": [{"labels": f'{{app="{app}"}}', "value": 1}]})
@@ -284,7 +303,8 @@ def test_dashboard_wilson_band_is_filled_between_its_bounds() -> None:
 
 def test_dashboard_covers_quality_cost_queue_and_judge_status() -> None:
     queries = " ".join(target["expr"] for _, target in dashboard_targets())
-    for needed in ("ragpulse_traces_hallucinated_total", "ragpulse_faithfulness_bucket", "ragpulse_faithfulness_sum",
+    for needed in ("ragpulse_traces_hallucinated_total", "ragpulse_traces_answered_total",
+                   "ragpulse_faithfulness_bucket", "ragpulse_faithfulness_sum",
                    "ragpulse_judge_cost_usd_total", "ragpulse_queue_depth", "ragpulse_workers"):
         assert needed in queries, needed
     assert "max by (model, status) (rate(ragpulse_judge_requests_total" in queries

@@ -109,6 +109,20 @@ def test_primary_issue_fixes_retrieval_first_when_both_are_broken() -> None:
     assert primary_issue(Counter(retrieval_good_hallucinating=5, retrieval_poor_hallucinating=5)) == "retrieval"
     assert primary_issue(Counter(retrieval_good_hallucinating=6, retrieval_poor_faithful=2)) == "generation"
     assert primary_issue(Counter(retrieval_good_faithful=9)) == "none"
+    assert primary_issue(Counter()) == "insufficient_data"
+
+
+def test_an_empty_matrix_says_there_is_nothing_to_cross_not_that_all_is_well() -> None:
+    labelled = Trace(query="q", answer="x", gold_doc_ids=["a"], retrieved_docs=TRACE.retrieved_docs)
+    unjudged = [asyncio.run(evaluate_trace(labelled, i, BatchOptions())) for i in range(3)]      # judge: none
+    matrix = diagnostic_matrix(unjudged, 5)
+    assert matrix.n == 0 and matrix.primary_issue == "insufficient_data"
+    assert "judge the answers (judge: local or anthropic)" in matrix.next_step
+    assert "faithful" not in matrix.next_step
+    abstaining = [asyncio.run(evaluate_trace(labelled, 0, BatchOptions(), Scripted([], abstained=True)))]
+    matrix = diagnostic_matrix(abstaining, 5)
+    assert matrix.primary_issue == "insufficient_data" and matrix.excluded == {"abstained": 1}
+    assert "excluded" in matrix.next_step
 
 
 class Scripted:

@@ -160,3 +160,65 @@ def test_labels_decide_unanswerable_and_a_guess_after_a_refusal_is_counted(judge
     assert report["unanswerable"] == {"n": 4, "labelled": 4, "judged": 0, "abstained": 2, "hallucinated": 1,
                                       "answered_supported": 1}
     assert report["unanswerable_hallucination_rate"]["mean"] == 0.25             # 1 of the 4 labelled unanswerable
+
+
+def test_spend_counts_every_call_of_the_local_judge_at_no_cost(judged: httpx.Client) -> None:
+    body = {"traces": examples(12), "options": {"judge": "local"}}
+    job_id = judged.post("/v1/batches", json=body).json()["job_id"]
+    spend = wait_for_job(judged, job_id)["spend"]
+    cost = judged.get(f"/v1/jobs/{job_id}/report").json()["generation"]["cost"]
+    judged_traces = sum(1 for i in results(judged, job_id) if i["judgments"])
+    assert judged_traces > 0 and cost["calls"] == judged_traces
+    assert spend["judge_calls"] == cost["calls"]                      # the job view and the report agree
+    assert spend["cost_usd"] == 0.0 and spend["input_tokens"] == 0
+
+
+def test_an_unconfigured_judge_fails_only_generation_and_keeps_retrieval(
+        redis_url: str, fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`judge: anthropic` on workers without credentials: judge_error with the reason, retrieval and labels kept."""
+    tmp = tmp_path_factory.mktemp("unconfigured")
+    env = {"RAGPULSE_QUEUE": f"nokey-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "",
+           "RAGPULSE_JUDGE_BASE_URL": fake.url}         # should credentials turn up anyway, nothing leaves
+    url, api = start_api(redis_url, tmp, env)
+    worker = start_worker(redis_url, tmp, env, name="nokey")
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            traces = examples(8)
+            job_id = client.post("/v1/batches", json={"traces": traces, "options": {"judge": "anthropic"}}).json()["job_id"]
+            job = wait_for_job(client, job_id)
+            items = results(client, job_id)
+            report = client.get(f"/v1/jobs/{job_id}/report").json()
+    finally:
+        api.stop()
+        worker.stop()
+    assert job["status"] == "finished_with_errors" and job["error"] is None
+    labelled = [i for i in items if i["labels"] == "labelled"]
+    assert labelled and all(i["retrieval"] is not None and "recall@5" in i["retrieval"] for i in labelled)
+    answered = [i for i in items if i["judge"] == "anthropic"]
+    assert answered and all(i["status"] == "judge_error" and i["generation"] is None for i in answered)
+    assert all("ANTHROPIC_API_KEY" in i["error"] for i in answered)
+    assert report["counts"]["labelled"] == len(labelled) and report["retrieval"]["recall@5"]["n"] == len(labelled)
+    assert report["generation"]["cost"]["judge_errors"] == len(answered)
+
+
+def test_calibration_labels_matching_no_judged_trace_are_422_and_keep_the_stored_one(judged: httpx.Client) -> None:
+    traces = examples(6) + [{"trace_id": "no-answer", "query": "q", "retrieved_docs": [{"id": "a", "text": "A."}]}]
+    job_id = judged.post("/v1/batches", json={"traces": traces, "options": {"judge": "anthropic"}}).json()["job_id"]
+    wait_for_job(judged, job_id)
+    items = [i for i in results(judged, job_id) if i["generation"]]
+    good = [{"trace_id": i["trace_id"], "faithful": not i["generation"]["hallucinated"]} for i in items]
+    assert judged.post("/v1/calibrations", json={"job_id": job_id, "labels": good}).status_code == 201
+    stored = judged.get(f"/v1/jobs/{job_id}/report").json()["calibration"]
+    assert stored["traces"]["accuracy"] == 1.0
+
+    stray = [{"trace_id": "typo-1", "faithful": True}, {"trace_id": "no-answer", "faithful": False}]
+    response = judged.post("/v1/calibrations", json={"job_id": job_id, "labels": stray})
+    assert response.status_code == 422, response.text
+    errors = response.json()["errors"]
+    assert [e["path"] for e in errors] == ["$.labels[0].trace_id", "$.labels[1].trace_id"]
+    assert f"typo-1 is not in job {job_id}" in errors[0]["message"]
+    assert "no-answer has no judge verdict" in errors[1]["message"]
+    assert judged.get(f"/v1/jobs/{job_id}/report").json()["calibration"] == stored
+
+    partly = judged.post("/v1/calibrations", json={"job_id": job_id, "labels": good + stray[:1]})
+    assert partly.status_code == 201 and partly.json()["unmatched_trace_ids"] == ["typo-1"]

@@ -43,8 +43,9 @@ def test_names_are_unique_and_every_prometheus_family_is_in_the_catalog() -> Non
     names = [m.name for m in GENERATION] + [m.name for m in RETRIEVAL]
     assert len(names) == len(set(names))
     for metric in GENERATION:
-        if metric.prometheus is not None:
-            assert catalog.BY_NAME[metric.prometheus.name] is metric.prometheus
+        for family in (metric.prometheus, metric.population):
+            if family is not None:
+                assert catalog.BY_NAME[family.name] is family
 
 
 GROUNDED = {"id": "w1", "text": "The warranty lasts two years from the date of purchase."}

@@ -88,19 +88,25 @@ def test_metrics_add_up_across_two_workers(cluster_factory) -> None:
     app = f"m{uuid.uuid4().hex[:6]}"
     with FakeAnthropic(latency=0.02) as fake:
         cluster = cluster_factory(fake, 2, RAGPULSE_APPS=app, RAGPULSE_CHUNK_SIZE="4")
-        job_id = cluster.post(production(app, 40, app), queue="batch")
+        abstaining = [{**t, "trace_id": f"{app}-abstain-{i}", "answer": "I don't know."}
+                      for i, t in enumerate(production(app, 8, app))]
+        job_id = cluster.post(production(app, 40, app) + abstaining, queue="batch")
         assert wait_for_job(cluster.http, job_id, timeout=120)["status"] == "finished"
         assert all("evaluate_chunk" in w.output() for w in cluster.workers)      # both workers took chunks
         text = cluster.http.get("/metrics").text
-        assert sample(text, "ragpulse_traces_received_total", app=app) == 40
-        assert sample(text, "ragpulse_traces_judged_total", app=app, judge="anthropic") == 40
+        assert sample(text, "ragpulse_traces_received_total", app=app) == 48
+        assert sample(text, "ragpulse_traces_judged_total", app=app, judge="anthropic") == 48
+        assert sample(text, "ragpulse_traces_answered_total", app=app, judge="anthropic") == 40   # abstentions out
         assert sample(text, "ragpulse_traces_hallucinated_total", app=app, judge="anthropic") == 20
         assert sample(text, "ragpulse_claims_total", app=app, verdict="unsupported") == 20
         assert sample(text, "ragpulse_faithfulness_count", app=app) == 40
         assert sample(text, "ragpulse_judge_requests_total", model="claude-sonnet-4-6", status="ok") >= 40
         assert 'ragpulse_queue_depth{queue="online"}' in text and "ragpulse_workers 2.0" in text
         monitor = cluster.http.get(f"/v1/monitor/{app}", params={"window": "1h"}).json()
-        assert monitor["judged"] == 40 and monitor["hallucination_rate"]["rate"] == 0.5
+        report = cluster.http.get(f"/v1/jobs/{job_id}/report").json()["generation"]["hallucination_rate"]
+        assert monitor["judged"] == 48 and monitor["answered"] == 40
+        assert monitor["hallucination_rate"]["rate"] == report["mean"] == 0.5      # one definition, one number
+        assert monitor["hallucination_rate"]["n"] == report["n"] == 40
 
 
 def test_every_metric_the_rules_and_dashboard_use_is_exposed(client: httpx.Client) -> None:

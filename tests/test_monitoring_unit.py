@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import msgspec
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -105,3 +106,49 @@ def test_rolling_window_rates_with_wilson_intervals(redis_client) -> None:
 
 def test_bucket_increments_skip_unjudged_traces() -> None:
     assert bucket_increments(result("a", None)) == {"sampled": 1}
+
+
+def test_monitor_prometheus_and_report_share_one_hallucination_rate(redis_client) -> None:
+    """Hallucinated among judged traces that made claims: an abstention is in none of the three denominators."""
+    from ragpulse.model.trace import BatchOptions
+    from ragpulse.monitoring.counters import read_samples
+    from ragpulse.monitoring.recorder import count_result
+    from ragpulse.reporting.build import build_report
+
+    tenant, app, now = f"t-{uuid.uuid4().hex[:6]}", f"h-{uuid.uuid4().hex[:6]}", 1_800_000_000.0
+    abstention = msgspec.structs.replace(scored(False, None, abstained=True), claims=0, supported=0)
+    results = [result(app, scored(True, 0.5)), result(app, scored(False, 1.0)), result(app, scored(True, 0.0)),
+               result(app, abstention), result(app, abstention)]
+    report = build_report("job", BatchOptions(), results).generation.hallucination_rate
+    assert (report.mean, report.n) == (2 / 3, 3)
+
+    with redis_client.pipeline() as pipe:
+        for r in results:
+            queue_bucket(pipe, tenant, r, at=now)
+        pipe.execute()
+    view = monitor_view(window_totals(redis_client, tenant, app, 5, now=now), app, "5m", 1.0)
+    assert view["judged"] == 5 and view["answered"] == 3
+    assert view["hallucination_rate"]["rate"] == report.mean and view["hallucination_rate"]["n"] == report.n
+    assert view["abstention_rate"]["rate"] == 2 / 5                     # abstentions stay a share of judged
+
+    batch = MetricsBatch({app})
+    for r in results:
+        count_result(batch, r)
+    batch.flush(redis_client)
+    samples = {(name, labels.get("app")): value for name, rows in read_samples(redis_client).items()
+               for _, labels, value in rows if labels.get("app") == app and labels.get("judge") == "anthropic"}
+    hallucinated = samples[("ragpulse_traces_hallucinated", app)]
+    answered = samples[(catalog.TRACES_ANSWERED.name, app)]
+    assert (hallucinated, answered, samples[("ragpulse_traces_judged", app)]) == (2, 3, 5)
+    assert hallucinated / answered == report.mean
+
+
+def test_a_bucket_from_before_answered_keeps_its_old_denominator(redis_client) -> None:
+    tenant, app, now = f"t-{uuid.uuid4().hex[:6]}", "shop", 1_800_000_000.0
+    old = keys.monitor_bucket(tenant, app, int(now // 60) - 1)
+    redis_client.hset(old, mapping={"judged": 4, "hallucinated": 2})      # written by the previous version
+    with redis_client.pipeline() as pipe:
+        queue_bucket(pipe, tenant, result(app, scored(True, 0.5)), at=now)
+        pipe.execute()
+    view = monitor_view(window_totals(redis_client, tenant, app, 5, now=now), app, "5m", 1.0)
+    assert view["answered"] == 5 and view["hallucination_rate"]["rate"] == 3 / 5

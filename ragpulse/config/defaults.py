@@ -34,7 +34,7 @@ RESULTS_PAGE_MAX = 1000
 """Largest page of results one request may ask for."""
 
 WORST_TRACES = 20
-"""How many of the worst traces by recall the report lists."""
+"""At most how many failing traces (recall below 1) the report lists, worst first."""
 
 BOOTSTRAP_RESAMPLES = 1000
 """Resamples for bootstrap confidence intervals of means."""

@@ -19,8 +19,9 @@ async def evaluate_trace(
 ) -> TraceResult:
     """Retrieval metrics for every k, and generation metrics when a judge is given and the trace has an answer.
 
-    JudgeAuthError propagates (the job must fail); any other JudgeError makes the trace `judge_error`,
-    keeping its retrieval metrics and the failed calls.
+    JudgeAuthError propagates (the job must fail); any other JudgeError (JudgeNotConfigured included: a judge
+    without credentials) makes the trace `judge_error` with the reason, keeping its retrieval metrics, labels and
+    the failed calls.
     """
     result = TraceResult(**_identity(trace, index), status="ok", **_retrieval(trace, options))
     if judge is None or not trace.answer:

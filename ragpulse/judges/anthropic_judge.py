@@ -19,7 +19,7 @@ import anthropic
 import msgspec
 
 from ragpulse.config import defaults
-from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeOutputInvalid, JudgeUnavailable
+from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeNotConfigured, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.headers import pause_from_headers, retry_after
 from ragpulse.judges.prompt import (
     FIXED_PROMPT_TOKENS, PROMPT_VERSION, SYSTEM, TOOL, TOOL_NAME, estimate_input_tokens, repair_message, user_message,
@@ -102,6 +102,8 @@ class AnthropicJudge:
         """Learned ratio of reported input tokens to our character-based estimate (EMA), so token limits fill."""
         # This SDK generation no longer types `temperature`; it still reaches the API through the request body.
         self._extra_body = {"temperature": temperature} if temperature is not None else None
+        self._not_configured: str | None = None
+        """Set once the SDK has said it has no credentials: later traces fail at once, without the rate limiter."""
 
     async def aclose(self) -> None:
         """Close the HTTP client and the limiter's Redis connections (call before the event loop ends)."""
@@ -111,6 +113,8 @@ class AnthropicJudge:
 
     async def ajudge(self, trace: Trace) -> Judgment:
         """One structured call; if its output is invalid or truncated, one repair call; then JudgeOutputInvalid."""
+        if self._not_configured is not None:
+            raise JudgeNotConfigured(self._not_configured)
         messages: list[dict[str, Any]] = [{"role": "user", "content": user_message(trace)}]
         calls: list[JudgeCall] = []
         message = await self._call(messages, calls)
@@ -141,7 +145,8 @@ class AnthropicJudge:
             except TypeError as exc:  # how this SDK says that no API key or token is configured at all
                 if "authentication method" not in str(exc):
                     raise
-                raise JudgeAuthError("judge not configured: set ANTHROPIC_API_KEY (or use judge=local)", calls) from None
+                self._not_configured = "judge not configured: set ANTHROPIC_API_KEY (or use judge=local)"
+                raise JudgeNotConfigured(self._not_configured, calls) from None
             message = await raw.parse()
             calls.append(self._record(message, raw.headers.get("request-id"), time.perf_counter() - start))
             await self._settle(raw.headers, estimate, message)

@@ -11,8 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragpulse.exceptions import JudgeError
+
 if TYPE_CHECKING:
-    from ragpulse.model.verdicts import Judge, JudgeObserver
+    from ragpulse.model.trace import Trace
+    from ragpulse.model.verdicts import Judge, JudgeCall, JudgeObserver, Judgment
     from ragpulse.judges.ratelimit import JudgeLimiter
     from ragpulse.config.settings import Settings
 
@@ -70,7 +73,38 @@ def _limiter(settings: Settings) -> JudgeLimiter:
 def _local(settings: Settings, observer: JudgeObserver | None) -> Judge:
     from ragpulse.judges.local import LocalJudge  # noqa: PLC0415
 
-    return LocalJudge()
+    judge = LocalJudge()
+    return judge if observer is None else ReportingJudge(judge, observer)
+
+
+class ReportingJudge:
+    """A judge that does not report its own calls to the observer (the offline `local` judge), wrapped so that it
+    does: each call of a judgment, or of a failure, counts as one ok request. A job's spend and the judge request
+    metrics then count every call of every judge; the local judge's cost 0 (its model has no price)."""
+
+    def __init__(self, judge: Judge, observer: JudgeObserver) -> None:
+        self.judge, self.observer = judge, observer
+        self.name, self.model = judge.name, judge.model
+
+    async def ajudge(self, trace: Trace) -> Judgment:
+        """Judge through the wrapped judge, then report its calls."""
+        try:
+            judgment = await self.judge.ajudge(trace)
+        except JudgeError as exc:
+            self._report(exc.calls)
+            raise
+        self._report(judgment.calls)
+        return judgment
+
+    async def aclose(self) -> None:
+        """Close the wrapped judge."""
+        await self.judge.aclose()
+
+    def _report(self, calls: list[JudgeCall]) -> None:
+        for call in calls:
+            self.observer.request(call.model, "ok", call.latency_ms / 1000, call.input_tokens, call.output_tokens,
+                                  cache_read_input_tokens=call.cache_read_input_tokens,
+                                  cache_creation_input_tokens=call.cache_creation_input_tokens)
 
 
 JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (

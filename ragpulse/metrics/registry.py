@@ -21,9 +21,9 @@ from typing import Literal
 from ragpulse.model.results import TraceResult
 from ragpulse.metrics import retrieval as r
 from ragpulse.metrics.generation import GenerationScores, context_precision
+from ragpulse.metrics.stats import Aggregation
 from ragpulse.monitoring.definitions import SCORE_BUCKETS, MetricDef
 
-Aggregation = Literal["mean", "proportion"]
 Better = Literal["higher", "lower"]
 
 
@@ -51,10 +51,16 @@ class RetrievalMetric:
     """For `at_k` metrics, the target at k = 5."""
     breakdown: bool = False
     """Shown in the per-question-type and per-source tables (at the diagnostic k)."""
+    best: float = 1.0
+    """The value of a perfect ranking; a trace short of it fails this metric."""
 
     def key(self, k: int) -> str:
         """The result and report key of this metric at k (`recall@5`, or `mrr` for a whole-ranking metric)."""
         return f"{self.name}@{k}" if self.at_k else self.name
+
+    def falls_short(self, value: float) -> bool:
+        """True when `value` is worse than the metric's best value."""
+        return value < self.best if self.better == "higher" else value > self.best
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,9 @@ class GenerationMetric:
     prometheus: MetricDef | None = None
     """A histogram is observed with the per-trace value; a counter is incremented by it (0 or 1 for proportions).
     Its labels are drawn from `app` and `judge`."""
+    population: MetricDef | None = None
+    """A counter incremented by 1 for every trace in the metric's population (the report's n), so Prometheus
+    divides the `prometheus` counter by the same n as the report and the rolling monitor."""
 
 
 RETRIEVAL: tuple[RetrievalMetric, ...] = (
@@ -128,7 +137,10 @@ GENERATION: tuple[GenerationMetric, ...] = (
         "share of judged traces that made claims with at least one unsupported or contradicted claim",
         better="lower", breakdown=True, column="hallucination",
         prometheus=MetricDef("ragpulse_traces_hallucinated", "counter",
-                             "Judged traces with at least one unsupported or contradicted claim.", ("app", "judge"))),
+                             "Judged traces with at least one unsupported or contradicted claim.", ("app", "judge")),
+        population=MetricDef("ragpulse_traces_answered", "counter",
+                             "Judged traces that made claims: the hallucination rate's denominator (abstentions "
+                             "and answers without claims are out).", ("app", "judge"))),
     GenerationMetric(
         "unanswerable_hallucination_rate",
         _generation(lambda g: float(bool(g.unanswerable_hallucination)) if g.unanswerable else None), "proportion",
@@ -163,6 +175,11 @@ GENERATION_BY_NAME: dict[str, GenerationMetric] = {m.name: m for m in GENERATION
 RETRIEVAL_BY_NAME: dict[str, RetrievalMetric] = {m.name: m for m in RETRIEVAL}
 
 
+def retrieval_metric(key: str) -> RetrievalMetric:
+    """The retrieval metric behind a result or report key (`recall@5` -> recall, `mrr` -> mrr)."""
+    return RETRIEVAL_BY_NAME[key.split("@", 1)[0]]
+
+
 def prometheus_families() -> tuple[MetricDef, ...]:
-    """The Prometheus families the registry declares, for the metric catalog."""
-    return tuple(m.prometheus for m in GENERATION if m.prometheus is not None)
+    """The Prometheus families the registry declares (values and populations), for the metric catalog."""
+    return tuple(family for m in GENERATION for family in (m.prometheus, m.population) if family is not None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -15,6 +16,9 @@ Z95 = 1.959963984540054
 
 BOOTSTRAP_METHOD = f"percentile bootstrap, {defaults.BOOTSTRAP_RESAMPLES} resamples, seed {defaults.BOOTSTRAP_SEED}"
 WILSON_METHOD = "wilson score interval"
+
+Aggregation = Literal["mean", "proportion"]
+"""How a metric aggregates, as the metric registry declares it: the interval method follows from it alone."""
 
 
 class Estimate(msgspec.Struct, kw_only=True):
@@ -38,45 +42,42 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
 
 
 def is_binary(values: Sequence[float]) -> bool:
-    """True when every value is 0 or 1, so the mean is a proportion."""
+    """True when every value is 0 or 1."""
     return all(v in (0.0, 1.0) for v in values)
 
 
-def estimate(values: Sequence[float], aggregation: str = "mean") -> Estimate:
-    """Mean with a Wilson interval for 0/1 data, else a fixed-seed percentile bootstrap.
+def estimate(values: Sequence[float], aggregation: Aggregation) -> Estimate:
+    """The mean with the interval its declared aggregation calls for, whatever the values happen to be.
 
-    `aggregation="proportion"` insists on 0/1 data (ValueError otherwise): a share is never bootstrapped.
+    `proportion`: a Wilson interval (ValueError unless every value is 0 or 1: a share is never bootstrapped).
+    `mean`: a fixed-seed percentile bootstrap, also when the values happen to be 0/1.
     """
     n = len(values)
     mean = math.fsum(values) / n
-    binary = is_binary(values)
-    if aggregation == "proportion" and not binary:
-        raise ValueError("a proportion needs 0/1 values")
-    if binary:
+    if aggregation == "proportion":
+        if not is_binary(values):
+            raise ValueError("a proportion needs 0/1 values")
         return Estimate(mean=mean, n=n, ci95=wilson_interval(round(mean * n), n), ci_method=WILSON_METHOD)
     low, high = bootstrap_intervals(np.asarray(values, dtype=float)[:, None])[0]
     return Estimate(mean=mean, n=n, ci95=(low, high), ci_method=BOOTSTRAP_METHOD)
 
 
-def estimate_columns(columns: Mapping[str, Sequence[float]]) -> dict[str, Estimate]:
-    """Estimate several metrics measured on the same queries, resampling queries once for all of them."""
+def estimate_columns(columns: Mapping[str, Sequence[float]],
+                     aggregations: Mapping[str, Aggregation]) -> dict[str, Estimate]:
+    """Estimate several metrics measured on the same queries, each by its declared aggregation; the means'
+    bootstrap resamples queries once for all of them."""
     names = [name for name, values in columns.items() if len(values) > 0]
-    if not names:
-        return {}
-    lengths = {len(columns[name]) for name in names}
-    if len(lengths) != 1:
-        return {name: estimate(columns[name]) for name in names}
-    matrix = np.asarray([columns[name] for name in names], dtype=float).T
-    intervals = bootstrap_intervals(matrix)
-    result = {}
-    for j, name in enumerate(names):
-        values = columns[name]
-        if is_binary(values):
-            result[name] = estimate(values)
-        else:
-            result[name] = Estimate(mean=math.fsum(values) / len(values), n=len(values),
-                                    ci95=intervals[j], ci_method=BOOTSTRAP_METHOD)
-    return result
+    means = [name for name in names if aggregations[name] == "mean"]
+    result = {name: estimate(columns[name], "proportion") for name in names if aggregations[name] == "proportion"}
+    if len({len(columns[name]) for name in means}) > 1:
+        result.update({name: estimate(columns[name], "mean") for name in means})
+    elif means:
+        matrix = np.asarray([columns[name] for name in means], dtype=float).T
+        for name, interval in zip(means, bootstrap_intervals(matrix), strict=True):
+            values = columns[name]
+            result[name] = Estimate(mean=math.fsum(values) / len(values), n=len(values), ci95=interval,
+                                    ci_method=BOOTSTRAP_METHOD)
+    return {name: result[name] for name in names}
 
 
 def bootstrap_intervals(

@@ -44,7 +44,10 @@ class Counts(Struct):
     total: int
     ok: int
     failed: int
+    """Every trace not `ok`: failed, judge_error and skipped_budget."""
     labelled: int
+    """This and the next two: label states of the traces whose retrieval was evaluated (every status but failed,
+    so a judge_error or skipped_budget trace keeps its labels), matching the retrieval means' n."""
     no_relevant: int
     unlabelled: int
 
@@ -156,6 +159,7 @@ class DiagnosticMatrix(Struct):
     n: int
     excluded: dict[str, int]
     primary_issue: str
+    """`retrieval`, `generation`, `none` (no problem cell dominates) or `insufficient_data` (no trace to cross)."""
     next_step: str
 
 
@@ -169,7 +173,7 @@ class Failure(Struct):
 
 WorstTrace = dict[str, Union[str, int, float, list[str]]]  # noqa: UP007
 """`trace_id`, `index`, `metric` (e.g. `recall@5`), `value`, the same value under the metric's name, and
-`missed_doc_ids`."""
+`missed_doc_ids`. Only traces that fail the metric (below its best value) are listed, worst first."""
 
 
 class Report(Struct):
@@ -185,6 +189,7 @@ class Report(Struct):
     by_question_type: dict[str, Group]
     by_source: dict[str, Group]
     worst: list[WorstTrace]
+    """Labelled traces whose recall at the largest k is below 1, worst first (at most 20); empty when none fails."""
     failures: list[Failure]
     calibration: Calibration | None = None
     """The judge's agreement with human labels, once POST /v1/calibrations has been called for this job."""

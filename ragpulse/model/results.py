@@ -36,7 +36,8 @@ class Progress(msgspec.Struct, kw_only=True):
 
 
 class Spend(msgspec.Struct, kw_only=True):
-    """Judge usage and cost of a job, counting every call made (retries and repairs included)."""
+    """Judge usage and cost of a job, counting every call of every judge (retries and repairs included; the
+    offline `local` judge's calls count too, at no cost), as the report's `generation.cost.calls` does."""
 
     judge_calls: int
     input_tokens: int

@@ -41,6 +41,9 @@ JOB_DURATION = MetricDef("ragpulse_job_duration_seconds", "histogram", "Seconds 
 
 FAITHFULNESS = GENERATION_BY_NAME["faithfulness"].prometheus
 TRACES_HALLUCINATED = GENERATION_BY_NAME["hallucination_rate"].prometheus
+TRACES_ANSWERED = GENERATION_BY_NAME["hallucination_rate"].population
+"""The hallucination rate is ragpulse_traces_hallucinated_total / ragpulse_traces_answered_total: hallucinated among
+judged traces that made claims, the report's and /v1/monitor's definition (abstentions and claim-less traces out)."""
 UNANSWERABLE_HALLUCINATIONS = GENERATION_BY_NAME["unanswerable_hallucination_rate"].prometheus
 """Families declared with their metric in ragpulse.metrics.registry, named here for the alert rules' sake."""
 

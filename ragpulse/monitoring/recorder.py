@@ -38,11 +38,16 @@ def count_result(batch: MetricsBatch, result: TraceResult) -> None:
 
 
 def count_registered(batch: MetricsBatch, result: TraceResult, labels: dict[str, str]) -> None:
-    """Every registry metric with a Prometheus family: a histogram observes the per-trace value, a counter adds it."""
+    """Every registry metric with a Prometheus family: a histogram observes the per-trace value, a counter adds it;
+    a population counter counts the trace once when it is in the metric's population."""
     for metric in GENERATION:
-        family = metric.prometheus
         value = metric.per_trace(result)
-        if family is None or value is None:
+        if value is None:
+            continue
+        if metric.population is not None:
+            batch.inc(metric.population, {name: labels[name] for name in metric.population.labels})
+        family = metric.prometheus
+        if family is None:
             continue
         series = {name: labels[name] for name in family.labels}
         if family.kind == "histogram":

@@ -8,6 +8,7 @@ from typing import Any
 import redis
 
 from ragpulse.config import keys
+from ragpulse.metrics.registry import GENERATION_BY_NAME
 from ragpulse.model.results import TraceResult
 from ragpulse.metrics.stats import WILSON_METHOD, wilson_interval
 
@@ -15,8 +16,10 @@ WINDOWS = {"5m": 5, "1h": 60, "24h": 1440}
 """Window name -> minutes."""
 BUCKET_TTL_SECONDS = 25 * 3600
 """A minute bucket outlives the longest window by an hour."""
-FIELDS = ("judged", "hallucinated", "unanswerable", "unanswerable_hallucinated", "abstained", "judge_errors",
-          "faithfulness_sum", "faithfulness_n", "sampled", "not_sampled")
+FIELDS = ("judged", "answered", "hallucinated", "unanswerable", "unanswerable_hallucinated", "abstained",
+          "judge_errors", "faithfulness_sum", "faithfulness_n", "sampled", "not_sampled")
+HALLUCINATION_RATE = GENERATION_BY_NAME["hallucination_rate"]
+"""The report's metric: hallucinated among judged traces that made claims. `answered` counts its population."""
 
 
 def minute(now: float | None = None) -> int:
@@ -34,7 +37,10 @@ def bucket_increments(result: TraceResult) -> dict[str, float]:
     g = result.generation
     if g is None:
         return inc
-    inc.update(judged=1, hallucinated=float(g.hallucinated), abstained=float(g.abstained))
+    inc.update(judged=1, abstained=float(g.abstained))
+    hallucinated = HALLUCINATION_RATE.per_trace(result)
+    if hallucinated is not None:
+        inc.update(answered=1, hallucinated=hallucinated)
     if g.unanswerable:
         inc.update(unanswerable=1, unanswerable_hallucinated=float(bool(g.unanswerable_hallucination)))
     if g.faithfulness is not None:
@@ -56,17 +62,30 @@ def window_totals(client: redis.Redis, tenant: str, app: str, minutes: int, now:
     with client.pipeline(transaction=False) as pipe:
         for m in range(last - minutes + 1, last + 1):
             pipe.hmget(keys.monitor_bucket(tenant, app, m), FIELDS)
-        rows = pipe.execute()
+        rows = [_legacy(row) for row in pipe.execute()]
     return {name: sum(float(row[i] or 0) for row in rows) for i, name in enumerate(FIELDS)}
 
 
+def _legacy(row: list) -> list:
+    """A minute bucket written before `answered` existed (it expires within 25 hours) keeps its old denominator,
+    judged traces, so that no window counts more hallucinated traces than answered ones."""
+    answered, judged = FIELDS.index("answered"), FIELDS.index("judged")
+    if row[answered] is None and row[judged] is not None:
+        return [row[judged] if i == answered else value for i, value in enumerate(row)]
+    return row
+
+
 def monitor_view(totals: dict[str, float], app: str, window: str, sample_rate: float) -> dict[str, Any]:
-    """Rates with Wilson 95% intervals; a rate over zero traces is null, never 0."""
+    """Rates with Wilson 95% intervals; a rate over zero traces is null, never 0.
+
+    hallucination_rate is the report's: hallucinated among judged traces that made claims (`answered`);
+    abstentions and other claim-less answers are out of it, as in Prometheus' hallucinated / answered.
+    """
     judged = int(totals["judged"])
     return {
-        "app": app, "window": window, "judged": judged, "sample_rate": sample_rate,
-        "sampled": int(totals["sampled"]), "not_sampled": int(totals["not_sampled"]),
-        "hallucination_rate": _rate(totals["hallucinated"], judged),
+        "app": app, "window": window, "judged": judged, "answered": int(totals["answered"]),
+        "sample_rate": sample_rate, "sampled": int(totals["sampled"]), "not_sampled": int(totals["not_sampled"]),
+        "hallucination_rate": _rate(totals["hallucinated"], totals["answered"]),
         "unanswerable_hallucination_rate": _rate(totals["unanswerable_hallucinated"], totals["unanswerable"]),
         "mean_faithfulness": totals["faithfulness_sum"] / totals["faithfulness_n"] if totals["faithfulness_n"] else None,
         "abstention_rate": _rate(totals["abstained"], judged),

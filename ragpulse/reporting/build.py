@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from ragpulse.config import defaults
 from ragpulse.model.results import TraceResult
+from ragpulse.metrics.registry import RETRIEVAL_BY_NAME, RetrievalMetric, retrieval_metric
 from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
 from ragpulse.reporting.diagnostics import diagnostic_matrix
 from ragpulse.reporting.generation_section import generation_section, group_generation
@@ -14,6 +15,8 @@ from ragpulse.model.report import CiMethods, Counts, Failure, Group, Method, Rep
 from ragpulse.model.trace import BatchOptions
 
 GAIN_FORMULAS = {"linear": "gain = grade", "exponential": "gain = 2^grade - 1"}
+WORST_BY: RetrievalMetric = RETRIEVAL_BY_NAME["recall"]
+"""The worst traces are the labelled ones short of this metric's best value (at the largest k), worst first."""
 
 
 def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResult]) -> Report:
@@ -53,7 +56,7 @@ def _method(options: BatchOptions) -> Method:
 
 
 def _counts(results: Sequence[TraceResult]) -> Counts:
-    labels = Counter(r.labels for r in results if r.status == "ok")
+    labels = Counter(r.labels for r in results if r.status != "failed")
     ok = sum(1 for r in results if r.status == "ok")
     return Counts(total=len(results), ok=ok, failed=len(results) - ok, labelled=labels["labelled"],
                   no_relevant=labels["no_relevant"], unlabelled=labels["unlabelled"])
@@ -64,7 +67,7 @@ def _aggregate(labelled: Sequence[TraceResult]) -> dict[str, Estimate]:
     for result in labelled:
         for name, value in (result.retrieval or {}).items():
             columns[name].append(value)
-    return estimate_columns(columns)
+    return estimate_columns(columns, {name: retrieval_metric(name).aggregation for name in columns})
 
 
 def _breakdown(results: Sequence[TraceResult], key: Callable[[TraceResult], str | None]) -> dict[str, Group]:
@@ -81,8 +84,11 @@ def _group(group: list[TraceResult]) -> Group:
 
 
 def _worst(labelled: Sequence[TraceResult], k: int) -> list[WorstTrace]:
-    metric = f"recall@{k}"
-    ranked = sorted(labelled, key=lambda r: (r.retrieval or {})[metric])
-    return [{"trace_id": r.trace_id, "index": r.index, "metric": metric, "value": (r.retrieval or {})[metric],
-             metric: (r.retrieval or {})[metric], "missed_doc_ids": r.missed_doc_ids}
-            for r in ranked[: defaults.WORST_TRACES]]
+    """Only failing traces (short of the metric's best value), worst first; empty when none fails."""
+    metric = WORST_BY.key(k)
+    failing = [(r, (r.retrieval or {})[metric]) for r in labelled]
+    failing = [(r, value) for r, value in failing if WORST_BY.falls_short(value)]
+    ranked = sorted(failing, key=lambda pair: pair[1], reverse=WORST_BY.better == "lower")
+    return [{"trace_id": r.trace_id, "index": r.index, "metric": metric, "value": value, metric: value,
+             "missed_doc_ids": r.missed_doc_ids}
+            for r, value in ranked[: defaults.WORST_TRACES]]

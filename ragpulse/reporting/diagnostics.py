@@ -18,7 +18,12 @@ NEXT_STEPS = {
     "generation": "Retrieval surfaces the evidence but answers stray from it: tighten the prompt (answer only from "
                   "the context, say 'I don't know'), or change the generator model.",
     "none": "No problem cell dominates: retrieval is good and answers are faithful on the judged traces.",
+    "insufficient_data": "No trace was judged: judge the answers (judge: local or anthropic) to cross retrieval "
+                         "with generation.",
 }
+NOT_CROSSABLE = ("No judged trace could be crossed (see `excluded`: answers that made no claim, or traces with "
+                 "neither gold labels nor judged context relevance): nothing to conclude yet.")
+"""The next step when traces were judged but none made claims with a retrieval signal."""
 
 
 def retrieval_good(result: TraceResult, k: int) -> bool | None:
@@ -49,6 +54,8 @@ def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> DiagnosticMatri
     names = ["retrieval_good_faithful", "retrieval_good_hallucinating", "retrieval_poor_faithful",
              "retrieval_poor_hallucinating"]
     primary = primary_issue(cells)
+    judged = any(r.generation is not None for r in results)
+    next_step = NOT_CROSSABLE if primary == "insufficient_data" and judged else NEXT_STEPS[primary]
     return DiagnosticMatrix(
         retrieval_good_means=f"recall@{k} >= {RECALL_GOOD} with gold labels, else mean context relevance >= "
                              f"{CONTEXT_RELEVANCE_GOOD}",
@@ -56,12 +63,15 @@ def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> DiagnosticMatri
         n=total,
         excluded=dict(excluded),
         primary_issue=primary,
-        next_step=NEXT_STEPS[primary],
+        next_step=next_step,
     )
 
 
 def primary_issue(cells: Counter[str]) -> str:
-    """Retrieval when poor-retrieval cells outweigh the generator-problem cell (both broken: retrieval first)."""
+    """Retrieval when poor-retrieval cells outweigh the generator-problem cell (both broken: retrieval first);
+    `insufficient_data` when no trace reached a cell, so an empty matrix never reads as a clean bill of health."""
+    if sum(cells.values()) == 0:
+        return "insufficient_data"
     generator = cells["retrieval_good_hallucinating"]
     retrieval = cells["retrieval_poor_faithful"] + cells["retrieval_poor_hallucinating"]
     if generator == 0 and retrieval == 0:

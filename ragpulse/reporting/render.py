@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
 from ragpulse.metrics.stats import Estimate
-from ragpulse.reporting.build import diagnostic_k
+from ragpulse.reporting.build import WORST_BY, diagnostic_k
 from ragpulse.model.report import DiagnosticMatrix, Group, Report
 
 NOTE_HEURISTIC = "  NOTE: `local` is an offline heuristic, not an LLM judge"
@@ -78,6 +78,10 @@ def _matrix(matrix: DiagnosticMatrix) -> list[str]:
         c = matrix.cells[name]
         return f"{c.count:>5} ({c.share:.0%})" if c.share is not None else f"{c.count:>5}"
 
+    if matrix.n == 0:
+        excluded = ", ".join(f"{n} {why}" for why, n in matrix.excluded.items())
+        return [f"DIAGNOSTIC MATRIX (no trace to cross{'; excluded: ' + excluded if excluded else ''})",
+                f"  primary issue: {matrix.primary_issue}. {matrix.next_step}"]
     return [
         f"DIAGNOSTIC MATRIX ({matrix.n} traces; retrieval good = {matrix.retrieval_good_means})",
         f"  {'':<18}{'faithful':>14}{'hallucinating':>16}",
@@ -99,9 +103,10 @@ def _breakdown_table(groups: Mapping[str, Group], k: int) -> list[str]:
 
 
 def _worst(report: Report) -> list[str]:
+    metric = WORST_BY.key(max(report.method.k))
     if not report.worst:
-        return []
-    rows = ["", f"WORST TRACES by {report.worst[0]['metric']}"]
+        return ["", f"WORST TRACES by {metric}: none below {WORST_BY.best:.3f}"] if report.retrieval else []
+    rows = ["", f"WORST TRACES by {metric} (below {WORST_BY.best:.3f}, worst first)"]
     for row in report.worst[:10]:
         missed = ", ".join(row["missed_doc_ids"]) or "-"  # type: ignore[arg-type]
         rows.append(f"  {row['trace_id']:<28} {row['value']:6.3f}  missed: {missed}")

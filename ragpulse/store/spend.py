@@ -1,4 +1,5 @@
-"""Judge spend: what each job and each tenant's day cost, counting every call made (retries and repairs too)."""
+"""Judge spend: what each job and each tenant's day cost, counting every call of every judge (retries and repairs
+too; the offline local judge's at no cost)."""
 
 from __future__ import annotations
 
