@@ -1,55 +1,73 @@
-"""End to end: `ragpulse up` as a subprocess, `ragpulse eval examples/...` against it, clean shutdown."""
+"""End to end: `ragpulse up` as a subprocess, `ragpulse eval examples/...` against it, clean shutdown; what `up`
+does when it cannot start, and that nothing it started outlives it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from ragpulse.ops.redis_server import free_port
-from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_until_up
+from ragpulse.ops.lifetime import alive
+from ragpulse.ops.redis_server import DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, sweep_stale
+from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_for_line
 
 pytestmark = pytest.mark.integration
 EXAMPLES = ROOT / "examples" / "acme_support_traces.jsonl"
+UP = [sys.executable, "-m", "ragpulse.ops.cli", "up"]
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "State:\tZ" not in status.read_text()
+def user_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """A new user's environment: no REDIS_URL (so `up` starts its own Redis), no judge key, temp files in `tmp`."""
+    env = child_env("unused", {"TMPDIR": str(tmp), **extra})
+    env.pop("REDIS_URL")
+    env.pop("ANTHROPIC_API_KEY", None)
+    return env
+
+
+def redis_child(pid: int) -> int:
+    [found] = [kid for kid in children_of(pid) if b"redis-server" in Path(f"/proc/{kid}/cmdline").read_bytes()]
+    return found
+
+
+def wait_gone(pids: set[int], timeout: float = 15.0) -> set[int]:
+    """The pids still alive after waiting up to `timeout` for all of them to exit."""
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return {pid for pid in pids if alive(pid)}
 
 
 @pytest.fixture
 def ragpulse_up(tmp_path: Path):
-    """`ragpulse up` with no REDIS_URL, so it starts its own Redis, as a new user would."""
+    """`ragpulse up` with no REDIS_URL, so it starts its own Redis, as a new user would; waited for as the README
+    says: until it prints "ragpulse is up"."""
     port = free_port()
-    env = child_env("unused", {"RAGPULSE_PORT": str(port)})
-    env.pop("REDIS_URL")
-    proc = spawn([sys.executable, "-m", "ragpulse.ops.cli", "up", "--port", str(port), "--workers", "2"],
-                 env, tmp_path / "up.log")
-    url = f"http://127.0.0.1:{port}"
-    wait_until_up(url, proc)
-    yield url, proc
+    env = user_env(tmp_path, RAGPULSE_PORT=str(port))
+    proc = spawn([*UP, "--port", str(port), "--workers", "2"], env, tmp_path / "up.log")
+    wait_for_line(proc, "ragpulse is up")
+    yield f"http://127.0.0.1:{port}", proc, env
     proc.stop()
 
 
-def test_up_then_eval_examples_then_clean_stop(ragpulse_up: tuple[str, Proc]) -> None:
-    url, up = ragpulse_up
-    result = subprocess.run(
-        [sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", url, "--k", "1", "5", "10",
-         "--judge", "local"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env("unused"),
-    )
+def test_up_then_eval_examples_then_clean_stop(ragpulse_up) -> None:
+    url, up, env = ragpulse_up
+    # "is up" means ready: the API answers and reaches Redis, and a worker is registered, at once.
+    assert httpx.get(f"{url}/readyz").status_code == 200
+    workers = re.search(r"^ragpulse_workers (\S+)$", httpx.get(f"{url}/metrics").text, re.M)
+    assert workers and float(workers.group(1)) >= 1
+
+    result = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", url],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert result.returncode == 0, result.stderr
     report = result.stdout
     assert "recall@5" in report and "ndcg@10" in report and "BY QUESTION TYPE" in report and "BY SOURCE" in report
@@ -67,15 +85,89 @@ def test_up_then_eval_examples_then_clean_stop(ragpulse_up: tuple[str, Proc]) ->
     assert len(kids) >= 4                                          # redis, api, two workers
     up.process.send_signal(signal.SIGTERM)
     assert up.process.wait(30) == 0
-    deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in kids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [pid for pid in kids if alive(pid)], up.output()
+    assert not wait_gone(kids), up.output()
+    assert not list(Path(env["TMPDIR"]).glob(f"{DIR_PREFIX}*"))    # the private Redis's directory is removed
 
 
-def test_eval_exits_non_zero_when_the_server_is_unreachable() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", f"http://127.0.0.1:{free_port()}"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env("unused"),
-    )
-    assert result.returncode != 0 and "cannot reach" in result.stderr
+def test_up_fails_fast_when_the_port_is_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([*UP, "--port", str(port), "--workers", "1"], capture_output=True, text=True,
+                                timeout=60, cwd=ROOT, env=user_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert "is up" not in result.stdout + result.stderr
+    assert not list(tmp_path.glob(f"{DIR_PREFIX}*"))               # it started nothing, not even Redis
+
+
+def test_up_fails_when_the_api_exits_before_it_is_ready(tmp_path: Path) -> None:
+    # An API that cannot start (here: a `service` package that exits at once, found first from the working
+    # directory) must fail `up`, not be announced and then restarted.
+    fake = tmp_path / "service"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text("import sys\nsys.exit('ragpulse api: cannot start')\n")
+    env = user_env(tmp_path)
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{ROOT}"
+    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1"], env, tmp_path / "up.log", cwd=tmp_path)
+    try:
+        code = proc.process.wait(60)
+    finally:
+        proc.stop()
+    output = proc.output()
+    assert code == 1, output
+    assert "the API exited with 1 before it answered" in output and "is up" not in output
+    assert not list(tmp_path.glob(f"{DIR_PREFIX}*"))               # and it cleaned up after itself
+
+
+def test_a_sigkilled_up_leaves_no_process_and_its_redis_directory_is_swept(tmp_path: Path) -> None:
+    env = user_env(tmp_path)
+    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1"], env, tmp_path / "up.log")
+    try:
+        wait_for_line(proc, "ragpulse is up")
+        kids = children_of(proc.process.pid)
+        redis_pid = redis_child(proc.process.pid)
+        [directory] = tmp_path.glob(f"{DIR_PREFIX}*")
+        assert json.loads((directory / OWNER_FILE).read_text())["owner_pid"] == proc.process.pid
+        proc.process.send_signal(signal.SIGKILL)
+        proc.process.wait(10)
+    finally:
+        proc.stop()
+    assert len(kids) >= 3                                          # redis, api, one worker
+    left = wait_gone(kids)
+    assert redis_pid not in left, "the private redis-server outlived `ragpulse up`"
+    assert not left, f"orphaned children: {left}\n{proc.output()}"
+    # The directory's owner is dead, so the next private Redis (any `ragpulse up`, any test session) removes it.
+    assert directory.exists()
+    assert sweep_stale(tmp_path) == [directory] and not directory.exists()
+
+
+def test_sweep_shuts_down_a_redis_left_running_by_a_dead_owner(tmp_path: Path, monkeypatch) -> None:
+    """The fallback where the kernel cannot tie Redis to its owner: the next sweep stops it, checked by its dir."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    orphan = PrivateRedis().start()
+    live = tmp_path / f"{DIR_PREFIX}live"
+    live.mkdir()
+    (live / OWNER_FILE).write_text(json.dumps({"owner_pid": os.getpid(), "port": 1, "redis_pid": None}))
+    unowned = tmp_path / f"{DIR_PREFIX}old"
+    unowned.mkdir()
+    try:
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True, check=True)
+        owner = json.loads((orphan.directory / OWNER_FILE).read_text())
+        assert owner == {"owner_pid": os.getpid(), "port": orphan.port, "redis_pid": orphan.process.pid}
+        (orphan.directory / OWNER_FILE).write_text(json.dumps({**owner, "owner_pid": int(dead.stdout)}))
+        assert sweep_stale() == [orphan.directory]
+        assert orphan.process.wait(10) == 0                           # SHUTDOWN NOSAVE: a clean exit
+        assert not orphan.directory.exists() and live.exists() and unowned.exists()
+    finally:
+        orphan.stop()
+
+
+def test_eval_exits_1_when_the_server_is_unreachable() -> None:
+    server = f"http://127.0.0.1:{free_port()}"
+    result = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", server],
+                            capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env("unused"))
+    assert result.returncode == 1 and "cannot reach" in result.stderr

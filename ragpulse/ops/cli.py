@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--host", default=os.environ.get("RAGPULSE_HOST", defaults.DEFAULT_HOST))
     up.add_argument("--port", type=int, default=int(os.environ.get("RAGPULSE_PORT", defaults.DEFAULT_PORT)))
     up.add_argument("--workers", type=int, default=2)
+    up.add_argument("--ready-timeout", type=float, default=120.0, metavar="SECONDS",
+                    help="give up when the API and a worker are not ready within this time")
     up.set_defaults(run=_up)
     ev = sub.add_parser("eval", help="post a JSON/JSONL trace file to a running service and print the report")
     ev.add_argument("file", type=Path)
@@ -55,8 +57,8 @@ def _up(args: argparse.Namespace) -> int:
 
     try:
         Settings.from_env(host=args.host, port=args.port).check_safe_to_serve()
-        return Stack(host=args.host, port=args.port, workers=args.workers,
-                     redis_url=os.environ.get("REDIS_URL")).run()
+        return Stack(host=args.host, port=args.port, workers=args.workers, redis_url=os.environ.get("REDIS_URL"),
+                     ready_timeout=args.ready_timeout).run()
     except ConfigError as exc:
         print(f"ragpulse up: {exc}", file=sys.stderr)
         return 2
