@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -19,11 +20,26 @@ import pytest
 
 from ragpulse.ops.lifetime import alive
 from ragpulse.ops.redis_server import DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, sweep_stale
+from ragpulse.ops.stack import RQ_LOG_LEVEL, Stack
 from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_for_line
 
 pytestmark = pytest.mark.integration
 EXAMPLES = ROOT / "examples" / "acme_support_traces.jsonl"
 UP = [sys.executable, "-m", "ragpulse.ops.cli", "up"]
+
+
+def walkthrough() -> list[str]:
+    """The commands of the README's walk-through, comments stripped."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"## Walk-through.*?```bash\n(.*?)```", text, re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def venv_ready() -> bool:
+    """`./scripts/run` will not reinstall: .venv is set up and its install is newer than pyproject.toml."""
+    stamps = [ROOT / ".venv" / ".ragpulse-installed", ROOT / ".venv" / ".ragpulse-installed-test"]
+    newest = max((s.stat().st_mtime for s in stamps if s.exists()), default=0)
+    return (ROOT / ".venv" / "bin" / "ragpulse").exists() and newest >= (ROOT / "pyproject.toml").stat().st_mtime
 
 
 def user_env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -48,26 +64,30 @@ def wait_gone(pids: set[int], timeout: float = 15.0) -> set[int]:
 
 
 @pytest.fixture
-def ragpulse_up(tmp_path: Path):
-    """`ragpulse up` with no REDIS_URL, so it starts its own Redis, as a new user would; waited for as the README
-    says: until it prints "ragpulse is up"."""
+def readme_stack(tmp_path: Path):
+    """The README's first command, `./scripts/run &`, on a free port (RAGPULSE_PORT), waited for as it says."""
+    if not venv_ready():
+        pytest.skip("needs the .venv that ./scripts/test sets up")
+    commands = walkthrough()
+    assert commands[0] == "./scripts/run &", commands
     port = free_port()
     env = user_env(tmp_path, RAGPULSE_PORT=str(port))
-    proc = spawn([*UP, "--port", str(port), "--workers", "2"], env, tmp_path / "up.log")
+    proc = spawn(shlex.split(commands[0].rstrip("&")), env, tmp_path / "up.log")
     wait_for_line(proc, "ragpulse is up")
-    yield f"http://127.0.0.1:{port}", proc, env
+    yield f"http://127.0.0.1:{port}", proc, commands, env
     proc.stop()
 
 
-def test_up_then_eval_examples_then_clean_stop(ragpulse_up) -> None:
-    url, up, env = ragpulse_up
+def test_readme_walkthrough_from_is_up_to_eval_and_clean_stop(readme_stack) -> None:
+    url, up, commands, env = readme_stack
     # "is up" means ready: the API answers and reaches Redis, and a worker is registered, at once.
     assert httpx.get(f"{url}/readyz").status_code == 200
     workers = re.search(r"^ragpulse_workers (\S+)$", httpx.get(f"{url}/metrics").text, re.M)
     assert workers and float(workers.group(1)) >= 1
 
-    result = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", url],
-                            capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    # The README's second command, literally: its --server default follows RAGPULSE_PORT.
+    assert commands[1] == ".venv/bin/ragpulse eval examples/acme_support_traces.jsonl"
+    result = subprocess.run(commands[1], shell=True, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert result.returncode == 0, result.stderr
     report = result.stdout
     assert "recall@5" in report and "ndcg@10" in report and "BY QUESTION TYPE" in report and "BY SOURCE" in report
@@ -81,6 +101,12 @@ def test_up_then_eval_examples_then_clean_stop(ragpulse_up) -> None:
     results = httpx.get(f"{url}/v1/jobs/{job_id}/results", params={"limit": 1000}).json()["items"]
     assert len(results) == 65 and {r["status"] for r in results} == {"ok"}
 
+    output = up.output()
+    assert not re.search(r" rq\.\S+ INFO ", output), output     # RQ's per-job lines stay out of the terminal
+    assert "Ctrl-C" not in output                                  # stdin is no terminal: nobody can press it
+
+    # The third command, `kill %1`, sends SIGTERM to the job.
+    assert commands[2] == "kill %1"
     kids = children_of(up.process.pid)
     assert len(kids) >= 4                                          # redis, api, two workers
     up.process.send_signal(signal.SIGTERM)
@@ -164,6 +190,47 @@ def test_sweep_shuts_down_a_redis_left_running_by_a_dead_owner(tmp_path: Path, m
         assert not orphan.directory.exists() and live.exists() and unowned.exists()
     finally:
         orphan.stop()
+
+
+def test_the_stack_quiets_rq_unless_ragpulse_log_level_is_set(monkeypatch) -> None:
+    stack = Stack(host="127.0.0.1", port=1, workers=1)
+    monkeypatch.delenv("RAGPULSE_LOG_LEVEL", raising=False)
+    assert stack.worker_argv()[-2:] == ["--rq-log-level", RQ_LOG_LEVEL] and RQ_LOG_LEVEL == "WARNING"
+    monkeypatch.setenv("RAGPULSE_LOG_LEVEL", "info")
+    assert "--rq-log-level" not in stack.worker_argv()
+
+
+FOREGROUND_CHECK = f"{sys.executable} -c 'from ragpulse.ops.stack import in_foreground; print(in_foreground())'"
+
+
+def on_a_terminal(script: str) -> str:
+    """Run `script` under bash with job control, in a new session whose controlling terminal is a fresh pty."""
+    import fcntl  # noqa: PLC0415
+    import pty  # noqa: PLC0415
+    import termios  # noqa: PLC0415
+
+    def own_the_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(["bash", "-c", f"set -m; {script}"], stdin=follower, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=own_the_terminal,
+                                env=child_env("unused"), cwd=ROOT)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_ctrl_c_is_offered_only_in_the_foreground_of_a_terminal() -> None:
+    assert on_a_terminal(FOREGROUND_CHECK) == "True"
+    assert on_a_terminal(f"{FOREGROUND_CHECK} & wait") == "False"       # `./scripts/run &`
+    no_tty = subprocess.run(shlex.split(FOREGROUND_CHECK), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            timeout=60, env=child_env("unused"), cwd=ROOT)
+    assert no_tty.stdout.strip() == "False"
 
 
 def test_eval_exits_1_when_the_server_is_unreachable() -> None:

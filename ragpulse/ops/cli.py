@@ -12,42 +12,86 @@ from typing import Any
 import msgspec
 
 from ragpulse.config import defaults
-from ragpulse.ops.client import Client, batches, read_traces
+from ragpulse.config.settings import Settings, log_level
 from ragpulse.exceptions import ClientError, ConfigError
 from ragpulse.judges import kinds
 from ragpulse.model.report import Report
+from ragpulse.ops.client import Client, batches, read_traces
 from ragpulse.reporting.render import render_report
-from ragpulse.config.settings import Settings
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows `(default: ...)` after every option that has one; options defaulting to None say theirs in words."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ragpulse` console script."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        level = log_level()
+    except ConfigError as exc:
+        print(f"ragpulse: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     return args.run(args)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragpulse", description=__doc__)
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
-    up = sub.add_parser("up", help="run Redis, the API and workers with embedded defaults")
-    up.add_argument("--host", default=os.environ.get("RAGPULSE_HOST", defaults.DEFAULT_HOST))
-    up.add_argument("--port", type=int, default=int(os.environ.get("RAGPULSE_PORT", defaults.DEFAULT_PORT)))
-    up.add_argument("--workers", type=int, default=2)
-    up.add_argument("--ready-timeout", type=float, default=120.0, metavar="SECONDS",
+    up = sub.add_parser(
+        "up", formatter_class=_HelpFormatter, help="run Redis, the API and workers with embedded defaults",
+        description="Run Redis (private, unless REDIS_URL is set), the API and RQ workers. Prints \"ragpulse is "
+                    "up\" once GET /readyz answers 200 and a worker is registered; exits 2 when the port is taken "
+                    "or the settings are invalid, 1 when the stack fails to start or keeps crashing.")
+    up.add_argument("--host", default=os.environ.get("RAGPULSE_HOST", defaults.DEFAULT_HOST),
+                    help="address the API listens on; RAGPULSE_HOST sets the default")
+    up.add_argument("--port", type=int, default=int(os.environ.get("RAGPULSE_PORT") or defaults.DEFAULT_PORT),
+                    help="port the API listens on; RAGPULSE_PORT sets the default")
+    up.add_argument("--workers", type=_positive_int, default=2, help="RQ worker processes")
+    up.add_argument("--ready-timeout", type=_positive_float, default=120.0, metavar="SECONDS",
                     help="give up when the API and a worker are not ready within this time")
     up.set_defaults(run=_up)
-    ev = sub.add_parser("eval", help="post a JSON/JSONL trace file to a running service and print the report")
-    ev.add_argument("file", type=Path)
-    ev.add_argument("--server", default=f"http://{defaults.DEFAULT_HOST}:{defaults.DEFAULT_PORT}")
-    ev.add_argument("--k", type=int, nargs="+", help="retrieval cutoffs (default 1 3 5 10)")
-    ev.add_argument("--gain", choices=["linear", "exponential"])
+    ev = sub.add_parser(
+        "eval", formatter_class=_HelpFormatter,
+        help="post a JSON/JSONL trace file to a running service and print the report",
+        description="Post a JSON or JSONL trace file to a running service in batches, wait, and print the report.")
+    ev.add_argument("file", type=Path, help="a .jsonl file (one trace per line) or a .json file (a list of traces, "
+                                             "or an object with a \"traces\" list)")
+    ev.add_argument("--server", default=f"http://{defaults.DEFAULT_HOST}:"
+                                        f"{os.environ.get('RAGPULSE_PORT') or defaults.DEFAULT_PORT}",
+                    help="base URL of the service; its port follows RAGPULSE_PORT when that is set")
+    ev.add_argument("--k", type=_positive_int, nargs="+", metavar="K",
+                    help="retrieval cutoffs (default: the service's, 1 3 5 10)")
+    ev.add_argument("--gain", choices=["linear", "exponential"], help="nDCG gain (default: linear)")
     ev.add_argument("--judge", choices=kinds.names(),
-                    help="judge for generation metrics (default: the service's; `local` is an offline heuristic)")
-    ev.add_argument("--repeats", type=int, choices=[1, 2], help="2 judges every trace twice and reports agreement")
-    ev.add_argument("--batch-size", type=int, default=defaults.MAX_TRACES_PER_BATCH)
-    ev.add_argument("--api-key", default=os.environ.get("RAGPULSE_API_KEY"))
+                    help="judge for generation metrics (default: the service's, `anthropic` when it has "
+                         "ANTHROPIC_API_KEY, else `local`, an offline heuristic)")
+    ev.add_argument("--repeats", type=int, choices=[1, 2],
+                    help="2 judges every trace twice and reports agreement (default: 1)")
+    ev.add_argument("--batch-size", type=_positive_int, default=defaults.MAX_TRACES_PER_BATCH, metavar="N",
+                    help="traces per POST; a larger file is posted in several batches")
+    ev.add_argument("--api-key", help="key sent as `Authorization: Bearer` (default: RAGPULSE_API_KEY)")
     ev.set_defaults(run=_eval)
     return parser
 
@@ -76,7 +120,7 @@ def _eval(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError) as exc:
         print(f"ragpulse eval: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
-    client = Client(args.server, args.api_key)
+    client = Client(args.server, args.api_key or os.environ.get("RAGPULSE_API_KEY"))
     worst = 0
     try:
         for batch in batches(traces, args.batch_size):

@@ -32,6 +32,9 @@ RESTART_LIMIT = 5
 """Restarts allowed per child before the whole stack gives up."""
 READY_TIMEOUT_SECONDS = 120.0
 """How long `ragpulse up` waits for the API and a worker before it gives up."""
+RQ_LOG_LEVEL = "WARNING"
+"""Level of RQ's loggers in the stack's workers unless RAGPULSE_LOG_LEVEL is set: RQ logs several INFO lines per
+job, which would interleave with `ragpulse eval` output in the same terminal."""
 _WORKERS_GAUGE = re.compile(r"^ragpulse_workers (\S+)$", re.M)
 
 
@@ -51,6 +54,14 @@ def check_port_free(host: str, port: int) -> None:
                 raise ConfigError(f"port {port} on {host} is already in use (another `ragpulse up`?); stop that "
                                   "process or choose another port with --port or RAGPULSE_PORT") from None
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def in_foreground(fd: int = 0) -> bool:
+    """True when `fd` is a terminal whose foreground process group is ours: Ctrl-C there reaches us."""
+    try:
+        return os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
 
 
 def probe_host(host: str) -> str:
@@ -118,11 +129,16 @@ class Stack:
             if failed is not None:
                 return failed
             workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
-            print(f"ragpulse is up: http://{self.host}:{self.port}  (redis {self._url}, {workers}; Ctrl-C stops)",
-                  flush=True)
+            hint = "; Ctrl-C stops" if in_foreground() else ""  # only where a Ctrl-C can reach us
+            print(f"ragpulse is up: http://{self.host}:{self.port}  (redis {self._url}, {workers}{hint})", flush=True)
             return self._supervise()
         finally:
             self._shutdown()
+
+    def worker_argv(self) -> list[str]:
+        """The worker command: RQ's loggers at WARNING unless RAGPULSE_LOG_LEVEL asks for something else."""
+        argv = [sys.executable, "-m", "worker"]
+        return argv if os.environ.get("RAGPULSE_LOG_LEVEL") else [*argv, "--rq-log-level", RQ_LOG_LEVEL]
 
     def _start(self) -> None:
         url = self.redis_url
@@ -133,7 +149,7 @@ class Stack:
         self._url = url
         env = {**os.environ, "REDIS_URL": url, "RAGPULSE_HOST": self.host, "RAGPULSE_PORT": str(self.port)}
         self.children = [Child("api", [sys.executable, "-m", "service"], env)] + [
-            Child(f"worker-{n}", [sys.executable, "-m", "worker"], env) for n in range(1, self.workers + 1)
+            Child(f"worker-{n}", self.worker_argv(), env) for n in range(1, self.workers + 1)
         ]
         for child in self.children:
             child.start()
