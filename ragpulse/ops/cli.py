@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,29 @@ import msgspec
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings, log_level
-from ragpulse.exceptions import ClientError, ConfigError
+from ragpulse.exceptions import ClientError, ConfigError, TraceFileError, TracesRejected
 from ragpulse.judges import kinds
 from ragpulse.model.report import Report
-from ragpulse.ops.client import Client, batches, read_traces
+from ragpulse.model.results import TERMINAL
+from ragpulse.model.trace import BatchOptions
+from ragpulse.ops.client import Client, TraceFile, batches, read_traces
+from ragpulse.reporting.build import build_report
 from ragpulse.reporting.render import render_report
+
+EXIT_OK = 0
+"""`ragpulse eval`: every trace was evaluated and the report printed."""
+EXIT_FAILED = 1
+"""A job failed, the service could not be reached, or it answered another error (such as 401 for a wrong key)."""
+EXIT_USAGE = 2
+"""Bad arguments (argparse's own code), or a trace file that cannot be read, is not valid JSON/JSONL, or holds no
+traces."""
+EXIT_TRACES_FAILED = 3
+"""The report was printed, but some traces failed (it lists them under FAILED TRACES)."""
+EXIT_REJECTED = 4
+"""The service rejected the traces: schema violations (each named with its trace and line), or a batch over its
+limits. Nothing was evaluated."""
+
+_TRACE_PATH = re.compile(r"^\$\.traces\[(\d+)\](.*)$")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -36,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         level = log_level()
     except ConfigError as exc:
         print(f"ragpulse: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     return args.run(args)
@@ -75,7 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser(
         "eval", formatter_class=_HelpFormatter,
         help="post a JSON/JSONL trace file to a running service and print the report",
-        description="Post a JSON or JSONL trace file to a running service in batches, wait, and print the report.")
+        description="Post a JSON or JSONL trace file to a running service, wait, and print one report over all "
+                    f"its traces. Exit codes: {EXIT_OK} ok; {EXIT_FAILED} a job failed or the service could not "
+                    f"be reached or answered an error; {EXIT_USAGE} bad arguments, or the file cannot be read, is "
+                    f"not JSON/JSONL or holds no traces; {EXIT_TRACES_FAILED} some traces failed; "
+                    f"{EXIT_REJECTED} the service rejected the traces (schema violations, limits).")
     ev.add_argument("file", type=Path, help="a .jsonl file (one trace per line) or a .json file (a list of traces, "
                                              "or an object with a \"traces\" list)")
     ev.add_argument("--server", default=f"http://{defaults.DEFAULT_HOST}:"
@@ -90,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--repeats", type=int, choices=[1, 2],
                     help="2 judges every trace twice and reports agreement (default: 1)")
     ev.add_argument("--batch-size", type=_positive_int, default=defaults.MAX_TRACES_PER_BATCH, metavar="N",
-                    help="traces per POST; a larger file is posted in several batches")
+                    help="traces per POST; a larger file is posted as several jobs and still gets one report")
     ev.add_argument("--api-key", help="key sent as `Authorization: Bearer` (default: RAGPULSE_API_KEY)")
     ev.set_defaults(run=_eval)
     return parser
@@ -117,39 +140,96 @@ def _eval(args: argparse.Namespace) -> int:
             options[name] = getattr(args, name)
     try:
         traces = read_traces(args.file)
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"ragpulse eval: cannot read {args.file}: {exc}", file=sys.stderr)
-        return 2
+    except TraceFileError as exc:
+        print(f"ragpulse eval: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     client = Client(args.server, args.api_key or os.environ.get("RAGPULSE_API_KEY"))
-    worst = 0
     try:
-        for batch in batches(traces, args.batch_size):
-            accepted = client.submit(batch, options)
-            for warning in accepted["warnings"]:
-                print(f"warning: {warning['message']}", file=sys.stderr)
-            job = client.wait(accepted["job_id"], _progress_bar)
-            print(file=sys.stderr)
-            if job["status"] == "failed":
-                print(f"job {job['job_id']} failed: {job['error']}", file=sys.stderr)
-                worst = max(worst, 1)
-                continue
-            print(render_report(msgspec.convert(client.report(job["job_id"]), Report)))
-            if job["status"] == "finished_with_errors":
-                worst = max(worst, 3)
+        return _evaluate(client, traces, options, args.batch_size)
+    except TracesRejected:
+        return EXIT_REJECTED
     except ClientError as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)
-        return 1
-    return worst
+        return EXIT_FAILED
 
 
-def _progress_bar(job: dict[str, Any]) -> None:
-    progress = job["progress"]
-    total = max(progress["total"], 1)
-    finished = progress["done"] + progress["failed"]
-    filled = int(30 * finished / total)
-    print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {finished}/{total} {job['status']:<22}",
+def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int) -> int:
+    """Post the traces (in several jobs when there are more than `size`), wait, print one report over all."""
+    parts = list(batches(file.traces, size))
+    if len(parts) > 1:
+        print(f"posting {len(file.traces)} traces as {len(parts)} jobs of at most {size}; one report covers all",
+              file=sys.stderr)
+        for offset, part in parts:  # check every batch first, so a bad one does not leave the others running
+            _post(client, file, offset, part, options, dry_run=True)
+    posted = [(offset, _post(client, file, offset, part, options)) for offset, part in parts]
+    jobs = client.wait_all([job_id for _, job_id in posted], _progress_bar)
+    print(file=sys.stderr)
+    failed = [job for job in jobs if job["status"] == "failed"]
+    for job in failed:
+        print(f"job {job['job_id']} failed: {job['error']}", file=sys.stderr)
+    if failed:
+        return EXIT_FAILED
+    if len(posted) == 1:
+        report = msgspec.convert(client.report(posted[0][1]), Report)
+    else:
+        report = _one_report(client, posted, options)
+    print(render_report(report))
+    return EXIT_TRACES_FAILED if any(job["status"] == "finished_with_errors" for job in jobs) else EXIT_OK
+
+
+def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any]], options: dict[str, Any],
+          dry_run: bool = False) -> str:
+    """POST one batch; returns its job id. A rejection is reported with each error's trace and line in the file."""
+    try:
+        accepted = client.submit(part, options, dry_run=dry_run)
+    except TracesRejected as exc:
+        print(f"ragpulse eval: the service rejected {file.path}: {exc}", file=sys.stderr)
+        for error in exc.errors[:50]:
+            print(f"  {_locate(error.get('path', ''), offset, file)}: {error.get('message', '')}", file=sys.stderr)
+        if exc.status == 413:
+            print("  (a smaller --batch-size sends fewer traces per request)", file=sys.stderr)
+        raise
+    if dry_run:
+        return ""
+    scope = f" (traces {offset + 1}-{offset + len(part)})" if len(part) < len(file.traces) else ""
+    for warning in accepted["warnings"]:
+        print(f"warning{scope}: {warning['message']}", file=sys.stderr)
+    return accepted["job_id"]
+
+
+def _locate(path: str, offset: int, file: TraceFile) -> str:
+    """`trace 7 (line 7): $.traces[6].query` for the batch path `$.traces[2].query` of a batch starting at 4."""
+    found = _TRACE_PATH.match(path)
+    if not found:
+        return path
+    index = offset + int(found.group(1))
+    return f"{file.where(index)}: $.traces[{index}]{found.group(2)}"
+
+
+def _one_report(client: Client, posted: list[tuple[int, str]], options: dict[str, Any]) -> Report:
+    """The report over every job's traces, built from their per-trace results exactly as a worker builds a job's
+    report (ragpulse.reporting.build), with each trace's index its position in the file."""
+    results = []
+    for offset, job_id in posted:
+        results += [msgspec.structs.replace(r, index=r.index + offset) for r in client.results(job_id)]
+    return build_report(" + ".join(job_id for _, job_id in posted), msgspec.convert(options, BatchOptions), results)
+
+
+def _progress_bar(jobs: list[dict[str, Any]]) -> None:
+    total = max(sum(job["progress"]["total"] for job in jobs), 1)
+    finished = sum(job["progress"]["done"] + job["progress"]["failed"] + job["progress"].get("skipped", 0)
+                   for job in jobs)
+    filled = int(30 * min(finished, total) / total)
+    print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {finished}/{total} {_status(jobs):<22}",
           end="", file=sys.stderr, flush=True)
 
+
+def _status(jobs: list[dict[str, Any]]) -> str:
+    """One status for several jobs: the worst terminal one once all ended, else running (or queued)."""
+    statuses = {job["status"] for job in jobs}
+    if statuses <= TERMINAL:
+        return next(s for s in ("failed", "finished_with_errors", "finished") if s in statuses)
+    return "queued" if statuses == {"queued"} else "running"
 
 if __name__ == "__main__":
     sys.exit(main())
