@@ -19,7 +19,9 @@
     ├── CallbackError          a job's completion callback cannot be delivered
     │   ├── CallbackRejected   the URL is not allowed (allowlist, scheme, internal address): never retried
     │   └── DeliveryFailed     the receiver is unreachable or did not answer 2xx: retried with backoff
-    └── ClientError            `ragpulse eval`: the service answered an error or could not be reached
+    ├── ClientError            `ragpulse eval`: the service answered an error or could not be reached
+    │   └── TracesRejected     the service rejected the traces themselves (400, 413, 422), with every failing path
+    └── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
 """
 
 from __future__ import annotations
@@ -119,3 +121,17 @@ class DeliveryFailed(CallbackError):
 
 class ClientError(RagpulseError):
     """The service answered with an error, or could not be reached (the `ragpulse eval` client)."""
+
+
+class TracesRejected(ClientError):
+    """The service rejected the posted traces (malformed, schema violations, over a limit): the file must change."""
+
+    def __init__(self, message: str, status: int, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.errors = errors or []
+        """The problem details' `errors`: `{path, message}` with paths such as `$.traces[3].query`."""
+
+
+class TraceFileError(RagpulseError):
+    """`ragpulse eval`'s trace file cannot be read, is not valid JSON/JSONL, or holds no traces."""

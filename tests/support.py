@@ -47,10 +47,24 @@ class Proc:
         return self.log.read_text(errors="replace")
 
 
-def spawn(argv: list[str], env: dict[str, str], log: Path) -> Proc:
-    """Start a child with stdout and stderr in `log`."""
+def spawn(argv: list[str], env: dict[str, str], log: Path, cwd: Path = ROOT) -> Proc:
+    """Start a child with stdout and stderr in `log` and no terminal on stdin."""
     handle = log.open("wb")
-    return Proc(subprocess.Popen(argv, env=env, stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT), log)
+    return Proc(subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
+                                 cwd=cwd), log)
+
+
+def wait_for_line(proc: Proc, text: str, timeout: float = 120.0) -> str:
+    """Block until `text` appears in the process's output (returns the output so far); fail if it exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        output = proc.output()
+        if text in output:
+            return output
+        if proc.process.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.process.returncode} before {text!r}:\n{proc.output()}")
+        time.sleep(0.05)
+    raise RuntimeError(f"{text!r} did not appear within {timeout} s:\n{proc.output()}")
 
 
 def start_api(redis_url: str, tmp: Path, extra: Mapping[str, str] | None = None) -> tuple[str, Proc]:

