@@ -151,6 +151,19 @@ def test_a_file_over_batch_size_gets_one_report_over_all_traces(stack: LiveStack
 
 
 @pytest.mark.integration
+def test_html_writes_the_report_page_of_the_printed_report(stack: LiveStack, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    result = ragpulse_eval(EXAMPLES, "--server", stack.url, "--judge", "local", "--batch-size", "40", "--html", page)
+    assert result.returncode == 0, result.stderr
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!doctype html>") and "<script" not in html and "Offline heuristic judge" in html
+    faithfulness = re.search(r"faithfulness\s+(\d\.\d{3})", result.stdout).group(1)   # the printed report's figure
+    assert re.search(rf"data-metric='faithfulness'><td>faithfulness</td><td class=num data-mean='[0-9.]+'>"
+                     rf"{faithfulness}<", html)
+    assert html.count("class=trace ") >= 5                                   # failing traces with their claims
+
+
+@pytest.mark.integration
 def test_traces_the_service_rejects_exit_4_naming_their_lines(stack: LiveStack, tmp_path: Path) -> None:
     lines = EXAMPLES.read_text().splitlines()[:30]
     lines[24] = json.dumps({"answer": "no query"})                      # trace 25, in the second batch of 20

@@ -17,10 +17,11 @@ from ragpulse.config.settings import Settings, log_level
 from ragpulse.exceptions import ClientError, ConfigError, TraceFileError, TracesRejected
 from ragpulse.judges import kinds
 from ragpulse.model.report import Report
-from ragpulse.model.results import TERMINAL
+from ragpulse.model.results import TERMINAL, TraceResult
 from ragpulse.model.trace import BatchOptions
 from ragpulse.ops.client import Client, TraceFile, batches, read_traces
 from ragpulse.reporting.build import build_report
+from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.reporting.render import render_report
 
 EXIT_OK = 0
@@ -114,6 +115,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="2 judges every trace twice and reports agreement (default: 1)")
     ev.add_argument("--batch-size", type=_positive_int, default=defaults.MAX_TRACES_PER_BATCH, metavar="N",
                     help="traces per POST; a larger file is posted as several jobs and still gets one report")
+    ev.add_argument("--html", type=Path, metavar="FILE",
+                    help="also write the report as one self-contained HTML page to FILE (no script, no external URL; "
+                         "default: no page)")
     ev.add_argument("--api-key", help="key sent as `Authorization: Bearer` (default: RAGPULSE_API_KEY)")
     ev.set_defaults(run=_eval)
     return parser
@@ -145,7 +149,7 @@ def _eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     client = Client(args.server, args.api_key or os.environ.get("RAGPULSE_API_KEY"))
     try:
-        return _evaluate(client, traces, options, args.batch_size)
+        return _evaluate(client, traces, options, args.batch_size, args.html)
     except TracesRejected:
         return EXIT_REJECTED
     except ClientError as exc:
@@ -153,8 +157,9 @@ def _eval(args: argparse.Namespace) -> int:
         return EXIT_FAILED
 
 
-def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int) -> int:
-    """Post the traces (in several jobs when there are more than `size`), wait, print one report over all."""
+def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int, html: Path | None = None) -> int:
+    """Post the traces (in several jobs when there are more than `size`), wait, print one report over all (and
+    write it as a page to `html`)."""
     parts = list(batches(file.traces, size))
     if len(parts) > 1:
         print(f"posting {len(file.traces)} traces as {len(parts)} jobs of at most {size}; one report covers all",
@@ -169,11 +174,16 @@ def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: in
         print(f"job {job['job_id']} failed: {job['error']}", file=sys.stderr)
     if failed:
         return EXIT_FAILED
+    results = _all_results(client, posted) if html is not None or len(posted) > 1 else []
     if len(posted) == 1:
         report = msgspec.convert(client.report(posted[0][1]), Report)
     else:
-        report = _one_report(client, posted, options)
+        report = build_report(" + ".join(job_id for _, job_id in posted), msgspec.convert(options, BatchOptions),
+                              results)
     print(render_report(report))
+    if html is not None:
+        html.write_text(render_html(report, failing_traces(report, results)), encoding="utf-8")
+        print(f"report page written to {html}", file=sys.stderr)
     return EXIT_TRACES_FAILED if any(job["status"] == "finished_with_errors" for job in jobs) else EXIT_OK
 
 
@@ -206,13 +216,13 @@ def _locate(path: str, offset: int, file: TraceFile) -> str:
     return f"{file.where(index)}: $.traces[{index}]{found.group(2)}"
 
 
-def _one_report(client: Client, posted: list[tuple[int, str]], options: dict[str, Any]) -> Report:
-    """The report over every job's traces, built from their per-trace results exactly as a worker builds a job's
-    report (ragpulse.reporting.build), with each trace's index its position in the file."""
+def _all_results(client: Client, posted: list[tuple[int, str]]) -> list[TraceResult]:
+    """Every job's per-trace results, each trace's index its position in the file: one report over several jobs is
+    built from them exactly as a worker builds a job's report (ragpulse.reporting.build)."""
     results = []
     for offset, job_id in posted:
         results += [msgspec.structs.replace(r, index=r.index + offset) for r in client.results(job_id)]
-    return build_report(" + ".join(job_id for _, job_id in posted), msgspec.convert(options, BatchOptions), results)
+    return results
 
 
 def _progress_bar(jobs: list[dict[str, Any]]) -> None:
