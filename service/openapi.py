@@ -87,6 +87,10 @@ def document(app: Litestar) -> None:
 def document_bodies(app: Litestar, schemas: dict[str, Any]) -> None:
     """Replace the raw-bytes bodies of BODIES with their msgspec schemas and components."""
     refs, found = msgspec.json.schema_components(list(BODIES.values()), ref_template=_REF)
+    _add_date_time_formats(found, BODIES.values())
+    # Trace.__post_init__ refuses both label kinds at once; say so, or a schema-valid trace would get a 422.
+    found["Trace"]["not"] = {"required": ["gold_doc_ids", "relevance"],
+                             "properties": {"gold_doc_ids": {"type": "array"}, "relevance": {"type": "object"}}}
     schemas.update(found)
     for (path, method), ref in zip(BODIES, refs):
         operation = _operation(app, path, method)
@@ -94,6 +98,39 @@ def document_bodies(app: Litestar, schemas: dict[str, Any]) -> None:
             content={"application/json": OpenAPIMediaType(schema=Reference(ref=ref["$ref"]))}, required=True,
             description=f"{BODIES[path, method].__doc__} Unknown fields are rejected.",
         )
+
+
+_DATE_TIME = {"format": "date-time",
+              "pattern": r"^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-5][0-9]"}
+"""What msgspec accepts as a datetime: RFC 3339, but no year 0000 and no leap second (`23:59:60`); msgspec 0.23's
+own schema says only `string`."""
+
+
+def _add_date_time_formats(components: dict[str, Any], types: Any) -> None:
+    """Give every datetime field of the structs reachable from `types` its date-time format (in place)."""
+    seen: set[type] = set()
+    pending = list(msgspec.inspect.multi_type_info(list(types)))
+    while pending:
+        info = pending.pop()
+        if isinstance(info, msgspec.inspect.StructType):
+            if info.cls in seen:
+                continue
+            seen.add(info.cls)
+            for field in info.fields:
+                members = field.type.types if isinstance(field.type, msgspec.inspect.UnionType) else (field.type,)
+                if any(isinstance(m, msgspec.inspect.DateTimeType) for m in members):
+                    prop = components[info.cls.__name__]["properties"][field.encode_name]
+                    for schema in prop.get("anyOf", [prop]):
+                        if schema.get("type") == "string":
+                            schema.update(_DATE_TIME)
+                pending += [m for m in members if not isinstance(m, msgspec.inspect.DateTimeType)]
+        elif isinstance(info, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.FrozenSetType,
+                               msgspec.inspect.VarTupleType)):
+            pending.append(info.item_type)
+        elif isinstance(info, msgspec.inspect.DictType):
+            pending.append(info.value_type)
+        elif isinstance(info, msgspec.inspect.UnionType):
+            pending += list(info.types)
 
 
 def _document_results(app: Litestar, schemas: dict[str, Any]) -> None:

@@ -110,3 +110,24 @@ def test_retrying_a_job_that_has_not_ended_is_409(api_factory, stack) -> None:
         assert body["status"] == 409 and body["title"] == "Conflict" and "queued" in body["detail"]
         assert body["errors"] == [{"path": "path.job_id", "message": "job still running"}]
         assert http.post(f"/v1/jobs/{uuid.uuid4().hex}/retry").status_code == 404
+
+
+def test_options_lists_every_documented_method_of_a_path(spec: dict[str, Any], client: httpx.Client) -> None:
+    """Litestar's own OPTIONS answer listed only GET for /v1/apps/{app}/policy, which PUT serves too."""
+    for path, item in spec["paths"].items():
+        concrete = path.replace("{job_id}", "0" * 32).replace("{app}", "chat")
+        allowed = {m.strip() for m in client.options(concrete).headers["allow"].split(",")}
+        assert {m.upper() for m in item if m in METHODS} | {"OPTIONS"} == allowed, (path, allowed)
+
+
+def test_body_schemas_say_what_the_decoder_refuses(spec: dict[str, Any], client: httpx.Client) -> None:
+    """A body valid by the document must not be refused for a rule the document does not state."""
+    trace = spec["components"]["schemas"]["Trace"]
+    timestamp = next(s for s in trace["properties"]["timestamp"]["anyOf"] if s.get("type") == "string")
+    assert timestamp["format"] == "date-time"                # msgspec 0.23 documents a datetime as any string
+    assert client.post("/v1/batches", json={"traces": [{"query": "q", "timestamp": ""}]}).status_code == 422
+    assert client.post("/v1/batches", json={"traces": [{"query": "q", "timestamp": "2024-05-01T10:00:00Z"}]}) \
+        .status_code == 202
+    assert trace["not"]["required"] == ["gold_doc_ids", "relevance"]   # one label kind per trace
+    both = client.post("/v1/batches", json={"traces": [{"query": "q", "gold_doc_ids": ["d"], "relevance": {"d": 1}}]})
+    assert both.status_code == 422
