@@ -6,6 +6,7 @@
     │   ├── MalformedBody      the body is not JSON at all (400)
     │   ├── InvalidBody        the body is JSON but breaks the schema; carries every failing path (422)
     │   ├── InvalidParameter   a query or path parameter is out of range (400)
+    │   ├── Conflict           the request conflicts with the job's state, e.g. retrying a running job (409)
     │   └── TooLarge           the body or the batch exceeds a limit (413)
     ├── Unauthorized           missing or unknown API key (401)
     ├── JobNotFound            no such job for this tenant (404)
@@ -58,6 +59,10 @@ class InvalidBody(InputError):
 
 class InvalidParameter(InputError):
     """A query or path parameter is out of range or unparseable."""
+
+
+class Conflict(InputError):
+    """The request is well formed but conflicts with the current state of its target (retrying a running job)."""
 
 
 class TooLarge(InputError):

@@ -30,7 +30,7 @@ from service.errors import exception_handlers
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
-from service.openapi import document_bodies
+from service.openapi import document
 
 log = logging.getLogger("ragpulse.api")
 
@@ -90,5 +90,5 @@ def create_app(
                                      render_plugins=render_plugins()),
     )
     app.state.services = services
-    document_bodies(app)
+    document(app)
     return app

@@ -7,12 +7,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 import anyio.to_thread
+import msgspec
 from litestar import Controller, Response, post
 
 from dispatch.queues import pick_queue, rq_queue_name
 from ragpulse.store.atomic import Group, queued_commands
 from ragpulse.reporting.callbacks import matching_entry
-from ragpulse.intake.estimate import estimate_batch
+from ragpulse.intake.estimate import Estimate, estimate_batch
 from ragpulse.exceptions import CallbackRejected, InvalidBody
 from ragpulse.intake.decode import decode_batch
 from ragpulse.model.results import Accepted
@@ -41,6 +42,14 @@ def check_callback_url(url: str, settings: Settings) -> None:
     raise InvalidBody("callback_url is not allowed", [{"path": "$.options.callback_url", "message": reason}])
 
 
+class DryRun(msgspec.Struct, kw_only=True):
+    """POST /v1/batches?dry_run=true: what judging the batch would cost; nothing is enqueued."""
+
+    dry_run: bool = True
+    trace_count: int
+    estimate: Estimate
+
+
 @dataclass
 class StagedBatch:
     """A checked batch whose Redis writes are built but not yet applied."""
@@ -63,7 +72,7 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     options.judge = options.judge or settings.default_judge
     if dry_run:
         estimate = estimate_batch(batch.traces, options, settings.judge_model, settings.judge_prices)
-        return Response({"dry_run": True, "trace_count": len(batch.traces), "estimate": estimate}, status_code=200)
+        return Response(DryRun(trace_count=len(batch.traces), estimate=estimate), status_code=200)
     warnings = data_quality_warnings(batch.traces, options, settings.judge_model)
     job_id = uuid.uuid4().hex
     queue = options.queue = pick_queue(batch.traces, options)

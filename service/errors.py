@@ -6,14 +6,15 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
+import msgspec
 import redis
 from litestar import Request, Response
 from litestar.exceptions import HTTPException
 
 from ragpulse.config import defaults
 from ragpulse.exceptions import (
-    InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable, TooLarge,
-    Unauthorized,
+    Conflict, InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable,
+    TooLarge, Unauthorized,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
 
@@ -23,6 +24,7 @@ PROBLEM = "application/problem+json"
 _STATUS: dict[type[Exception], tuple[int, str]] = {
     MalformedBody: (400, "Malformed JSON"),
     InvalidParameter: (400, "Invalid parameter"),
+    Conflict: (409, "Conflict"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
     Unauthorized: (401, "Unauthorized"),
@@ -30,14 +32,34 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
 }
 
 
+class ProblemError(msgspec.Struct):
+    """One failing input, named by its path: `$.traces[3].query` in the body, `query.limit`, `path.job_id`."""
+
+    path: str
+    message: str
+
+
+class ProblemDetails(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """An RFC 9457 problem details body: every error this API answers (`application/problem+json`)."""
+
+    type: str = "about:blank"
+    title: str
+    """The status's short name (`Invalid request body`, `Job not found`, ...)."""
+    status: int
+    """The HTTP status code, repeated."""
+    detail: str
+    """What went wrong, for a human; never a stack trace."""
+    errors: list[ProblemError] = []
+    """Every failing input found (400, 409, 422), at most 100; absent when there is none to name."""
+    errors_truncated: bool = False
+    """True when `errors` was cut at its limit and more inputs fail; absent otherwise."""
+
+
 def problem(status: int, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
-            headers: dict[str, str] | None = None, errors_truncated: bool = False) -> Response[dict[str, Any]]:
+            headers: dict[str, str] | None = None, errors_truncated: bool = False) -> Response[ProblemDetails]:
     """A problem-details response; `errors_truncated: true` when `errors` was cut at its limit."""
-    body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status, "detail": detail}
-    if errors:
-        body["errors"] = errors
-    if errors_truncated:
-        body["errors_truncated"] = True
+    listed = [ProblemError(str(e.get("path", "$")), str(e.get("message", ""))) for e in errors or ()]
+    body = ProblemDetails(title=title, status=status, detail=detail, errors=listed, errors_truncated=errors_truncated)
     return Response(body, status_code=status, media_type=PROBLEM, headers=headers)
 
 

@@ -12,7 +12,7 @@ from litestar.params import Parameter
 
 from dispatch.chunks import requeue
 from ragpulse.config import defaults
-from ragpulse.exceptions import InvalidParameter
+from ragpulse.exceptions import Conflict
 from ragpulse.model.calibration import Calibration
 from ragpulse.model.report import Report
 from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
@@ -53,11 +53,13 @@ class JobController(Controller):
 
     @post("/{job_id:str}/retry", status_code=202, sync_to_thread=True, summary="Re-run failed and skipped traces")
     def retry(self, job_id: JobId, call: Call) -> JobView:
-        """Re-run only the traces that failed or were skipped; results already stored are kept."""
+        """Re-run only the traces that failed or were skipped; results already stored are kept.
+
+        409 naming `path.job_id` while the job is still queued or running."""
         store, tenant = call.store, call.tenant
         job = store.job(job_id, tenant)
         if job.status not in TERMINAL:
-            raise InvalidParameter(f"job {job_id} is {job.status}; retry it once it has ended",
+            raise Conflict(f"job {job_id} is {job.status}; retry it once it has ended",
                                    [{"path": "path.job_id", "message": "job still running"}])
         chunks = store.reopen_unfinished(job_id, tenant)
         if chunks:

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import Annotated, Literal
 
 import redis
-from litestar import Controller, get, put
+from litestar import Controller, Response, get, put, route
+from litestar.enums import HttpMethod
 from litestar.params import Parameter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -44,6 +45,12 @@ class AppPolicyController(Controller):
         same way."""
         call.services.policies.put(call.tenant, app, decode_body(body, SamplingPolicy))
         return call.services.policies.in_force(call.tenant, app)
+
+    @route("/", http_method=HttpMethod.OPTIONS, include_in_schema=False, sync_to_thread=False)
+    def options(self) -> Response[None]:
+        """Litestar's automatic OPTIONS answer for a path served by two handlers of one controller lists only the
+        first handler's methods (`GET, OPTIONS`); this one lists them all."""
+        return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, PUT"})
 
 
 class MonitorController(Controller):

@@ -1,33 +1,200 @@
-"""OpenAPI: document the batch body with msgspec's own JSON schema, the one the API actually enforces."""
+"""OpenAPI: what the API really does, written into the document Litestar generates.
+
+Request bodies the handlers decode themselves are documented with msgspec's own JSON schema, the one the API
+enforces; the bearer-key security scheme is declared and required on every /v1 operation; and each operation lists
+the problem-details errors (service/errors.py) it can answer, with their schema, in place of Litestar's stock 400.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from litestar import Litestar
-from litestar.openapi.spec import OpenAPIMediaType, Reference, RequestBody
+from litestar.openapi.spec import (
+    Components, OpenAPIHeader, OpenAPIMediaType, OpenAPIResponse, Reference, RequestBody, Schema, SecurityScheme,
+)
 
 from ragpulse.model.calibration import CalibrationRequest
+from ragpulse.model.results import Accepted
 from ragpulse.monitoring.sampling import SamplingPolicy
 from ragpulse.model.trace import BatchRequest
+from service.batches import DryRun
+from service.errors import PROBLEM, ProblemDetails
 
 _REF = "#/components/schemas/{name}"
-
+BEARER = "bearerAuth"
+"""Name of the security scheme: `Authorization: Bearer <api key>`."""
 
 BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/calibrations", "post"): CalibrationRequest,
           ("/v1/apps/{app}/policy", "put"): SamplingPolicy}
 """Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
+ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
+    ("/v1/batches", "post"): (400, 401, 413, 422, 503),
+    ("/v1/jobs/{job_id}", "get"): (400, 401, 404, 503),
+    ("/v1/jobs/{job_id}/results", "get"): (400, 401, 404, 503),
+    ("/v1/jobs/{job_id}/retry", "post"): (400, 401, 404, 409, 503),
+    ("/v1/jobs/{job_id}/report", "get"): (400, 401, 404, 503),
+    ("/v1/jobs/{job_id}/report.html", "get"): (400, 401, 404, 503),
+    ("/v1/calibrations", "post"): (400, 401, 404, 413, 422, 503),
+    ("/v1/apps/{app}/policy", "get"): (400, 401, 503),
+    ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 422, 503),
+    ("/v1/monitor/{app}", "get"): (400, 401, 503),
+    ("/healthz", "get"): (),
+    ("/readyz", "get"): (503,),
+    ("/metrics", "get"): (),
+}
+"""The problem-details statuses each operation can answer (a test checks that every operation is listed)."""
 
-def document_bodies(app: Litestar) -> None:
-    """Replace the raw-bytes bodies of BODIES with their msgspec schemas and components."""
+_WHY = {
+    400: "Malformed JSON, or a path or query parameter out of range; `errors` names it (`query.limit`).",
+    401: "Missing or unknown API key: send `Authorization: Bearer <api key>`.",
+    404: "No such job for this tenant (another tenant's jobs are not found either).",
+    409: "The request conflicts with the job's state; `errors` names the input.",
+    413: "The body, or the number of traces, exceeds a configured limit.",
+    422: "The body is JSON but breaks the schema; `errors` lists every failing path (at most 100).",
+    503: "Redis is unreachable or refused the write; retry after `Retry-After` seconds.",
+}
+_WHY_HERE = {
+    ("/v1/jobs/{job_id}/retry", "post", 409): "The job is still queued or running; retry it once it has ended "
+                                              "(`errors` names `path.job_id`).",
+    ("/v1/calibrations", "post", 400): "Malformed JSON, or the job has not finished (`errors` names `$.job_id`).",
+    ("/v1/calibrations", "post", 422): "The body breaks the schema, or no label matches a judged trace of the job "
+                                       "(`errors` names each `$.labels[i].trace_id`).",
+    ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, an invalid app name, or the tenant already has the "
+                                           "maximum number of app policies.",
+}
+_HEADERS = {
+    401: {"WWW-Authenticate": "`Bearer`"},
+    503: {"Retry-After": "Seconds to wait before retrying."},
+}
+
+
+def document(app: Litestar) -> None:
+    """Everything this module adds to the app's OpenAPI document."""
     spec = app.openapi_schema
-    refs, components = msgspec.json.schema_components(list(BODIES.values()), ref_template=_REF)
-    spec.components.schemas.update(components)  # type: ignore[arg-type]
+    components = spec.components if spec.components is not None else Components()
+    spec.components = components
+    schemas = components.schemas if components.schemas is not None else {}
+    components.schemas = schemas
+    document_bodies(app, schemas)
+    _document_results(app, schemas)
+    _document_security(app, components)
+    _document_errors(app, schemas)
+
+
+def document_bodies(app: Litestar, schemas: dict[str, Any]) -> None:
+    """Replace the raw-bytes bodies of BODIES with their msgspec schemas and components."""
+    refs, found = msgspec.json.schema_components(list(BODIES.values()), ref_template=_REF)
+    _add_date_time_formats(found, BODIES.values())
+    # Trace.__post_init__ refuses both label kinds at once; say so, or a schema-valid trace would get a 422.
+    found["Trace"]["not"] = {"required": ["gold_doc_ids", "relevance"],
+                             "properties": {"gold_doc_ids": {"type": "array"}, "relevance": {"type": "object"}}}
+    schemas.update(found)
     for (path, method), ref in zip(BODIES, refs):
-        operation = getattr(spec.paths[path], method)  # type: ignore[index]
+        operation = _operation(app, path, method)
         operation.request_body = RequestBody(
             content={"application/json": OpenAPIMediaType(schema=Reference(ref=ref["$ref"]))}, required=True,
             description=f"{BODIES[path, method].__doc__} Unknown fields are rejected.",
         )
 
 
+_DATE_TIME = {"format": "date-time",
+              "pattern": r"^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-5][0-9]"}
+"""What msgspec accepts as a datetime: RFC 3339, but no year 0000 and no leap second (`23:59:60`); msgspec 0.23's
+own schema says only `string`."""
+
+
+def _add_date_time_formats(components: dict[str, Any], types: Any) -> None:
+    """Give every datetime field of the structs reachable from `types` its date-time format (in place)."""
+    seen: set[type] = set()
+    pending = list(msgspec.inspect.multi_type_info(list(types)))
+    while pending:
+        info = pending.pop()
+        if isinstance(info, msgspec.inspect.StructType):
+            if info.cls in seen:
+                continue
+            seen.add(info.cls)
+            for field in info.fields:
+                members = field.type.types if isinstance(field.type, msgspec.inspect.UnionType) else (field.type,)
+                if any(isinstance(m, msgspec.inspect.DateTimeType) for m in members):
+                    prop = components[info.cls.__name__]["properties"][field.encode_name]
+                    for schema in prop.get("anyOf", [prop]):
+                        if schema.get("type") == "string":
+                            schema.update(_DATE_TIME)
+                pending += [m for m in members if not isinstance(m, msgspec.inspect.DateTimeType)]
+        elif isinstance(info, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.FrozenSetType,
+                               msgspec.inspect.VarTupleType)):
+            pending.append(info.item_type)
+        elif isinstance(info, msgspec.inspect.DictType):
+            pending.append(info.value_type)
+        elif isinstance(info, msgspec.inspect.UnionType):
+            pending += list(info.types)
+
+
+def _document_results(app: Litestar, schemas: dict[str, Any]) -> None:
+    """Bodies Litestar cannot infer: the batch's 202 (`Accepted`, not `Accepted | anything`), the dry run's 200, and
+    the HTML report's answers while there is no report."""
+    (accepted, dry_run), found = msgspec.json.schema_components([Accepted, DryRun], ref_template=_REF)
+    # The dry run's Estimate (a cost) is not the report's Estimate (a mean with its interval): rename it.
+    found = _renamed(found, {"Estimate": "CostEstimate"})
+    schemas.update({name: schema for name, schema in found.items() if name not in schemas})
+    batches = _operation(app, "/v1/batches", "post")
+    batches.responses["202"] = OpenAPIResponse(
+        description="The batch is stored and queued; poll `status_url`.",
+        content={"application/json": OpenAPIMediaType(schema=Reference(ref=accepted["$ref"]))})
+    batches.responses["200"] = OpenAPIResponse(
+        description="`?dry_run=true`: the estimated judge calls, tokens and cost; nothing is enqueued.",
+        content={"application/json": OpenAPIMediaType(schema=Reference(ref=dry_run["$ref"]))})
+    page = _operation(app, "/v1/jobs/{job_id}/report.html", "get")
+    html = {"text/html": OpenAPIMediaType(schema=Schema(type="string"))}  # type: ignore[arg-type]
+    page.responses["202"] = OpenAPIResponse(description="The job is still running: a short page saying so.",
+                                            content=html)
+    page.responses["409"] = OpenAPIResponse(description="The job ended without a report: a short page saying so.",
+                                            content=html)
+
+
+def _document_security(app: Litestar, components: Components) -> None:
+    components.security_schemes = {BEARER: SecurityScheme(
+        type="http", scheme="bearer",
+        description="An API key from RAGPULSE_API_KEYS; it decides the tenant. Without configured keys the service "
+                    "runs open on loopback only, and every caller is tenant `default`.")}
+    for path, method in ERRORS:
+        if path.startswith("/v1/"):
+            _operation(app, path, method).security = [{BEARER: []}]
+
+
+def _document_errors(app: Litestar, schemas: dict[str, Any]) -> None:
+    (ref,), found = msgspec.json.schema_components([ProblemDetails], ref_template=_REF)
+    schemas.update(found)
+    content = {PROBLEM: OpenAPIMediaType(schema=Reference(ref=ref["$ref"]))}
+    for (path, method), statuses in ERRORS.items():
+        responses = _operation(app, path, method).responses
+        for status in statuses:
+            headers = {name: OpenAPIHeader(description=text, schema=Schema(type="string"))  # type: ignore[arg-type]
+                       for name, text in _HEADERS.get(status, {}).items()}
+            responses[str(status)] = OpenAPIResponse(
+                description=_WHY_HERE.get((path, method, status), _WHY[status]), content=content,
+                headers=headers or None)
+
+
+def _operation(app: Litestar, path: str, method: str) -> Any:
+    operation = getattr(app.openapi_schema.paths[path], method)  # type: ignore[index]
+    if operation is None:
+        raise KeyError(f"no {method.upper()} {path} in the OpenAPI document")
+    return operation
+
+
+def _renamed(components: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """`components` with those in `names` renamed: their keys and every `$ref` to them."""
+    refs = {_REF.format(name=old): _REF.format(name=new) for old, new in names.items()}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: refs.get(item, item) if key == "$ref" else walk(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return value
+
+    return {names.get(name, name): walk(schema) for name, schema in components.items()}

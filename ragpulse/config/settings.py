@@ -13,6 +13,7 @@ from ragpulse.config.api_keys import parse_key_specs
 from ragpulse.config.prices import parse_prices
 from ragpulse.exceptions import ConfigError
 from ragpulse.judges import kinds
+from ragpulse.reporting.callbacks import parse_entry
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -83,7 +84,8 @@ class Settings:
     """RAGPULSE_MAX_APPS_PER_TENANT: stored sampling policies per tenant (bounds Redis growth)."""
 
     callback_allowlist: tuple[str, ...] = ()
-    """RAGPULSE_CALLBACK_ALLOWLIST: comma-separated `host`, `host:port` or `*.domain` a callback may target."""
+    """RAGPULSE_CALLBACK_ALLOWLIST: comma-separated `host`, `host:port`, `*.domain`, an IP or `IP:port` (IPv6 in
+    brackets: `[::1]:8080`) a callback may target; a URL without a port has its scheme's default (443, 80)."""
 
     callback_secret: str | None = None
     """RAGPULSE_CALLBACK_SECRET: HMAC-SHA256 key signing callbacks; callbacks are refused without it."""
@@ -159,7 +161,7 @@ class Settings:
             "apps": frozenset(_list(env, "RAGPULSE_APPS", cls.apps)),
             "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE", cls.default_sample_rate),
             "max_apps_per_tenant": _int(env, "RAGPULSE_MAX_APPS_PER_TENANT", cls.max_apps_per_tenant),
-            "callback_allowlist": _list(env, "RAGPULSE_CALLBACK_ALLOWLIST", cls.callback_allowlist),
+            "callback_allowlist": _allowlist(env),
             "callback_secret": env.get("RAGPULSE_CALLBACK_SECRET") or None,
             "callback_retry_seconds": tuple(int(x) for x in _list(env, "RAGPULSE_CALLBACK_RETRY_SECONDS",
                                                                   cls.callback_retry_seconds)),
@@ -239,6 +241,17 @@ def _list(env: Mapping[str, str], name: str, default: Iterable[object]) -> tuple
     if raw is None:
         return tuple(str(item) for item in default)
     return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _allowlist(env: Mapping[str, str]) -> tuple[str, ...]:
+    """RAGPULSE_CALLBACK_ALLOWLIST, every entry checked: a malformed one would silently admit nothing."""
+    entries = _list(env, "RAGPULSE_CALLBACK_ALLOWLIST", Settings.callback_allowlist)
+    for entry in entries:
+        try:
+            parse_entry(entry)
+        except ValueError as exc:
+            raise ConfigError(f"RAGPULSE_CALLBACK_ALLOWLIST: {exc}") from None
+    return entries
 
 
 def _temperature(env: Mapping[str, str]) -> float | None:

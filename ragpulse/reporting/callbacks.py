@@ -2,8 +2,14 @@
 
 Signature: header `X-Ragpulse-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, keyed with
 RAGPULSE_CALLBACK_SECRET; receivers should check it and reject old timestamps (replays).
-SSRF: a URL must match an allowlist entry (`host`, `host:port` or `*.domain`), use https unless http is allowed,
-and, unless the entry is an IP literal, resolve only to public addresses. Redirects are not followed.
+
+SSRF: a URL must match an allowlist entry and use https unless http is allowed. Entries are `host`, `host:port`,
+`*.domain`, `*.domain:port`, an IP (`10.0.0.5`, `[::1]`, `::1`) or an IP with a port (`10.0.0.5:8080`,
+`[::1]:8080`). An entry without a port admits any port; with one, it admits that port only, the URL's port being the
+scheme's default (443 for https, 80 for http) when it names none. Unless the entry is an IP literal, the host is
+resolved once, every address it resolves to must be public, and the delivery connects to one of those very
+addresses (the Host header and TLS SNI still name the host), so a second lookup cannot rebind it to an internal
+one. Redirects are not followed.
 """
 
 from __future__ import annotations
@@ -11,9 +17,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
 import socket
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
@@ -23,6 +31,117 @@ from ragpulse.exceptions import CallbackRejected, DeliveryFailed
 SIGNATURE_HEADER = "X-Ragpulse-Signature"
 TIMEOUT_SECONDS = 10.0
 """Timeout of one delivery attempt."""
+DEFAULT_PORTS = {"https": 443, "http": 80}
+MAX_ADDRESSES = 4
+"""At most this many of the host's (checked) addresses are tried, in resolver order, when connecting fails."""
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+"""An ASCII host name (IDNs go in their xn-- form), lowercased, trailing dot removed."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One parsed allowlist entry."""
+
+    text: str
+    host: str
+    """Lowercased host name, `*.domain`, or the IP's canonical text."""
+    ip: IPAddress | None
+    port: int | None
+    """None: any port."""
+
+    def admits(self, target: Target) -> bool:
+        if self.port is not None and self.port != target.port:
+            return False
+        if self.ip is not None or target.ip is not None:
+            return self.ip == target.ip
+        if self.host.startswith("*."):
+            return target.host.endswith(self.host[1:])
+        return target.host == self.host
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a callback URL points: scheme, host (name or IP), effective port, and the request target."""
+
+    scheme: str
+    host: str
+    ip: IPAddress | None
+    port: int
+    explicit_port: bool
+    target: str
+    """Path and query, as sent on the request line."""
+
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if self.ip is not None and self.ip.version == 6 else self.host
+        return f"{host}:{self.port}" if self.explicit_port else host
+
+    def url_for(self, address: IPAddress) -> str:
+        """The URL with the host replaced by `address`, the one that was checked."""
+        host = f"[{address}]" if address.version == 6 else str(address)
+        return f"{self.scheme}://{host}:{self.port}{self.target}"
+
+
+def parse_entry(entry: str) -> Entry:
+    """An allowlist entry, parsed; ValueError when it is not one of the documented forms."""
+    text = entry.strip()
+    raw = text.lower()
+    if raw.count(":") > 1 and not raw.startswith("["):          # a bare IPv6 address: no port possible
+        ip = ipaddress.ip_address(raw)
+        return Entry(text, str(ip), ip, None)
+    try:
+        parts = urlsplit("//" + raw)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"invalid callback allowlist entry {text!r}: {exc}") from None
+    if (not parts.hostname or parts.path or parts.query or parts.fragment or "@" in parts.netloc
+            or parts.netloc.endswith(":")):
+        raise ValueError(f"invalid callback allowlist entry {text!r}: expected host, host:port or *.domain")
+    host = parts.hostname
+    if parts.netloc.startswith("["):                            # brackets hold an IPv6 address, nothing else
+        try:
+            ip: IPAddress | None = ipaddress.IPv6Address(host)
+        except ValueError as exc:
+            raise ValueError(f"invalid callback allowlist entry {text!r}: {exc}") from None
+    else:
+        ip = _ip_or_none(host)
+    if ip is not None:
+        return Entry(text, str(ip), ip, port)
+    name = host.removesuffix(".")
+    bare = name[2:] if name.startswith("*.") else name
+    if not _NAME.fullmatch(bare):
+        raise ValueError(f"invalid callback allowlist entry {text!r}: not a host name")
+    return Entry(text, name, None, port)
+
+
+def parse_target(url: str, allow_http: bool) -> Target:
+    """The URL's scheme, host and effective port; CallbackRejected when it cannot be a callback URL."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise CallbackRejected(f"callback_url is not a valid URL: {exc}") from None
+    if parts.scheme not in DEFAULT_PORTS or (parts.scheme == "http" and not allow_http):
+        raise CallbackRejected("callback_url must use https" + (" or http" if allow_http else ""))
+    if not parts.hostname or parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise CallbackRejected("callback_url must name a host and carry no credentials")
+    if parts.netloc.endswith(":"):
+        raise CallbackRejected("callback_url has an empty port")
+    ip = _ip_or_none(parts.hostname)
+    if parts.netloc.startswith("[") and (ip is None or ip.version != 6):
+        raise CallbackRejected("callback_url brackets must hold an IPv6 address")
+    host = str(ip) if ip is not None else parts.hostname.removesuffix(".")
+    if ip is None and not _NAME.fullmatch(host):
+        raise CallbackRejected("callback_url host is not a valid host name (IDNs in their xn-- form)")
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        httpx.URL(f"{parts.scheme}://example.invalid{target}")
+    except httpx.InvalidURL as exc:
+        raise CallbackRejected(f"callback_url is not a valid URL: {exc}") from None
+    return Target(parts.scheme, host, ip, port if port is not None else DEFAULT_PORTS[parts.scheme],
+                  port is not None, target)
 
 
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
@@ -44,55 +163,91 @@ def verify(secret: str, body: bytes, header: str, tolerance_seconds: int = 300) 
 
 
 def matching_entry(url: str, allowlist: Iterable[str], allow_http: bool) -> str:
-    """The allowlist entry that admits `url`; CallbackRejected with the reason otherwise."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or (parts.scheme == "http" and not allow_http):
-        raise CallbackRejected("callback_url must use https" + (" or http" if allow_http else ""))
-    if not parts.hostname or parts.username or parts.password:
-        raise CallbackRejected("callback_url must name a host and carry no credentials")
-    host, port = parts.hostname.lower(), parts.port
-    for entry in allowlist:
-        name, _, entry_port = entry.lower().partition(":")
-        if entry_port and str(port) != entry_port:
+    """The allowlist entry that admits `url`; CallbackRejected with the reason otherwise.
+
+    Entries that do not parse admit nothing (Settings refuses them at start-up)."""
+    target = parse_target(url, allow_http)
+    for text in allowlist:
+        try:
+            entry = parse_entry(text)
+        except ValueError:
             continue
-        if host == name or (name.startswith("*.") and host.endswith(name[1:])):
-            return entry
-    raise CallbackRejected(f"callback_url host {host} is not in RAGPULSE_CALLBACK_ALLOWLIST")
+        if entry.admits(target):
+            return text
+    where = f"[{target.host}]" if target.ip is not None and target.ip.version == 6 else target.host
+    raise CallbackRejected(f"callback_url host {where}:{target.port} is not in RAGPULSE_CALLBACK_ALLOWLIST")
 
 
-def check_addresses(url: str, entry: str) -> None:
-    """Refuse hosts resolving to loopback, private, link-local or reserved addresses, unless the entry is an IP."""
-    host = urlsplit(url).hostname or ""
-    if _is_ip(entry.partition(":")[0]):
-        return
+def check_addresses(url: str, entry: str) -> list[IPAddress]:
+    """The addresses a delivery may connect to: the IP itself for an IP entry (the operator's choice, private or
+    not), else every address the host resolves to, all of which must be public (CallbackRejected otherwise).
+
+    The host is resolved here, once; the delivery connects to these addresses and never resolves it again."""
+    target = parse_target(url, allow_http=True)
+    if parse_entry(entry).ip is not None:
+        assert target.ip is not None
+        return [target.ip]
+    if target.ip is not None:                                    # an IP URL admitted by a name entry: impossible
+        raise CallbackRejected(f"callback_url names the IP {target.ip}, allowlist entry {entry!r} a host")
     try:
-        infos = socket.getaddrinfo(host, None)
-    except socket.gaierror as exc:
-        raise DeliveryFailed(f"cannot resolve {host}: {exc}") from None
+        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise DeliveryFailed(f"cannot resolve {target.host}: {exc}") from None
+    addresses: list[IPAddress] = []
     for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
-            raise CallbackRejected(f"{host} resolves to non-public address {address}")
+        address = ipaddress.ip_address(str(info[4][0]).partition("%")[0])
+        if not _is_public(address):
+            raise CallbackRejected(f"{target.host} resolves to non-public address {address}")
+        if address not in addresses:
+            addresses.append(address)
+    if not addresses:
+        raise DeliveryFailed(f"cannot resolve {target.host}: no address")
+    return addresses
 
 
 def deliver(url: str, body: bytes, secret: str, allowlist: Iterable[str], allow_http: bool) -> int:
-    """POST the signed body once; returns the status code, raises DeliveryFailed to be retried."""
+    """POST the signed body once; returns the status code, raises DeliveryFailed to be retried.
+
+    Connects only to an address check_addresses approved, with the URL's host in the Host header and TLS SNI (the
+    certificate is verified against the host name)."""
     entry = matching_entry(url, allowlist, allow_http)
-    check_addresses(url, entry)
-    headers = {"content-type": "application/json", SIGNATURE_HEADER: sign(secret, body),
-               "user-agent": "ragpulse-callback/1"}
-    try:
-        response = httpx.post(url, content=body, headers=headers, timeout=TIMEOUT_SECONDS, follow_redirects=False)
-    except httpx.HTTPError as exc:
-        raise DeliveryFailed(f"{type(exc).__name__}: {exc}") from None
-    if not 200 <= response.status_code < 300:
-        raise DeliveryFailed(f"receiver answered {response.status_code}")
-    return response.status_code
+    target = parse_target(url, allow_http)
+    addresses = check_addresses(url, entry)
+    headers = {"host": target.host_header, "content-type": "application/json",
+               SIGNATURE_HEADER: sign(secret, body), "user-agent": "ragpulse-callback/1"}
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" and target.ip is None else {}
+    failure: Exception | None = None
+    for address in addresses[:MAX_ADDRESSES]:
+        try:
+            with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
+                response = client.post(target.url_for(address), content=body, headers=headers,
+                                       extensions=extensions)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            failure = exc                                        # this address is down: try the next checked one
+            continue
+        except httpx.HTTPError as exc:
+            raise DeliveryFailed(f"{type(exc).__name__}: {exc}") from None
+        if not 200 <= response.status_code < 300:
+            raise DeliveryFailed(f"receiver answered {response.status_code}")
+        return response.status_code
+    raise DeliveryFailed(f"{type(failure).__name__}: {failure}")
 
 
-def _is_ip(host: str) -> bool:
+def _ip_or_none(host: str) -> IPAddress | None:
     try:
-        ipaddress.ip_address(host.strip("[]"))
+        return ipaddress.ip_address(host)
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def _is_public(address: IPAddress) -> bool:
+    """Globally routable, IPv4 addresses mapped into IPv6 (and NAT64'd ones) judged as the IPv4 address they carry."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return _is_public(address.ipv4_mapped)
+        if address in _NAT64:
+            return _is_public(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return address.is_global and not address.is_multicast
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")

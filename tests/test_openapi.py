@@ -1,0 +1,133 @@
+"""The OpenAPI document at /schema/openapi.json tells the truth: bearer security, problem-details errors, 409s."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
+
+METHODS = ("get", "put", "post", "delete", "patch")
+PROBLEM_REF = {"$ref": "#/components/schemas/ProblemDetails"}
+
+
+@pytest.fixture(scope="module")
+def spec(stack) -> dict[str, Any]:
+    return httpx.get(f"{stack.url}/schema/openapi.json", timeout=30).json()
+
+
+def operations(spec: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(path, method, op) for path, item in spec["paths"].items() for method, op in item.items()
+            if method in METHODS]
+
+
+def test_bearer_security_is_declared_and_required_on_every_v1_operation(spec: dict[str, Any]) -> None:
+    assert spec["components"]["securitySchemes"]["bearerAuth"] == {
+        **spec["components"]["securitySchemes"]["bearerAuth"], "type": "http", "scheme": "bearer"}
+    for path, method, op in operations(spec):
+        if path.startswith("/v1/"):
+            assert op.get("security") == [{"bearerAuth": []}], (method, path)
+        else:                                               # probes and /metrics stay open
+            assert not op.get("security"), (method, path)
+
+
+def test_every_operation_documents_the_problems_it_can_answer(spec: dict[str, Any]) -> None:
+    from service.openapi import ERRORS
+
+    ops = operations(spec)
+    assert {(path, method) for path, method, _ in ops} == set(ERRORS), "a route is missing from service.openapi.ERRORS"
+    for path, method, op in ops:
+        responses = op["responses"]
+        expected = set()
+        if path.startswith("/v1/"):
+            expected |= {"401", "503"}                      # every /v1 call authenticates and reaches Redis
+        if op.get("parameters") or "requestBody" in op:
+            expected.add("400")                             # a parameter out of range, or malformed JSON
+        if "requestBody" in op:
+            expected |= {"413", "422"}                      # takes input: too large, or breaking the schema
+        if "{job_id}" in path or path == "/v1/calibrations":
+            expected.add("404")
+        if path == "/readyz":
+            expected.add("503")
+        assert expected <= set(responses), (method, path, sorted(responses))
+        for status in expected:
+            assert responses[status]["content"] == {"application/problem+json": {"schema": PROBLEM_REF}}, \
+                (method, path, status)
+        if "401" in responses:
+            assert "WWW-Authenticate" in responses["401"]["headers"]
+        if "503" in responses:
+            assert "Retry-After" in responses["503"]["headers"]
+    assert "409" in spec["paths"]["/v1/jobs/{job_id}/retry"]["post"]["responses"]
+    # Litestar's stock 400 body ({status_code, detail, extra}) is not what this API answers: none is left.
+    assert "Validation Exception" not in str(spec)
+
+
+def test_the_problem_details_schema_is_what_errors_look_like(spec: dict[str, Any], client: httpx.Client) -> None:
+    schemas = spec["components"]["schemas"]
+    problem = schemas["ProblemDetails"]
+    assert {"type", "title", "status", "detail", "errors", "errors_truncated"} == set(problem["properties"])
+    assert set(problem["required"]) == {"title", "status", "detail"}
+    error_item = schemas[problem["properties"]["errors"]["items"]["$ref"].rsplit("/", 1)[1]]
+    assert set(error_item["properties"]) == set(error_item["required"]) == {"path", "message"}
+    answers = [
+        client.post("/v1/batches", content=b"{", headers={"content-type": "application/json"}),   # 400
+        client.get(f"/v1/jobs/{uuid.uuid4().hex}"),                                              # 404
+        client.post("/v1/batches", json={"traces": [{"answer": 1}]}),                             # 422
+        client.get(f"/v1/jobs/{uuid.uuid4().hex}/results", params={"limit": 0}),                  # 400 parameter
+    ]
+    for response in answers:
+        assert response.headers["content-type"] == "application/problem+json", response.text
+        body = response.json()
+        assert set(body) <= set(problem["properties"]) and set(problem["required"]) <= set(body), body
+        assert body["status"] == response.status_code and isinstance(body["detail"], str)
+        for item in body.get("errors", []):
+            assert set(item) == {"path", "message"}
+
+
+def test_the_batch_answers_are_typed(spec: dict[str, Any], client: httpx.Client) -> None:
+    responses = spec["paths"]["/v1/batches"]["post"]["responses"]
+    assert responses["202"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Accepted"}
+    assert responses["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/DryRun"}
+    cost = spec["components"]["schemas"]["CostEstimate"]
+    dry = client.post("/v1/batches", params={"dry_run": "true"}, json={"traces": [{"query": "q", "answer": "A."}]})
+    assert dry.status_code == 200 and set(dry.json()["estimate"]) == set(cost["properties"])
+    report = spec["paths"]["/v1/jobs/{job_id}/report"]["get"]["responses"]["200"]
+    assert report["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Report"}
+
+
+def test_retrying_a_job_that_has_not_ended_is_409(api_factory, stack) -> None:
+    """The job waits on a queue no worker listens to, so it is still queued when the retry comes."""
+    url = api_factory({"RAGPULSE_QUEUE": f"idle-{uuid.uuid4().hex[:8]}"})
+    with httpx.Client(base_url=url, timeout=30) as http:
+        job_id = http.post("/v1/batches", json={"traces": [{"query": "q", "answer": "A."}]}).json()["job_id"]
+        response = http.post(f"/v1/jobs/{job_id}/retry")
+        assert response.status_code == 409, response.text
+        assert response.headers["content-type"] == "application/problem+json"
+        body = response.json()
+        assert body["status"] == 409 and body["title"] == "Conflict" and "queued" in body["detail"]
+        assert body["errors"] == [{"path": "path.job_id", "message": "job still running"}]
+        assert http.post(f"/v1/jobs/{uuid.uuid4().hex}/retry").status_code == 404
+
+
+def test_options_lists_every_documented_method_of_a_path(spec: dict[str, Any], client: httpx.Client) -> None:
+    """Litestar's own OPTIONS answer listed only GET for /v1/apps/{app}/policy, which PUT serves too."""
+    for path, item in spec["paths"].items():
+        concrete = path.replace("{job_id}", "0" * 32).replace("{app}", "chat")
+        allowed = {m.strip() for m in client.options(concrete).headers["allow"].split(",")}
+        assert {m.upper() for m in item if m in METHODS} | {"OPTIONS"} == allowed, (path, allowed)
+
+
+def test_body_schemas_say_what_the_decoder_refuses(spec: dict[str, Any], client: httpx.Client) -> None:
+    """A body valid by the document must not be refused for a rule the document does not state."""
+    trace = spec["components"]["schemas"]["Trace"]
+    timestamp = next(s for s in trace["properties"]["timestamp"]["anyOf"] if s.get("type") == "string")
+    assert timestamp["format"] == "date-time"                # msgspec 0.23 documents a datetime as any string
+    assert client.post("/v1/batches", json={"traces": [{"query": "q", "timestamp": ""}]}).status_code == 422
+    assert client.post("/v1/batches", json={"traces": [{"query": "q", "timestamp": "2024-05-01T10:00:00Z"}]}) \
+        .status_code == 202
+    assert trace["not"]["required"] == ["gold_doc_ids", "relevance"]   # one label kind per trace
+    both = client.post("/v1/batches", json={"traces": [{"query": "q", "gold_doc_ids": ["d"], "relevance": {"d": 1}}]})
+    assert both.status_code == 422
