@@ -1,0 +1,202 @@
+"""Untrusted input over raw HTTP: keys and sizes are checked before a body is read."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.support import Proc, start_api
+
+pytestmark = pytest.mark.integration
+
+KEY = "key-acme"
+MiB = 1024 * 1024
+ATTACK_BODY = 30 * MiB
+"""What each keyless connection declares and tries to send: under the 32 MiB default limit, so only the key stops it."""
+
+
+@dataclass
+class Api:
+    url: str
+    proc: Proc
+
+    @property
+    def address(self) -> tuple[str, int]:
+        parts = urlsplit(self.url)
+        return parts.hostname or "127.0.0.1", parts.port or 80
+
+    def rss_bytes(self) -> int:
+        for line in Path(f"/proc/{self.proc.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+
+@pytest.fixture(scope="module")
+def keyed_api(redis_url: str, session_tmp: Path, stack) -> Iterator[Api]:
+    """An API with API keys and the default body limit (32 MiB)."""
+    url, proc = start_api(redis_url, session_tmp, {**stack.env, "RAGPULSE_API_KEYS": f"acme:{KEY}"})
+    try:
+        yield Api(url, proc)
+    finally:
+        proc.stop()
+
+
+def request_head(path: str = "/v1/batches", length: int | None = ATTACK_BODY, key: str | None = None,
+                 chunked: bool = False) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: test", "Content-Type: application/json"]
+    if length is not None:
+        lines.append(f"Content-Length: {length}")
+    if chunked:
+        lines.append("Transfer-Encoding: chunked")
+    if key is not None:
+        lines.append(f"Authorization: Bearer {key}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: dict
+
+
+def read_answer(sock: socket.socket) -> Answer:
+    """One HTTP/1.1 response with a Content-Length body, read off a raw socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed before a response: {data!r}"
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {name.strip().lower(): value.strip() for name, _, value in (h.partition(":") for h in header_lines)}
+    while len(rest) < int(headers["content-length"]):
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside the response body"
+        rest += chunk
+    return Answer(int(status_line.split()[1]), headers, json.loads(rest))
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """True when the server closed the connection (EOF or reset) after its answer."""
+    try:
+        return sock.recv(65536) == b""
+    except ConnectionResetError:
+        return True
+
+
+def assert_problem(answer: Answer, status: int) -> None:
+    assert answer.status == status, answer
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert answer.body["status"] == status
+    assert answer.headers["connection"] == "close"
+
+
+@pytest.mark.parametrize("key", [None, "nope"])
+def test_a_keyless_body_is_refused_with_401_before_it_is_read(keyed_api: Api, key: str | None) -> None:
+    with socket.create_connection(keyed_api.address, timeout=10) as sock:
+        sock.sendall(request_head(key=key) + b'{"traces": [')       # 12 of the 31,457,280 bytes declared
+        answer = read_answer(sock)
+        assert_problem(answer, 401)
+        assert answer.headers["www-authenticate"] == "Bearer"
+        assert closed_by_server(sock)
+
+
+def test_a_keyless_chunked_body_is_refused_with_401_before_it_is_read(keyed_api: Api) -> None:
+    with socket.create_connection(keyed_api.address, timeout=10) as sock:
+        sock.sendall(request_head(length=None, chunked=True) + b"c\r\n{\"traces\": [\r\n")
+        assert_problem(read_answer(sock), 401)
+        assert closed_by_server(sock)
+
+
+def test_public_paths_stay_public_and_keyed_paths_keyed(keyed_api: Api) -> None:
+    for path in ["/healthz", "/readyz", "/metrics", "/schema/openapi.json"]:
+        assert httpx.get(keyed_api.url + path).status_code == 200, path
+    for method, path in [("GET", f"/v1/jobs/{'0' * 32}"), ("GET", "/v1/monitor/default"),
+                         ("PUT", "/v1/apps/default/policy"), ("POST", "/v1/calibrations")]:
+        assert httpx.request(method, keyed_api.url + path).status_code == 401, path
+    accepted = httpx.post(keyed_api.url + "/v1/batches", json={"traces": [{"query": "q"}]},
+                          headers={"Authorization": f"Bearer {KEY}"})
+    assert accepted.status_code == 202, accepted.text
+
+
+def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read(keyed_api: Api) -> None:
+    with socket.create_connection(keyed_api.address, timeout=10) as sock:
+        sock.sendall(request_head(length=32 * MiB + 1, key=KEY) + b'{"traces": [')
+        answer = read_answer(sock)
+        assert_problem(answer, 413)
+        assert answer.body["errors"][0]["path"] == "header.content-length"
+        assert closed_by_server(sock)
+
+
+@dataclass
+class Sender:
+    """Pushes up to `total` bytes of body on its own thread until the server stops taking them."""
+
+    sock: socket.socket
+    total: int
+    chunked: bool = False
+    sent: int = 0
+    error: BaseException | None = None
+    thread: threading.Thread = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        piece = b" " * (64 * 1024)
+        frame = f"{len(piece):x}\r\n".encode() + piece + b"\r\n" if self.chunked else piece
+        try:
+            while self.sent + len(piece) <= self.total:
+                self.sock.sendall(frame)
+                self.sent += len(piece)
+        except OSError as exc:          # the server answered and closed: the rest is refused, as it should be
+            self.error = exc
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit_while_it_streams(keyed_api: Api) -> None:
+    with socket.create_connection(keyed_api.address, timeout=30) as sock:
+        sock.sendall(request_head(length=None, key=KEY, chunked=True) + b'4\r\n{"a"\r\n')
+        sender = Sender(sock, total=64 * MiB, chunked=True)     # never finished: no terminating chunk
+        answer = read_answer(sock)
+        assert_problem(answer, 413)
+        sender.thread.join(30)
+        assert not sender.thread.is_alive() and sender.error is not None
+        assert sender.sent < 40 * MiB     # stopped near the 32 MiB limit, not at the end of the body
+
+
+def test_keyless_connections_cannot_fill_the_api_memory(keyed_api: Api) -> None:
+    """10 keyless connections each pushing a 30 MiB body: the API answers 401 and closes, its RSS stays flat."""
+    httpx.get(keyed_api.url + "/healthz")
+    before = keyed_api.rss_bytes()
+    socks = [socket.create_connection(keyed_api.address, timeout=30) for _ in range(10)]
+    try:
+        for sock in socks:
+            sock.sendall(request_head())
+        senders = [Sender(sock, total=ATTACK_BODY - 1024) for sock in socks]   # never finished
+        peak = before
+        deadline = time.monotonic() + 60
+        while any(s.thread.is_alive() for s in senders) and time.monotonic() < deadline:
+            peak = max(peak, keyed_api.rss_bytes())
+            time.sleep(0.02)
+        time.sleep(0.5)
+        peak = max(peak, keyed_api.rss_bytes())
+        print(f"API RSS {before / MiB:.1f} MiB before, {peak / MiB:.1f} MiB at peak")
+        assert peak - before < 20 * MiB, f"API RSS grew {(peak - before) / MiB:.0f} MiB"
+        for sender in senders:
+            assert sender.error is not None and sender.sent < ATTACK_BODY - 1024, "the server read the whole body"
+    finally:
+        for sock in socks:
+            sock.close()
+    assert httpx.get(keyed_api.url + "/healthz").status_code == 200
