@@ -6,7 +6,8 @@
     │   ├── MalformedBody      the body is not JSON at all (400)
     │   ├── InvalidBody        the body is JSON but breaks the schema; carries every failing path (422)
     │   ├── InvalidParameter   a query or path parameter is out of range (400)
-    │   └── TooLarge           the body or the batch exceeds a limit (413)
+    │   ├── TooLarge           the body or the batch exceeds a limit (413)
+    │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
     ├── JobNotFound            no such job for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
@@ -60,6 +61,10 @@ class InvalidParameter(InputError):
 
 class TooLarge(InputError):
     """The body or the batch exceeds a configured limit."""
+
+
+class UnsupportedMediaType(InputError):
+    """A JSON endpoint got a body whose Content-Type is not JSON (or none)."""
 
 
 class Unauthorized(RagpulseError):

@@ -13,7 +13,7 @@ from litestar.exceptions import HTTPException
 from ragpulse.config import defaults
 from ragpulse.exceptions import (
     InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable, TooLarge,
-    Unauthorized,
+    Unauthorized, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
 
@@ -25,6 +25,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     InvalidParameter: (400, "Invalid parameter"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
+    UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
     JobNotFound: (404, "Job not found"),
 }
