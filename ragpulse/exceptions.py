@@ -7,7 +7,8 @@
     │   ├── InvalidBody        the body is JSON but breaks the schema; carries every failing path (422)
     │   ├── InvalidParameter   a query or path parameter is out of range (400)
     │   ├── Conflict           the request conflicts with the job's state, e.g. retrying a running job (409)
-    │   └── TooLarge           the body or the batch exceeds a limit (413)
+    │   ├── TooLarge           the body or the batch exceeds a limit (413)
+    │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
     ├── JobNotFound            no such job for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
@@ -67,6 +68,10 @@ class Conflict(InputError):
 
 class TooLarge(InputError):
     """The body or the batch exceeds a configured limit."""
+
+
+class UnsupportedMediaType(InputError):
+    """A JSON endpoint got a body whose Content-Type is not JSON (or none)."""
 
 
 class Unauthorized(RagpulseError):

@@ -27,6 +27,7 @@ from service.calibrations import CalibrationController
 from service.context import Services, call_resolver
 from service.docs import render_plugins
 from service.errors import exception_handlers
+from service.guard import request_guard
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
@@ -84,6 +85,7 @@ def create_app(
             "call": Provide(call_resolver(services), sync_to_thread=False),
         },
         exception_handlers=exception_handlers(api_metrics),
+        before_request=request_guard(services),
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="ragpulse", version=ragpulse.__version__, path="/schema",

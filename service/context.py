@@ -50,10 +50,17 @@ class Call:
         return self.services.settings
 
 
+TENANT_SCOPE_KEY = "ragpulse.tenant"
+"""Where the app's before_request guard (service.guard) leaves the tenant it authenticated, before the body is read."""
+
+
 def call_resolver(services: Services) -> Callable[[Request], Call]:
-    """The `call` dependency: authenticates the request (401 otherwise) and hands over the services."""
+    """The `call` dependency: the tenant the guard authenticated (401 otherwise) and the services."""
 
     def resolve_call(request: Request) -> Call:
-        return Call(resolve_tenant(request, services.settings), services)
+        tenant = request.scope.get(TENANT_SCOPE_KEY)
+        if tenant is None:   # the guard did not run (a layer's own before_request hook replaces the app's)
+            tenant = resolve_tenant(request, services.settings)
+        return Call(tenant, services)
 
     return resolve_call

@@ -14,7 +14,7 @@ from litestar.exceptions import HTTPException
 from ragpulse.config import defaults
 from ragpulse.exceptions import (
     Conflict, InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable,
-    TooLarge, Unauthorized,
+    TooLarge, Unauthorized, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
 
@@ -27,6 +27,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     Conflict: (409, "Conflict"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
+    UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
     JobNotFound: (404, "Job not found"),
 }
@@ -71,12 +72,7 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         return response
 
     def domain(_: Request, exc: Exception) -> Response[Any]:
-        status, title = next(v for k, v in _STATUS.items() if isinstance(exc, k))
-        detail = exc.detail if isinstance(exc, InputError) else _detail(exc, title)
-        errors = exc.errors if isinstance(exc, InputError) else None
-        truncated = isinstance(exc, InputError) and exc.errors_truncated
-        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
-        return counted(problem(status, title, detail, errors, headers, truncated))
+        return counted(rejection(exc))
 
     def unavailable(_: Request, exc: Exception) -> Response[Any]:
         log.warning("redis unavailable: %s", exc)
@@ -88,7 +84,10 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
     def http(_: Request, exc: Exception) -> Response[Any]:
         assert isinstance(exc, HTTPException)
         errors = _litestar_errors(exc.extra)
-        return counted(problem(exc.status_code, _title(exc), exc.detail, errors, exc.headers))
+        headers = exc.headers
+        if exc.status_code == 413:   # a body cut off at the limit while it streamed in: do not wait for the rest
+            headers = {**(headers or {}), "connection": "close"}
+        return counted(problem(exc.status_code, _title(exc), exc.detail, errors, headers))
 
     def unexpected(request: Request, exc: Exception) -> Response[Any]:
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -102,6 +101,17 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         HTTPException: http,
         Exception: unexpected,
     }
+
+
+def rejection(exc: Exception, headers: dict[str, str] | None = None) -> Response[Any]:
+    """The problem response of one of ragpulse's own errors (a key of _STATUS); `headers` are added to it."""
+    status, title = next(v for k, v in _STATUS.items() if isinstance(exc, k))
+    detail = exc.detail if isinstance(exc, InputError) else _detail(exc, title)
+    errors = exc.errors if isinstance(exc, InputError) else None
+    truncated = isinstance(exc, InputError) and exc.errors_truncated
+    if isinstance(exc, Unauthorized):
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
+    return problem(status, title, detail, errors, headers, truncated)
 
 
 def _detail(exc: Exception, title: str) -> str:

@@ -71,16 +71,19 @@ def client(stack: LiveStack) -> Iterator[httpx.Client]:
 
 @pytest.fixture
 def api_factory(redis_url: str, tmp_path: Path) -> Iterator:
-    """Start extra API processes with their own settings; all are stopped after the test."""
-    started: list[Proc] = []
+    """Start extra API processes with their own settings; all are stopped after the test.
+
+    `api_factory.procs` maps each started URL to its process (its pid, e.g. to read its memory)."""
+    started: dict[str, Proc] = {}
 
     def start(extra: dict[str, str], redis: str | None = None) -> str:
         base, proc = start_api(redis or redis_url, tmp_path, extra)
-        started.append(proc)
+        started[base] = proc
         return base
 
+    start.procs = started  # type: ignore[attr-defined]
     yield start
-    for proc in started:
+    for proc in started.values():
         proc.stop()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Annotated, Literal
 
 import msgspec
@@ -9,6 +11,7 @@ import pytest
 from msgspec import Meta
 
 from ragpulse.exceptions import InvalidBody
+from ragpulse.intake import duplicates
 from ragpulse.intake.decode import decode_batch, decode_body
 from ragpulse.intake.validate import MAX_ERRORS, collect_errors
 from ragpulse.model.calibration import CalibrationRequest
@@ -91,3 +94,61 @@ def test_errors_are_bounded_and_say_so() -> None:
     assert "first 100 errors" in raised.value.detail
     assert collect_errors({"traces": [{"answer": 5}] * 2}, BatchRequest, limit=3).truncated
     assert not collect_errors({"traces": [{"answer": 5}] * 2}, BatchRequest, limit=4).truncated
+
+
+def every_body() -> list[tuple[type, bytes]]:
+    """Clean bodies of every body type, written the ways clients write them (spaces, escapes, colons in strings)."""
+    trace = {"trace_id": "t:1", "query": "a: b", "answer": "c", "timestamp": "2026-01-01T00:00:00+0200",
+             "retrieved_docs": [{"id": "d:1", "text": "é\n: x", "score": 0.5, "metadata": {"k:1": [{"a": None}]}}],
+             "relevance": {"d:1": 2}, "metadata": {"nested": {"deeper": {"x": 1}}, "u": "\u00e9"}}
+    batch = {"traces": [trace, {"query": "q"}], "options": {"k": [1, 3], "gain": "linear"}}
+    policy = {"sample_rate": 0.5, "always_judge": {"top_score_below": 0.3}}
+    labels = {"job_id": "j", "labels": [{"trace_id": "t:1", "faithful": True}]}
+    bodies = []
+    for type_, value in ((BatchRequest, batch), (SamplingPolicy, policy), (CalibrationRequest, labels)):
+        bodies += [(type_, msgspec.json.encode(value)), (type_, json.dumps(value, indent=1).encode()),
+                   (type_, json.dumps(value, ensure_ascii=True).encode())]
+    return bodies
+
+
+@pytest.mark.parametrize(("type_", "body"), every_body())
+def test_a_body_without_repeated_keys_is_proved_so_without_a_second_full_read(monkeypatch, type_, body) -> None:
+    monkeypatch.setattr(duplicates.json, "loads", lambda *a, **k: pytest.fail("took the slow path"))
+    msgspec.json.decode(body, type=type_)
+    assert duplicates.repeated_keys(body, type_) == []
+
+
+@pytest.mark.parametrize(("type_", "body"), every_body())
+def test_any_repeated_key_anywhere_is_found(type_, body) -> None:
+    """Each key of each object repeated in turn (with the same or another value): always found, path and all."""
+    pairs = list(re.finditer(rb'"((?:[^"\\]|\\.)*)"(\s*):(\s*)', body))
+    assert pairs
+    for match in pairs:
+        value = json.loads(body[match.end():].decode(), cls=_Prefix)
+        repeated = body[:match.end()] + value + b"," + body[match.start():]
+        errors = duplicates.repeated_keys(repeated, type_)
+        key = json.loads(b'"' + match.group(1) + b'"')
+        assert [e["message"] for e in errors] == [f"duplicate key `{key}`: name each key once"], repeated
+
+
+class _Prefix(json.JSONDecoder):
+    """Reads the first JSON value of a string and gives its text back (the rest is ignored)."""
+
+    def decode(self, s: str) -> bytes:  # type: ignore[override]
+        _, end = self.raw_decode(s)
+        return s[:end].encode()
+
+
+class Node(msgspec.Struct, tag=True):
+    label: str
+    children: list[Node] = []
+    attributes: dict[str, int | str] = {}
+
+
+def test_tagged_and_recursive_types_are_proved_and_checked_too() -> None:
+    body = b'{"type": "Node", "label": "a:", "children": [{"type": "Node", "label": "b", "attributes": {"x": 1}}]}'
+    msgspec.json.decode(body, type=Node)
+    assert duplicates.repeated_keys(body, Node) == []
+    twice = body.replace(b'"x": 1', b'"x": 1, "x": "y"')
+    assert duplicates.repeated_keys(twice, Node) == [
+        {"path": "$.children[0].attributes.x", "message": "duplicate key `x`: name each key once"}]

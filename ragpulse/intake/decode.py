@@ -1,4 +1,10 @@
-"""Turn a request body into a validated batch, reporting every failing path at once."""
+"""Turn a request body into a validated batch, reporting every failing path at once.
+
+Odd input is a 4xx here, never a 500 further on: JSON with trailing bytes, or nested past the decoder's recursion
+limit, is a 400; a number out of range (`1e999`), an object naming a key twice, and in `metadata` an integer msgpack
+cannot store or nesting deeper than MAX_METADATA_DEPTH are a 422 naming the path. A dry run decodes exactly as a
+stored batch does, so the two agree on all of them.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,19 @@ from typing import Any, TypeVar
 import msgspec
 
 from ragpulse.config import defaults
-from ragpulse.exceptions import InvalidBody, MalformedBody, TooLarge
-from ragpulse.intake.validate import collect_errors, split_message
+from ragpulse.exceptions import InputError, InvalidBody, MalformedBody, TooLarge
+from ragpulse.intake.duplicates import repeated_keys, step
+from ragpulse.intake.validate import MAX_ERRORS, collect_errors, split_message
 from ragpulse.model.trace import BatchRequest, Trace
 
 _batch_decoder = msgspec.json.Decoder(BatchRequest)
 _any_decoder = msgspec.json.Decoder()
 T = TypeVar("T")
+
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
+"""The integers msgpack, the stored form of a trace, can hold."""
+MAX_METADATA_DEPTH = 64
+"""The deepest nesting of arrays and objects accepted in a `metadata` value."""
 
 
 def decode_batch(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_BATCH) -> BatchRequest:
@@ -24,55 +36,115 @@ def decode_batch(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_BATCH) -
     walked against the schema (`validate.collect_errors`), so the 422 lists every failing trace index and field
     path rather than the first one msgspec stops at.
     """
-    try:
-        batch = _batch_decoder.decode(body)
-    except msgspec.ValidationError as first:
-        raise _invalid(body, BatchRequest, first, "the batch does not match the schema") from None
-    except msgspec.DecodeError as exc:
-        raise MalformedBody(f"body is not valid JSON: {exc}") from None
+    batch = _decode(body, _batch_decoder, BatchRequest, "the batch does not match the schema")
     if len(batch.traces) > max_traces:
         raise TooLarge(f"batch holds {len(batch.traces)} traces; the limit is {max_traces}",
                        [{"path": "$.traces", "message": f"at most {max_traces} traces per batch"}])
-    _check_unique_trace_ids(batch.traces)
+    _check_repeated_keys(body, BatchRequest)
+    _check_traces(batch.traces)
     for trace in batch.traces:
         if trace.trace_id is None:
             trace.trace_id = uuid.uuid4().hex
     return batch
 
 
-def _check_unique_trace_ids(traces: list[Trace]) -> None:
-    seen: dict[str, int] = {}
-    errors = []
-    for index, trace in enumerate(traces):
-        if trace.trace_id is None:
-            continue
-        if trace.trace_id in seen:
-            errors.append(_error(f"$.traces[{index}].trace_id",
-                                 f"duplicate trace_id {trace.trace_id!r}, first used at $.traces[{seen[trace.trace_id]}]"))
-        else:
-            seen[trace.trace_id] = index
-    if errors:
-        raise InvalidBody("trace_id must be unique within a batch", errors)
+def decode_body(body: bytes, type_: type[T]) -> T:
+    """Decode a small JSON body into `type_`: 400 when it is not JSON, 422 naming every failing path otherwise."""
+    value = _decode(body, msgspec.json.Decoder(type_), type_, "the body does not match the schema")
+    _check_repeated_keys(body, type_)
+    return value
 
 
-def _invalid(body: bytes, type_: type, first: msgspec.ValidationError, detail: str) -> InvalidBody:
-    """The 422 for a body msgspec rejected: every failing path (at most MAX_ERRORS), found by walking the type."""
-    found = collect_errors(_any_decoder.decode(body), type_)
+def _decode(body: bytes, decoder: msgspec.json.Decoder, type_: type[T], detail: str) -> T:
+    try:
+        return decoder.decode(body)
+    except msgspec.ValidationError as first:
+        raise _invalid(body, type_, first, detail) from None
+    except msgspec.DecodeError as exc:
+        raise MalformedBody(f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise MalformedBody("body is nested too deeply to be read") from None
+
+
+def _invalid(body: bytes, type_: type, first: msgspec.ValidationError, detail: str) -> InputError:
+    """The 422 for a body msgspec rejected: every failing path (at most MAX_ERRORS), found by walking the type.
+
+    The walk needs the body decoded without a type. Should that fail too, the body is not JSON after all (`[]x`:
+    trailing bytes after a value the schema had already refused; 400), or it holds a number no type takes (`1e999`;
+    the 422 names the path msgspec gave for it).
+    """
+    try:
+        found = collect_errors(_any_decoder.decode(body), type_)
+    except msgspec.ValidationError:
+        return InvalidBody(detail, [_error(*split_message(str(first)))])
+    except msgspec.DecodeError as exc:
+        return MalformedBody(f"body is not valid JSON: {exc}")
+    except RecursionError:
+        return MalformedBody("body is nested too deeply to be read")
     errors = found.errors or [_error(*split_message(str(first)))]
     if found.truncated:
         detail += f"; the first {len(errors)} errors are listed"
     return InvalidBody(detail, errors, errors_truncated=found.truncated)
 
 
+def _check_traces(traces: list[Trace]) -> None:
+    """422 when a trace_id repeats within the batch, or a `metadata` value cannot be stored (_check_metadata)."""
+    seen: dict[str, int] = {}
+    repeated: list[dict[str, str]] = []
+    unstorable: list[dict[str, str]] = []
+    for index, trace in enumerate(traces):
+        if trace.metadata:
+            _check_metadata(trace.metadata, f"$.traces[{index}].metadata", unstorable)
+        for rank, doc in enumerate(trace.retrieved_docs):
+            if doc.metadata:
+                _check_metadata(doc.metadata, f"$.traces[{index}].retrieved_docs[{rank}].metadata", unstorable)
+        if trace.trace_id is None:
+            continue
+        if trace.trace_id in seen:
+            repeated.append(_error(f"$.traces[{index}].trace_id",
+                                   f"duplicate trace_id {trace.trace_id!r}, first used at $.traces[{seen[trace.trace_id]}]"))
+        else:
+            seen[trace.trace_id] = index
+    if repeated or unstorable:
+        reasons = (["trace_id must be unique within a batch"] if repeated else []) + (
+            [f"metadata must hold integers of at most 64 bits, nested at most {MAX_METADATA_DEPTH} levels"]
+            if unstorable else [])
+        raise _bounded(InvalidBody, "; ".join(reasons), repeated + unstorable)
+
+
+def _check_metadata(value: dict[str, Any], path: str, errors: list[dict[str, str]]) -> None:
+    """Add the integers msgpack cannot hold (outside -2**63 .. 2**64-1) and nesting deeper than MAX_METADATA_DEPTH.
+
+    `metadata` is free-form JSON, the one part of a trace whose values msgspec takes as they come: without this a
+    20-digit integer passed a dry run and then failed the msgpack write of the batch with a 500. Walked without
+    recursion, one visit per nested value; traces without metadata cost nothing.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, path, 1)]
+    while stack and len(errors) <= MAX_ERRORS:
+        node, where, depth = stack.pop()
+        if isinstance(node, int):
+            if not INT_MIN <= node <= INT_MAX:
+                errors.append(_error(where, f"integer out of range: msgpack stores {INT_MIN} .. {INT_MAX}"))
+        elif depth > MAX_METADATA_DEPTH:
+            errors.append(_error(where, f"nested too deeply: at most {MAX_METADATA_DEPTH} levels in metadata"))
+        else:
+            for key, item in node.items() if isinstance(node, dict) else enumerate(node):
+                if isinstance(item, (int, dict, list)):   # bool is an int: in range, and cheaper kept than tested
+                    stack.append((item, where + step(key), depth + 1))
+
+
+def _check_repeated_keys(body: bytes, type_: Any) -> None:
+    """422 naming each key an object repeats (see intake.duplicates for how that is kept cheap)."""
+    errors = repeated_keys(body, type_)
+    if errors:
+        raise _bounded(InvalidBody, "an object names a key twice; each key may appear once per object", errors)
+
+
+def _bounded(error: type[InputError], detail: str, errors: list[dict[str, str]]) -> InputError:
+    truncated = len(errors) > MAX_ERRORS
+    return error(detail + (f"; the first {MAX_ERRORS} errors are listed" if truncated else ""), errors[:MAX_ERRORS],
+                 errors_truncated=truncated)
+
+
 def _error(path: str, message: str) -> dict[str, str]:
     return {"path": path, "message": message}
-
-
-def decode_body(body: bytes, type_: type[T]) -> T:
-    """Decode a small JSON body into `type_`: 400 when it is not JSON, 422 naming every failing path otherwise."""
-    try:
-        return msgspec.json.decode(body, type=type_)
-    except msgspec.ValidationError as exc:
-        raise _invalid(body, type_, exc, "the body does not match the schema") from None
-    except msgspec.DecodeError as exc:
-        raise MalformedBody(f"body is not valid JSON: {exc}") from None

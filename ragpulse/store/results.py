@@ -100,7 +100,7 @@ class Results:
 def _parse_cursor(cursor: str | None) -> int:
     if cursor in (None, ""):
         return 0
-    if not cursor.isdigit() or len(cursor) > 12:
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 12:   # str.isdigit() takes "²", "①", "٣", "１"
         raise InvalidParameter("cursor is not one this API issued",
                                [{"path": "query.cursor", "message": "pass back next_cursor unchanged"}])
     return int(cursor)

@@ -1,0 +1,79 @@
+"""Checks made before a request's body is read: the API key, the content type and the declared body size.
+
+Litestar reads a `body: bytes` parameter while it resolves the handler's arguments, before any dependency (such as
+`call`, which authenticates) runs. Checked there, a keyless client could make the API buffer up to the body limit
+per connection, for as long as it cared to trickle the body in. So the app's `before_request` hook runs these checks
+first, on the headers alone:
+
+- a handler that takes `call` acts for a tenant: without a valid `Authorization: Bearer <key>` it is answered 401
+  before one byte of body is read (the same rule as before: /healthz, /readyz, /metrics and /schema take no `call`
+  and stay public); the tenant found is kept in the scope, so `call` does not hash the key a second time;
+- a handler that takes `body` reads JSON: a body not sent as `application/json` (or `application/*+json`), or sent
+  without a content type, is answered 415 unread;
+- a declared `Content-Length` over RAGPULSE_MAX_BODY_BYTES is answered 413 at once. A body without one (chunked) is
+  counted by Litestar as it streams in and answered 413 as soon as it passes the limit, never buffered whole.
+
+These answers carry `Connection: close`: the unread body is not waited for, the server closes the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from litestar import Request, Response
+from litestar.handlers import BaseRouteHandler
+
+from ragpulse.exceptions import InputError, InvalidParameter, TooLarge, Unauthorized, UnsupportedMediaType
+from service.auth import resolve_tenant
+from service.context import TENANT_SCOPE_KEY, Services
+from service.errors import rejection
+
+
+def request_guard(services: Services) -> Callable[[Request], Awaitable[Response[Any] | None]]:
+    """The app's `before_request` hook: None to go on, or the 401/415/413 problem that ends the request unread."""
+    settings = services.settings
+    rejected = services.api_metrics.rejected
+    needs: dict[BaseRouteHandler, tuple[bool, bool]] = {}
+    """Route handler -> (takes `call`: acts for a tenant, takes `body`: reads a JSON body)."""
+
+    async def guard(request: Request) -> Response[Any] | None:
+        handler = request.route_handler
+        if handler not in needs:
+            parameters = handler.parsed_fn_signature.parameters
+            needs[handler] = ("call" in parameters, "body" in parameters)
+        tenant, json_body = needs[handler]
+        try:
+            if tenant:
+                request.scope[TENANT_SCOPE_KEY] = resolve_tenant(request, settings)  # type: ignore[literal-required]
+            if json_body:
+                _check_json(request)
+            _check_declared_length(request, settings.max_body_bytes)
+        except (Unauthorized, InputError) as exc:
+            response = rejection(exc, {"connection": "close"})
+            rejected.labels(status=str(response.status_code)).inc()
+            return response
+        return None
+
+    return guard
+
+
+def _check_json(request: Request) -> None:
+    """415 unless the body says it is JSON: `application/json` or `application/<something>+json`, any parameters."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json" and not (media_type.startswith("application/") and media_type.endswith("+json")):
+        raise UnsupportedMediaType(
+            f"send the body as JSON with `Content-Type: application/json`, not {media_type or 'no content type'}",
+            [{"path": "header.content-type", "message": "expected application/json"}])
+
+
+def _check_declared_length(request: Request, limit: int) -> None:
+    declared = request.headers.get("content-length")
+    if declared is None:
+        return
+    if not declared.isascii() or not declared.isdigit():
+        raise InvalidParameter(f"invalid Content-Length {declared!r}",
+                               [{"path": "header.content-length", "message": "not a byte count"}])
+    if len(declared) > len(str(limit)) or int(declared) > limit:
+        raise TooLarge(f"the body declares {declared} bytes; the limit is {limit}",
+                       [{"path": "header.content-length", "message": f"at most {limit} bytes"}])

@@ -1,0 +1,288 @@
+"""Untrusted input: keys, content types and sizes are checked before a body is read, and odd input is a 4xx."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.support import Proc, start_api
+
+pytestmark = pytest.mark.integration
+
+KEY = "key-acme"
+MiB = 1024 * 1024
+ATTACK_BODY = 30 * MiB
+"""What each keyless connection declares and tries to send: under the 32 MiB default limit, so only the key stops it."""
+
+
+@dataclass
+class Api:
+    url: str
+    proc: Proc
+
+    @property
+    def address(self) -> tuple[str, int]:
+        parts = urlsplit(self.url)
+        return parts.hostname or "127.0.0.1", parts.port or 80
+
+    def rss_bytes(self) -> int:
+        for line in Path(f"/proc/{self.proc.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+
+@pytest.fixture(scope="module")
+def keyed_api(redis_url: str, session_tmp: Path, stack) -> Iterator[Api]:
+    """An API with API keys and the default body limit (32 MiB)."""
+    url, proc = start_api(redis_url, session_tmp, {**stack.env, "RAGPULSE_API_KEYS": f"acme:{KEY}"})
+    try:
+        yield Api(url, proc)
+    finally:
+        proc.stop()
+
+
+def request_head(path: str = "/v1/batches", length: int | None = ATTACK_BODY, key: str | None = None,
+                 chunked: bool = False) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: test", "Content-Type: application/json"]
+    if length is not None:
+        lines.append(f"Content-Length: {length}")
+    if chunked:
+        lines.append("Transfer-Encoding: chunked")
+    if key is not None:
+        lines.append(f"Authorization: Bearer {key}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: dict
+
+
+def read_answer(sock: socket.socket) -> Answer:
+    """One HTTP/1.1 response with a Content-Length body, read off a raw socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed before a response: {data!r}"
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {name.strip().lower(): value.strip() for name, _, value in (h.partition(":") for h in header_lines)}
+    while len(rest) < int(headers["content-length"]):
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside the response body"
+        rest += chunk
+    return Answer(int(status_line.split()[1]), headers, json.loads(rest))
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """True when the server closed the connection (EOF or reset) after its answer."""
+    try:
+        return sock.recv(65536) == b""
+    except ConnectionResetError:
+        return True
+
+
+def assert_problem(answer: Answer, status: int) -> None:
+    assert answer.status == status, answer
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert answer.body["status"] == status
+    assert answer.headers["connection"] == "close"
+
+
+@pytest.mark.parametrize("key", [None, "nope"])
+def test_a_keyless_body_is_refused_with_401_before_it_is_read(keyed_api: Api, key: str | None) -> None:
+    with socket.create_connection(keyed_api.address, timeout=10) as sock:
+        sock.sendall(request_head(key=key) + b'{"traces": [')       # 12 of the 31,457,280 bytes declared
+        answer = read_answer(sock)
+        assert_problem(answer, 401)
+        assert answer.headers["www-authenticate"] == "Bearer"
+        assert closed_by_server(sock)
+
+
+def test_a_keyless_chunked_body_is_refused_with_401_before_it_is_read(keyed_api: Api) -> None:
+    with socket.create_connection(keyed_api.address, timeout=10) as sock:
+        sock.sendall(request_head(length=None, chunked=True) + b"c\r\n{\"traces\": [\r\n")
+        assert_problem(read_answer(sock), 401)
+        assert closed_by_server(sock)
+
+
+def test_public_paths_stay_public_and_keyed_paths_keyed(keyed_api: Api) -> None:
+    for path in ["/healthz", "/readyz", "/metrics", "/schema/openapi.json"]:
+        assert httpx.get(keyed_api.url + path).status_code == 200, path
+    for method, path in [("GET", f"/v1/jobs/{'0' * 32}"), ("GET", "/v1/monitor/default"),
+                         ("PUT", "/v1/apps/default/policy"), ("POST", "/v1/calibrations")]:
+        assert httpx.request(method, keyed_api.url + path).status_code == 401, path
+    accepted = httpx.post(keyed_api.url + "/v1/batches", json={"traces": [{"query": "q"}]},
+                          headers={"Authorization": f"Bearer {KEY}"})
+    assert accepted.status_code == 202, accepted.text
+
+
+def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read(keyed_api: Api) -> None:
+    with socket.create_connection(keyed_api.address, timeout=10) as sock:
+        sock.sendall(request_head(length=32 * MiB + 1, key=KEY) + b'{"traces": [')
+        answer = read_answer(sock)
+        assert_problem(answer, 413)
+        assert answer.body["errors"][0]["path"] == "header.content-length"
+        assert closed_by_server(sock)
+
+
+@dataclass
+class Sender:
+    """Pushes up to `total` bytes of body on its own thread until the server stops taking them."""
+
+    sock: socket.socket
+    total: int
+    chunked: bool = False
+    sent: int = 0
+    error: BaseException | None = None
+    thread: threading.Thread = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        piece = b" " * (64 * 1024)
+        frame = f"{len(piece):x}\r\n".encode() + piece + b"\r\n" if self.chunked else piece
+        try:
+            while self.sent + len(piece) <= self.total:
+                self.sock.sendall(frame)
+                self.sent += len(piece)
+        except OSError as exc:          # the server answered and closed: the rest is refused, as it should be
+            self.error = exc
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit_while_it_streams(keyed_api: Api) -> None:
+    with socket.create_connection(keyed_api.address, timeout=30) as sock:
+        sock.sendall(request_head(length=None, key=KEY, chunked=True) + b'4\r\n{"a"\r\n')
+        sender = Sender(sock, total=64 * MiB, chunked=True)     # never finished: no terminating chunk
+        answer = read_answer(sock)
+        assert_problem(answer, 413)
+        sender.thread.join(30)
+        assert not sender.thread.is_alive() and sender.error is not None
+        assert sender.sent < 40 * MiB     # stopped near the 32 MiB limit, not at the end of the body
+
+
+def test_keyless_connections_cannot_fill_the_api_memory(keyed_api: Api) -> None:
+    """10 keyless connections each pushing a 30 MiB body: the API answers 401 and closes, its RSS stays flat."""
+    httpx.get(keyed_api.url + "/healthz")
+    before = keyed_api.rss_bytes()
+    socks = [socket.create_connection(keyed_api.address, timeout=30) for _ in range(10)]
+    try:
+        for sock in socks:
+            sock.sendall(request_head())
+        senders = [Sender(sock, total=ATTACK_BODY - 1024) for sock in socks]   # never finished
+        peak = before
+        deadline = time.monotonic() + 60
+        while any(s.thread.is_alive() for s in senders) and time.monotonic() < deadline:
+            peak = max(peak, keyed_api.rss_bytes())
+            time.sleep(0.02)
+        time.sleep(0.5)
+        peak = max(peak, keyed_api.rss_bytes())
+        print(f"API RSS {before / MiB:.1f} MiB before, {peak / MiB:.1f} MiB at peak")
+        assert peak - before < 20 * MiB, f"API RSS grew {(peak - before) / MiB:.0f} MiB"
+        for sender in senders:
+            assert sender.error is not None and sender.sent < ATTACK_BODY - 1024, "the server read the whole body"
+    finally:
+        for sock in socks:
+            sock.close()
+    assert httpx.get(keyed_api.url + "/healthz").status_code == 200
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# odd input: every case a 400, 415 or 422 problem naming a path where there is one, never a 500 (nor a silent 2xx)
+
+def nested(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def with_metadata(metadata: str, doc_metadata: str | None = None) -> bytes:
+    doc = f', "retrieved_docs": [{{"id": "d1", "metadata": {doc_metadata}}}]' if doc_metadata else ""
+    return f'{{"traces": [{{"query": "q", "metadata": {metadata}{doc}}}]}}'.encode()
+
+
+JSON = "application/json"
+BATCH = "POST /v1/batches"
+DRY_RUN = "POST /v1/batches?dry_run=true"
+ODD_INPUT = [
+    # (id, request, content type, body, expected status, path named in errors or None)
+    ("trailing-after-number", BATCH, JSON, b"2x", 400, None),
+    ("trailing-after-array", BATCH, JSON, b"[]x", 400, None),
+    ("trailing-after-object", BATCH, JSON, b'{"traces":[]}}', 400, None),
+    ("number-out-of-range", BATCH, JSON, b'{"traces": [{"query": "q", "retrieved_docs": [{"id": "d", "score": 1e999}]}]}',
+     422, "$.traces[0].retrieved_docs[0].score"),
+    ("number-out-of-range-in-metadata", BATCH, JSON, with_metadata('{"x": -1e999}'), 422, "$.traces[0].metadata[...]"),
+    ("int-over-64-bits-in-metadata", BATCH, JSON, with_metadata('{"n": 18446744073709551616}'), 422,
+     "$.traces[0].metadata.n"),
+    ("int-over-64-bits-in-metadata-dry-run", DRY_RUN, JSON, with_metadata('{"n": 18446744073709551616}'), 422,
+     "$.traces[0].metadata.n"),
+    ("int-under-64-bits-in-doc-metadata", BATCH, JSON, with_metadata("{}", '{"ids": [1, -9223372036854775809]}'), 422,
+     "$.traces[0].retrieved_docs[0].metadata.ids[1]"),
+    ("nesting-1000-levels", BATCH, JSON, f'{{"traces": {nested(1000)}}}'.encode(), 400, None),
+    ("nesting-1000-levels-in-metadata", BATCH, JSON, with_metadata(f'{{"x": {nested(1000)}}}'), 400, None),
+    ("nesting-100-levels-in-metadata", BATCH, JSON, with_metadata(f'{{"x": {nested(100)}}}'), 422,
+     "$.traces[0].metadata.x" + "[0]" * 63),
+    ("cursor-superscript-two", "GET results?cursor=²", None, b"", 400, "query.cursor"),
+    ("cursor-circled-one", "GET results?cursor=①", None, b"", 400, "query.cursor"),
+    ("cursor-arabic-indic-three", "GET results?cursor=٣", None, b"", 400, "query.cursor"),
+    ("cursor-fullwidth-one", "GET results?cursor=１", None, b"", 400, "query.cursor"),
+    ("limit-arabic-indic-three", "GET results?limit=٣", None, b"", 400, "query.limit"),
+    ("text-plain-batch", BATCH, "text/plain", b'{"traces": [{"query": "q"}]}', 415, "header.content-type"),
+    ("no-content-type-batch", BATCH, None, b'{"traces": [{"query": "q"}]}', 415, "header.content-type"),
+    ("text-plain-policy", "PUT /v1/apps/odd/policy", "text/plain", b'{"sample_rate": 0.5}', 415, "header.content-type"),
+    ("no-content-type-calibration", "POST /v1/calibrations", None, b'{"job_id": "x", "labels": []}', 415,
+     "header.content-type"),
+    ("duplicate-key-in-trace", BATCH, JSON, b'{"traces": [{"query": "q", "query": "other"}]}', 422, "$.traces[0].query"),
+    ("duplicate-key-in-options", DRY_RUN, JSON, b'{"traces": [{"query": "q"}], "options": {"k": [1], "k": [5]}}', 422,
+     "$.options.k"),
+    ("duplicate-key-in-metadata", BATCH, JSON, with_metadata('{"a:b": 1, "c": "x:y", "a:b": 2}'), 422,
+     '$.traces[0].metadata["a:b"]'),
+    ("duplicate-key-beside-escaped-colon", BATCH, JSON, with_metadata('{"t": "12\\u003a00", "t": "13:00"}'), 422,
+     "$.traces[0].metadata.t"),
+    ("duplicate-key-in-policy", "PUT /v1/apps/odd/policy", JSON, b'{"sample_rate": 0.5, "sample_rate": 1}', 422,
+     "$.sample_rate"),
+    # near misses, accepted: colons in strings and keys, an escaped colon, the 64-bit extremes, 64 levels of metadata
+    ("accepted-colons-and-extremes", DRY_RUN, "application/json; charset=utf-8",
+     with_metadata('{"a:b": "c:d", "e": "f\\u003ag", "max": 18446744073709551615, "min": -9223372036854775808, '
+                   f'"x": {nested(63)}}}'), 200, None),
+]
+
+
+@pytest.fixture(scope="module")
+def finished_job(stack) -> str:
+    with httpx.Client(base_url=stack.url) as http:
+        return http.post("/v1/batches", json={"traces": [{"query": "q"}]}).json()["job_id"]
+
+
+@pytest.mark.parametrize(("request_line", "content_type", "body", "status", "path"),
+                         [case[1:] for case in ODD_INPUT], ids=[case[0] for case in ODD_INPUT])
+def test_odd_input_is_a_4xx_problem_naming_its_path(client: httpx.Client, finished_job: str, request_line: str,
+                                                    content_type: str | None, body: bytes, status: int,
+                                                    path: str | None) -> None:
+    method, target = request_line.split(" ", 1)
+    target = target.replace("results", f"/v1/jobs/{finished_job}/results")
+    url, _, query = target.partition("?")
+    params = dict(pair.split("=", 1) for pair in query.split("&")) if query else None
+    headers = {"content-type": content_type} if content_type else {}
+    response = client.request(method, url, params=params, content=body or None, headers=headers)
+    assert response.status_code == status, response.text
+    if status < 400:
+        return
+    assert response.headers["content-type"].startswith("application/problem+json")
+    problem = response.json()
+    assert problem["status"] == status and "Traceback" not in response.text
+    if path is not None:
+        assert path in [e["path"] for e in problem["errors"]], problem
