@@ -31,15 +31,15 @@ BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/calibrations", "post"): C
 """Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
 ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
-    ("/v1/batches", "post"): (400, 401, 413, 422, 503),
+    ("/v1/batches", "post"): (400, 401, 413, 415, 422, 503),
     ("/v1/jobs/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/results", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/retry", "post"): (400, 401, 404, 409, 503),
     ("/v1/jobs/{job_id}/report", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/report.html", "get"): (400, 401, 404, 503),
-    ("/v1/calibrations", "post"): (400, 401, 404, 413, 422, 503),
+    ("/v1/calibrations", "post"): (400, 401, 404, 413, 415, 422, 503),
     ("/v1/apps/{app}/policy", "get"): (400, 401, 503),
-    ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 422, 503),
+    ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 415, 422, 503),
     ("/v1/monitor/{app}", "get"): (400, 401, 503),
     ("/healthz", "get"): (),
     ("/readyz", "get"): (503,),
@@ -53,6 +53,7 @@ _WHY = {
     404: "No such job for this tenant (another tenant's jobs are not found either).",
     409: "The request conflicts with the job's state; `errors` names the input.",
     413: "The body, or the number of traces, exceeds a configured limit.",
+    415: "The body does not say it is JSON: send `Content-Type: application/json`.",
     422: "The body is JSON but breaks the schema; `errors` lists every failing path (at most 100).",
     503: "Redis is unreachable or refused the write; retry after `Retry-After` seconds.",
 }
