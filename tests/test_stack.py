@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pytest
 
 from ragpulse.ops.lifetime import alive
 from ragpulse.ops.redis_server import DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, sweep_stale
-from ragpulse.ops.stack import RQ_LOG_LEVEL, Stack
+from ragpulse.ops.stack import RQ_LOG_LEVEL, Child, Stack
 from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_for_line
 
 pytestmark = pytest.mark.integration
@@ -238,3 +239,50 @@ def test_eval_exits_1_when_the_server_is_unreachable() -> None:
     result = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", server],
                             capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env("unused"))
     assert result.returncode == 1 and "cannot reach" in result.stderr
+
+
+def supervise_for(stack: Stack, seconds: float) -> tuple[int | None, float]:
+    """Run the stack's supervision loop over its children for up to `seconds`: (its result, None if it was still
+    supervising, and how long it ran); every child is stopped after."""
+    result: list[int] = []
+    for child in stack.children:
+        child.start()
+    started = time.monotonic()
+    thread = threading.Thread(target=lambda: result.append(stack._supervise()))
+    thread.start()
+    try:
+        thread.join(seconds)
+        elapsed, supervising = time.monotonic() - started, thread.is_alive()
+    finally:
+        stack._stopping = True
+        thread.join(10)
+        for child in stack.children:
+            child.kill()
+    return (None if supervising else result[0]), elapsed
+
+
+def exits_after(seconds: float, log: Path, code: int = 1) -> Child:
+    """A child that notes each start of it in `log`, then exits with `code` after `seconds`."""
+    script = f"import sys, time; open({str(log)!r}, 'a').write('x'); time.sleep({seconds}); sys.exit({code})"
+    return Child("flaky", [sys.executable, "-c", script], child_env("unused"))
+
+
+def test_a_child_that_exits_now_and_then_is_restarted_however_often_over_a_long_life(tmp_path: Path) -> None:
+    # It lives 0.6 s and waits a backoff (0.25 s at least) before each restart, so at most 2 of its restarts fit
+    # in any 2 s and a limit of 3 per 2 s is never reached, while over 8 s it is restarted more than 3 times.
+    stack = Stack(host="127.0.0.1", port=1, workers=0, restart_limit=3, restart_window=2.0)
+    starts = tmp_path / "starts"
+    stack.children = [exits_after(0.6, starts)]
+    result, _ = supervise_for(stack, 8.0)
+    assert result is None                                          # still supervising: it never gave up
+    assert len(starts.read_text()) - 1 > 3                         # restarted more often than the limit in all
+
+
+def test_a_crash_looping_child_stops_the_stack_after_backing_off(tmp_path: Path) -> None:
+    stack = Stack(host="127.0.0.1", port=1, workers=0, restart_limit=3, restart_window=60.0)
+    starts = tmp_path / "starts"
+    stack.children = [exits_after(0.0, starts, code=3)]
+    result, seconds = supervise_for(stack, 30.0)
+    assert result == 1
+    assert len(starts.read_text()) == 1 + 3                         # the first start and 3 restarts
+    assert seconds >= 0.25 + 0.5 + 1.0                              # with a growing backoff, not a tight loop
