@@ -18,9 +18,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
+from ragpulse.exceptions import ConfigError
 from ragpulse.ops.lifetime import alive
-from ragpulse.ops.redis_server import DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, sweep_stale
+from ragpulse.ops.redis_server import (
+    DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, redis_server_binary, sweep_stale,
+)
 from ragpulse.ops.stack import RQ_LOG_LEVEL, Child, Stack
 from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_for_line
 
@@ -191,6 +195,37 @@ def test_sweep_shuts_down_a_redis_left_running_by_a_dead_owner(tmp_path: Path, m
         assert not orphan.directory.exists() and live.exists() and unowned.exists()
     finally:
         orphan.stop()
+
+
+def test_private_redis_refuses_a_port_where_another_redis_answers(tmp_path: Path, monkeypatch) -> None:
+    """Its own server cannot bind a taken port, and the Redis answering there is someone else's: start() must fail
+    (and leave that server alone) rather than hand it to a test or benchmark that then flushes it."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    port = free_port()
+    foreign = subprocess.Popen([redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--dir", str(tmp_path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    theirs = redis.Redis(port=port)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                theirs.ping()
+                break
+            except redis.ConnectionError:
+                assert time.monotonic() < deadline and foreign.poll() is None, "the foreign redis-server did not start"
+                time.sleep(0.05)
+        theirs.set("theirs", "keep")
+        script = theirs.script_load("return 1")
+        with pytest.raises(ConfigError, match=rf"port {port} is served by another Redis \(pid {foreign.pid}\)"):
+            PrivateRedis(port).start()
+        assert theirs.get("theirs") == b"keep" and theirs.dbsize() == 1 and theirs.script_exists(script) == [True]
+        assert int(theirs.info("server")["process_id"]) == foreign.pid and foreign.poll() is None
+        assert not list(tmp_path.glob(f"{DIR_PREFIX}*"))          # and its own directory is gone
+    finally:
+        theirs.close()
+        foreign.terminate()
+        foreign.wait(10)
 
 
 def test_the_stack_quiets_rq_unless_ragpulse_log_level_is_set(monkeypatch) -> None:

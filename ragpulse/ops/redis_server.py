@@ -7,6 +7,7 @@ the kernel could not tie the server to its owner, shuts that server down (`sweep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -87,7 +88,10 @@ def _shutdown_if_serving(port: int, directory: Path) -> None:
 
 class PrivateRedis:
     """A throw-away redis-server on a free loopback port, no persistence; stop() leaves nothing behind, and
-    neither does the death of the process that started it (see the module docstring)."""
+    neither does the death of the process that started it (see the module docstring).
+
+    start() succeeds only when the server answering on the port is the one it launched, so a test or a benchmark
+    never flushes someone else's Redis."""
 
     def __init__(self, port: int | None = None) -> None:
         sweep_stale()
@@ -107,7 +111,8 @@ class PrivateRedis:
         (self.directory / OWNER_FILE).write_text(json.dumps(owner))
 
     def start(self, timeout: float = 10.0) -> PrivateRedis:
-        """Launch the server and wait until it answers PING."""
+        """Launch the server and wait until it answers; ConfigError (and the server stopped) when it does not start,
+        or when the server answering on the port is not the one just launched (by INFO's `process_id`)."""
         # Its own session, so a Ctrl-C meant for the supervisor does not stop Redis before the workers; SIGTERM
         # when the thread that started it dies, so it never outlives its owner.
         self.process = subprocess.Popen(
@@ -117,21 +122,54 @@ class PrivateRedis:
             start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),  # noqa: PLW1509
         )
         self._write_owner()
-        client = redis.Redis.from_url(self.url)
+        try:
+            served_by = self._wait_for_pid(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        if served_by == self.process.pid:
+            return self
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(2)  # ours, failing to bind, exits and logs why
+        why = self._last_log_line()
+        self.stop()
+        if served_by is None:
+            raise ConfigError(f"redis-server did not start on port {self.port}{why}")
+        who = f"pid {served_by}" if served_by > 0 else "its pid unknown"
+        raise ConfigError(f"port {self.port} is served by another Redis ({who}), not by the redis-server started "
+                          f"here; refusing to use it{why}")
+
+    def _last_log_line(self) -> str:
+        """`: <the server log's last line>` (why it did not start, usually), or nothing."""
+        try:
+            lines = (self.directory / "redis.log").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return f": {lines[-1].split(' ', 5)[-1]}" if lines else ""
+
+    def _wait_for_pid(self, timeout: float) -> int | None:
+        """The `process_id` of the server that answers on our port once one does (None if none does in time, or
+        ours exited and nothing answers)."""
+        assert self.process is not None
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2, socket_connect_timeout=2)
         deadline = time.monotonic() + timeout
         try:
             while time.monotonic() < deadline:
                 try:
-                    client.ping()
-                    return self
-                except redis.ConnectionError:
+                    return int(client.info("server")["process_id"])
+                except redis.RedisError:
                     if self.process.poll() is not None:
-                        break
-                    time.sleep(0.05)
+                        # Ours exited: whatever might still answer on the port is not ours.
+                        try:
+                            return int(client.info("server")["process_id"])
+                        except (redis.RedisError, KeyError, ValueError):
+                            return None
+                except (KeyError, ValueError):
+                    return -1                      # something answers that does not say its pid: not ours
+                time.sleep(0.05)
         finally:
             client.close()
-        self.stop()
-        raise ConfigError(f"redis-server did not start on port {self.port}")
+        return None
 
     def stop(self) -> None:
         """Terminate the server and remove its directory."""
