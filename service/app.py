@@ -21,6 +21,7 @@ from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
+from ragpulse.store.connection import reconnect_once
 from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.batches import BatchController
 from service.calibrations import CalibrationController
@@ -38,13 +39,15 @@ log = logging.getLogger("ragpulse.api")
 def redis_client(
     settings: Settings, client_class: type[redis.Redis | AsyncRedis] = redis.Redis
 ) -> redis.Redis | AsyncRedis:
-    """A pooled Redis client with short timeouts, so an outage is a quick 503 rather than a hung request.
+    """A pooled Redis client with short timeouts, so an outage is a quick 503 rather than a hung request, that
+    reconnects once when a pooled connection was dropped (Redis restarted), so that request still succeeds.
 
     `client_class=AsyncRedis` gives the event loop's client, with the same settings.
     """
     return client_class.from_url(
         settings.redis_url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT,
         socket_connect_timeout=defaults.REDIS_SOCKET_TIMEOUT, health_check_interval=30,
+        retry=reconnect_once(asyncio=client_class is AsyncRedis),
     )
 
 

@@ -24,6 +24,7 @@ from ragpulse.monitoring.recorder import CallMetrics, record_result
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
+from ragpulse.store.connection import RETRIED_ERRORS, OutageBackoff
 
 log = logging.getLogger("ragpulse.evaluation.chunk")
 
@@ -114,14 +115,26 @@ class ChunkRun:
                                       self.settings.tenant_daily_budget_usd)
             if reason:
                 return skipped_result(trace, index, reason, options)
-        try:
-            return await evaluate_trace(trace, index, options, judge)
-        except JudgeAuthError as exc:
-            self.store.jobs.finish(self.job_id, "failed", exc.reason)
-            return failed_result(trace, index, f"job failed: {exc.reason}")
-        except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data; the chunk goes on
-            log.exception("trace %s of job %s failed", index, self.job_id)
-            return failed_result(trace, index, f"{type(exc).__name__}: {exc}")
+        outage = OutageBackoff()
+        while True:
+            try:
+                return await evaluate_trace(trace, index, options, judge)
+            except JudgeAuthError as exc:
+                self.store.jobs.finish(self.job_id, "failed", exc.reason)
+                return failed_result(trace, index, f"job failed: {exc.reason}")
+            except RETRIED_ERRORS as exc:
+                # Redis (the judge's shared rate limiter) went away mid-trace: not the trace's fault, so it is
+                # judged again once Redis is back, unless the outage outlasts WORKER_REDIS_OUTAGE_SECONDS.
+                wait = outage.next_wait()
+                if wait is None:
+                    log.exception("trace %s of job %s failed: Redis unreachable", index, self.job_id)
+                    return failed_result(trace, index, f"{type(exc).__name__}: {exc}")
+                log.warning("trace %s of job %s: Redis unreachable (%s); judging it again in %.1f s", index,
+                            self.job_id, exc, wait)
+                await asyncio.sleep(wait)
+            except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data; the chunk goes on
+                log.exception("trace %s of job %s failed", index, self.job_id)
+                return failed_result(trace, index, f"{type(exc).__name__}: {exc}")
 
     async def _heartbeat(self) -> None:
         while True:

@@ -87,16 +87,18 @@ def _shutdown_if_serving(port: int, directory: Path) -> None:
 
 
 class PrivateRedis:
-    """A throw-away redis-server on a free loopback port, no persistence; stop() leaves nothing behind, and
-    neither does the death of the process that started it (see the module docstring).
+    """A throw-away redis-server on a free loopback port, no persistence unless `appendonly`; stop() leaves nothing
+    behind, and neither does the death of the process that started it (see the module docstring).
 
     start() succeeds only when the server answering on the port is the one it launched, so a test or a benchmark
-    never flushes someone else's Redis."""
+    never flushes someone else's Redis. `appendonly=True` keeps the data in an append-only file in the server's
+    directory: halt() then start() restarts the same server with its data, on the same port (outage tests)."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, appendonly: bool = False) -> None:
         sweep_stale()
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.appendonly = appendonly
         self._dir = tempfile.TemporaryDirectory(prefix=DIR_PREFIX)
         self.process: subprocess.Popen[bytes] | None = None
         self._write_owner()
@@ -117,7 +119,8 @@ class PrivateRedis:
         # when the thread that started it dies, so it never outlives its owner.
         self.process = subprocess.Popen(
             [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self._dir.name, "--logfile", str(self.directory / "redis.log")],
+             "--appendonly", "yes" if self.appendonly else "no", "--dir", self._dir.name,
+             "--logfile", str(self.directory / "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),  # noqa: PLW1509
         )
@@ -157,6 +160,8 @@ class PrivateRedis:
             while time.monotonic() < deadline:
                 try:
                     return int(client.info("server")["process_id"])
+                except redis.BusyLoadingError:
+                    pass                           # ours, loading its append-only file: answers once loaded
                 except redis.RedisError:
                     if self.process.poll() is not None:
                         # Ours exited: whatever might still answer on the port is not ours.
@@ -171,8 +176,9 @@ class PrivateRedis:
             client.close()
         return None
 
-    def stop(self) -> None:
-        """Terminate the server and remove its directory."""
+    def halt(self) -> None:
+        """Stop the server (SIGTERM: a clean shutdown that writes the append-only file) and keep its directory, so
+        start() brings it back on the same port with its data."""
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -180,4 +186,8 @@ class PrivateRedis:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def stop(self) -> None:
+        """Terminate the server and remove its directory."""
+        self.halt()
         self._dir.cleanup()
