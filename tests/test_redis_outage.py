@@ -1,9 +1,14 @@
-"""Redis going away under a running stack: restarts while a job runs, workers started while it is down."""
+"""Redis going away under a running stack: restarts while a job runs, replies lost with it, workers started
+while it is down."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
+import socket
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -13,7 +18,15 @@ import pytest
 import redis
 from rq import Worker
 
+from ragpulse.config import keys
+from ragpulse.evaluation.chunk import queue_result_counts
+from ragpulse.evaluation.trace import evaluate_trace
+from ragpulse.judges.local import LocalJudge
+from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace
+from ragpulse.monitoring.counters import read_samples
 from ragpulse.ops.redis_server import PrivateRedis, free_port
+from ragpulse.store import Store
+from ragpulse.store.connection import worker_client
 from tests.fake_anthropic import FakeAnthropic
 from tests.support import child_env, children_of, spawn, start_worker, wait_for_job, wait_for_line
 
@@ -95,6 +108,93 @@ def test_the_stack_rides_out_three_redis_restarts_during_a_job(tmp_path: Path) -
     finally:
         if up is not None:
             up.stop()
+        server.stop()
+
+
+class ReplyDropper:
+    """A TCP proxy to a Redis that, once armed, swallows the reply to the next command containing `marker` and
+    closes that client's connection: the command ran, and its caller never learns it did (as when Redis goes down
+    right after running it)."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.marker: bytes | None = None
+        self.dropped = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def arm(self, marker: bytes) -> None:
+        with self.lock:
+            self.marker = marker
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = self.listener.accept()
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+                swallow = threading.Event()
+                threading.Thread(target=self._requests, args=(client, upstream, swallow), daemon=True).start()
+                threading.Thread(target=self._replies, args=(upstream, client, swallow), daemon=True).start()
+
+    def _requests(self, client: socket.socket, upstream: socket.socket, swallow: threading.Event) -> None:
+        with contextlib.suppress(OSError):
+            while data := client.recv(65536):
+                with self.lock:
+                    if self.marker is not None and self.marker in data:
+                        self.marker = None
+                        swallow.set()                    # before forwarding: its reply must not slip through
+                upstream.sendall(data)
+
+    def _replies(self, upstream: socket.socket, client: socket.socket, swallow: threading.Event) -> None:
+        with contextlib.suppress(OSError):
+            while data := upstream.recv(65536):
+                if swallow.is_set():
+                    self.dropped += 1
+                    break
+                client.sendall(data)
+        for sock in (client, upstream):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
+def test_a_result_stored_by_a_command_whose_reply_was_lost_is_counted_exactly_once() -> None:
+    """The worker's client retries a command whose connection dropped; when the command had run, storing the
+    result and counting it must happen once in all: not twice (counted again), not zero times (seen as stored)."""
+    server = PrivateRedis().start()
+    proxy = ReplyDropper(server.port)
+    client = worker_client(f"redis://127.0.0.1:{proxy.port}/0")
+    try:
+        store = Store(client, 3600)
+        options = BatchOptions(judge="local")
+        app = "exactly-once"
+
+        def store_result(index: int) -> bool:
+            trace = Trace(trace_id=f"t{index}", app=app, query=f"question {index}", answer=f"Fact {index} holds.",
+                          retrieved_docs=[RetrievedDoc(id="d", text=f"Fact {index} holds.")])
+            result = asyncio.run(evaluate_trace(trace, index, options, LocalJudge()))
+            return store.results.record("job", result, counting=lambda pipe: queue_result_counts(
+                pipe, frozenset({app}), "tenant", result))
+
+        assert store_result(0)
+        proxy.arm(keys.job_results("job").encode())          # the command that stores (and counts) the next result
+        store_result(1)
+        assert proxy.dropped == 1
+        assert store_result(1) is False                      # stored already: a re-run chunk counts nothing
+        direct = redis.Redis(port=server.port)
+        assert direct.hlen(keys.job_results("job")) == 2
+        judged_samples = [value for suffix, labels, value in read_samples(direct)["ragpulse_traces_judged"]
+                          if labels.get("app") == app]
+        assert judged_samples == [2.0]
+        direct.close()
+    finally:
+        client.close()
+        proxy.close()
         server.stop()
 
 

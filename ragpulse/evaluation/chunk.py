@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass, field
+
+import redis
 
 from ragpulse.config.prices import call_cost
 from ragpulse.evaluation.budget import budget_exhausted
@@ -20,7 +23,9 @@ from ragpulse.judges import kinds
 from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
-from ragpulse.monitoring.recorder import CallMetrics, record_result
+from ragpulse.monitoring.counters import MetricsBatch
+from ragpulse.monitoring.recorder import CallMetrics, count_result
+from ragpulse.monitoring.rolling import queue_bucket
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
@@ -49,6 +54,15 @@ class CallObserver:
     def waited(self, model: str, seconds: float) -> None:
         """Record time spent waiting for the shared rate limit."""
         self.metrics.waited(model, seconds)
+
+
+def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenant: str, result: TraceResult) -> None:
+    """Queue the writes counting one newly stored result (shared metrics, its app's rolling window) onto `pipe`:
+    what monitoring.recorder.record_result writes, left for Results.record to apply with the result itself."""
+    batch = MetricsBatch(apps)
+    count_result(batch, result)
+    batch.queue_onto(pipe)
+    queue_bucket(pipe, tenant, result)
 
 
 @dataclass
@@ -89,8 +103,8 @@ class ChunkRun:
             policy = self._policies.get(trace.app) or self._policies.setdefault(trace.app, policies.get(tenant, trace.app))
             async with bound:
                 result = await self._evaluate(index, trace, options, tenant, policy)
-            if self.store.results.record(self.job_id, result):
-                record_result(self.store.redis, self.settings.apps, tenant, result)
+            self.store.results.record(self.job_id, result, counting=functools.partial(
+                queue_result_counts, apps=self.settings.apps, tenant=tenant, result=result))
 
         await asyncio.gather(*(one(index, trace) for index, trace in pending))
 
