@@ -1,10 +1,11 @@
 """Redis going away under a running stack: restarts while a job runs, replies lost with it, workers started
-while it is down."""
+while it is down, and a hung Redis under /metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -28,7 +29,7 @@ from ragpulse.ops.redis_server import PrivateRedis, free_port
 from ragpulse.store import Store
 from ragpulse.store.connection import worker_client
 from tests.fake_anthropic import FakeAnthropic
-from tests.support import child_env, children_of, spawn, start_worker, wait_for_job, wait_for_line
+from tests.support import child_env, children_of, spawn, start_api, start_worker, wait_for_job, wait_for_line
 
 pytestmark = pytest.mark.integration
 UP = [sys.executable, "-m", "ragpulse.ops.cli", "up"]
@@ -108,6 +109,42 @@ def test_the_stack_rides_out_three_redis_restarts_during_a_job(tmp_path: Path) -
     finally:
         if up is not None:
             up.stop()
+        server.stop()
+
+
+def test_metrics_scrape_against_a_hung_redis_does_not_stall_healthz(tmp_path: Path) -> None:
+    server = PrivateRedis().start()
+    api = None
+    try:
+        url, api = start_api(server.url, tmp_path)
+        with httpx.Client(base_url=url, timeout=30) as http:
+            assert http.get("/metrics").status_code == 200              # the scrape's connections are pooled
+            os.kill(server.process.pid, signal.SIGSTOP)                  # Redis hangs: connects, never answers
+            try:
+                scrape: dict[str, object] = {}
+
+                def scrape_metrics() -> None:
+                    started = time.monotonic()
+                    scrape["response"] = httpx.get(f"{url}/metrics", timeout=30)
+                    scrape["seconds"] = time.monotonic() - started
+
+                thread = threading.Thread(target=scrape_metrics)
+                thread.start()
+                time.sleep(0.3)                                          # the scrape is now waiting on Redis
+                for _ in range(3):
+                    started = time.monotonic()
+                    assert http.get("/healthz", timeout=5).status_code == 200
+                    assert time.monotonic() - started < 1.0
+                    assert thread.is_alive()                             # ...while the scrape is still pending
+                thread.join(30)
+                assert scrape["response"].status_code == 200             # Redis families left out, not an error
+                assert scrape["seconds"] < 5                             # short timeouts: well within a scrape
+            finally:
+                os.kill(server.process.pid, signal.SIGCONT)
+            assert "ragpulse_workers" in http.get("/metrics").text         # and back once Redis answers
+    finally:
+        if api is not None:
+            api.stop()
         server.stop()
 
 

@@ -45,6 +45,9 @@ BOOTSTRAP_SEED = 20240601
 REDIS_SOCKET_TIMEOUT = 5.0
 """Seconds before a Redis call is abandoned; the API then answers 503 instead of hanging."""
 
+SCRAPE_REDIS_TIMEOUT = 1.0
+"""Seconds before a Redis read of a /metrics scrape is abandoned (its families are then left out of the scrape)."""
+
 REDIS_HEALTH_CHECK_SECONDS = 30
 """A pooled Redis connection idle this long is checked with a PING before it is used again."""
 
