@@ -21,6 +21,7 @@ from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
+from ragpulse.store.connection import reconnect_once
 from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.batches import BatchController
 from service.calibrations import CalibrationController
@@ -37,15 +38,18 @@ log = logging.getLogger("ragpulse.api")
 
 
 def redis_client(
-    settings: Settings, client_class: type[redis.Redis | AsyncRedis] = redis.Redis
+    settings: Settings, client_class: type[redis.Redis | AsyncRedis] = redis.Redis,
+    socket_timeout: float = defaults.REDIS_SOCKET_TIMEOUT,
 ) -> redis.Redis | AsyncRedis:
-    """A pooled Redis client with short timeouts, so an outage is a quick 503 rather than a hung request.
+    """A pooled Redis client with short timeouts, so an outage is a quick 503 rather than a hung request, that
+    reconnects once when a pooled connection was dropped (Redis restarted), so that request still succeeds.
 
     `client_class=AsyncRedis` gives the event loop's client, with the same settings.
     """
     return client_class.from_url(
-        settings.redis_url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT,
+        settings.redis_url, socket_timeout=socket_timeout,
         socket_connect_timeout=defaults.REDIS_SOCKET_TIMEOUT, health_check_interval=30,
+        retry=reconnect_once(asyncio=client_class is AsyncRedis),
     )
 
 
@@ -58,8 +62,9 @@ def create_app(
     client = redis if redis is not None else redis_client(settings)
     store = Store(client, settings.result_ttl_seconds)
     api_metrics = ApiMetrics(registry or CollectorRegistry())
-    api_metrics.registry.register(RedisMetricsCollector(client, settings.apps, [settings.judge_model]))
-    api_metrics.registry.register(QueueCollector(client, settings))
+    scrape_client = redis_client(settings, socket_timeout=defaults.SCRAPE_REDIS_TIMEOUT)  # /metrics: fail fast
+    api_metrics.registry.register(RedisMetricsCollector(scrape_client, settings.apps, [settings.judge_model]))
+    api_metrics.registry.register(QueueCollector(scrape_client, settings))
     policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
     loop_client = redis_client(settings, AsyncRedis)
 
@@ -72,6 +77,7 @@ def create_app(
             yield
         finally:
             await loop_client.aclose()
+            scrape_client.close()
             if owns_client:
                 client.close()
 

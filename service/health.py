@@ -21,9 +21,12 @@ def readyz(services: Services) -> dict[str, str]:
     return {"status": "ready"}
 
 
-@get("/metrics", sync_to_thread=False, tags=["ops"], summary="Prometheus metrics", media_type=CONTENT_TYPE_LATEST)
+@get("/metrics", sync_to_thread=True, tags=["ops"], summary="Prometheus metrics", media_type=CONTENT_TYPE_LATEST)
 def metrics(services: Services) -> Response[bytes]:
-    """Prometheus text exposition: the API's own counters and every worker's, aggregated in Redis."""
+    """Prometheus text exposition: the API's own counters and every worker's, aggregated in Redis.
+
+    In a thread: its Redis reads must not stall the event loop (and /healthz with it) when Redis hangs.
+    """
     # The header is set whole: given only a text/* media type, Litestar appends a second `; charset=utf-8` to
     # CONTENT_TYPE_LATEST, which already carries one, and Prometheus 3 rejects the unparseable value.
     return Response(generate_latest(services.api_metrics.registry), media_type=CONTENT_TYPE_LATEST,

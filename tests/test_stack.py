@@ -12,15 +12,20 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
+from ragpulse.exceptions import ConfigError
 from ragpulse.ops.lifetime import alive
-from ragpulse.ops.redis_server import DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, sweep_stale
-from ragpulse.ops.stack import RQ_LOG_LEVEL, Stack
+from ragpulse.ops.redis_server import (
+    DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, redis_server_binary, sweep_stale,
+)
+from ragpulse.ops.stack import RQ_LOG_LEVEL, Child, Stack
 from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_for_line
 
 pytestmark = pytest.mark.integration
@@ -192,6 +197,37 @@ def test_sweep_shuts_down_a_redis_left_running_by_a_dead_owner(tmp_path: Path, m
         orphan.stop()
 
 
+def test_private_redis_refuses_a_port_where_another_redis_answers(tmp_path: Path, monkeypatch) -> None:
+    """Its own server cannot bind a taken port, and the Redis answering there is someone else's: start() must fail
+    (and leave that server alone) rather than hand it to a test or benchmark that then flushes it."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    port = free_port()
+    foreign = subprocess.Popen([redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--dir", str(tmp_path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    theirs = redis.Redis(port=port)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                theirs.ping()
+                break
+            except redis.ConnectionError:
+                assert time.monotonic() < deadline and foreign.poll() is None, "the foreign redis-server did not start"
+                time.sleep(0.05)
+        theirs.set("theirs", "keep")
+        script = theirs.script_load("return 1")
+        with pytest.raises(ConfigError, match=rf"port {port} is served by another Redis \(pid {foreign.pid}\)"):
+            PrivateRedis(port).start()
+        assert theirs.get("theirs") == b"keep" and theirs.dbsize() == 1 and theirs.script_exists(script) == [True]
+        assert int(theirs.info("server")["process_id"]) == foreign.pid and foreign.poll() is None
+        assert not list(tmp_path.glob(f"{DIR_PREFIX}*"))          # and its own directory is gone
+    finally:
+        theirs.close()
+        foreign.terminate()
+        foreign.wait(10)
+
+
 def test_the_stack_quiets_rq_unless_ragpulse_log_level_is_set(monkeypatch) -> None:
     stack = Stack(host="127.0.0.1", port=1, workers=1)
     monkeypatch.delenv("RAGPULSE_LOG_LEVEL", raising=False)
@@ -238,3 +274,50 @@ def test_eval_exits_1_when_the_server_is_unreachable() -> None:
     result = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", server],
                             capture_output=True, text=True, timeout=60, cwd=ROOT, env=child_env("unused"))
     assert result.returncode == 1 and "cannot reach" in result.stderr
+
+
+def supervise_for(stack: Stack, seconds: float) -> tuple[int | None, float]:
+    """Run the stack's supervision loop over its children for up to `seconds`: (its result, None if it was still
+    supervising, and how long it ran); every child is stopped after."""
+    result: list[int] = []
+    for child in stack.children:
+        child.start()
+    started = time.monotonic()
+    thread = threading.Thread(target=lambda: result.append(stack._supervise()))
+    thread.start()
+    try:
+        thread.join(seconds)
+        elapsed, supervising = time.monotonic() - started, thread.is_alive()
+    finally:
+        stack._stopping = True
+        thread.join(10)
+        for child in stack.children:
+            child.kill()
+    return (None if supervising else result[0]), elapsed
+
+
+def exits_after(seconds: float, log: Path, code: int = 1) -> Child:
+    """A child that notes each start of it in `log`, then exits with `code` after `seconds`."""
+    script = f"import sys, time; open({str(log)!r}, 'a').write('x'); time.sleep({seconds}); sys.exit({code})"
+    return Child("flaky", [sys.executable, "-c", script], child_env("unused"))
+
+
+def test_a_child_that_exits_now_and_then_is_restarted_however_often_over_a_long_life(tmp_path: Path) -> None:
+    # It lives 0.6 s and waits a backoff (0.25 s at least) before each restart, so at most 2 of its restarts fit
+    # in any 2 s and a limit of 3 per 2 s is never reached, while over 8 s it is restarted more than 3 times.
+    stack = Stack(host="127.0.0.1", port=1, workers=0, restart_limit=3, restart_window=2.0)
+    starts = tmp_path / "starts"
+    stack.children = [exits_after(0.6, starts)]
+    result, _ = supervise_for(stack, 8.0)
+    assert result is None                                          # still supervising: it never gave up
+    assert len(starts.read_text()) - 1 > 3                         # restarted more often than the limit in all
+
+
+def test_a_crash_looping_child_stops_the_stack_after_backing_off(tmp_path: Path) -> None:
+    stack = Stack(host="127.0.0.1", port=1, workers=0, restart_limit=3, restart_window=60.0)
+    starts = tmp_path / "starts"
+    stack.children = [exits_after(0.0, starts, code=3)]
+    result, seconds = supervise_for(stack, 30.0)
+    assert result == 1
+    assert len(starts.read_text()) == 1 + 3                         # the first start and 3 restarts
+    assert seconds >= 0.25 + 0.5 + 1.0                              # with a growing backoff, not a tight loop

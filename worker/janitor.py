@@ -11,6 +11,7 @@ from dispatch.chunks import ChunkEnqueuer, requeue
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
+from ragpulse.store.connection import worker_client
 from worker.jobs import finalize
 
 log = logging.getLogger("ragpulse.janitor")
@@ -33,7 +34,7 @@ def sweep(store: Store, settings: Settings, enqueuer: ChunkEnqueuer) -> int:
 
 def start_janitor(settings: Settings, stop: threading.Event) -> threading.Thread:
     """A daemon thread sweeping every JANITOR_INTERVAL_SECONDS until `stop` is set."""
-    client = redis.Redis.from_url(settings.redis_url)
+    client = worker_client(settings.redis_url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT)
     store = Store(client, settings.result_ttl_seconds)
     enqueuer = ChunkEnqueuer(client, settings)
 

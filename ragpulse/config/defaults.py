@@ -45,6 +45,16 @@ BOOTSTRAP_SEED = 20240601
 REDIS_SOCKET_TIMEOUT = 5.0
 """Seconds before a Redis call is abandoned; the API then answers 503 instead of hanging."""
 
+SCRAPE_REDIS_TIMEOUT = 1.0
+"""Seconds before a Redis read of a /metrics scrape is abandoned (its families are then left out of the scrape)."""
+
+REDIS_HEALTH_CHECK_SECONDS = 30
+"""A pooled Redis connection idle this long is checked with a PING before it is used again."""
+
+WORKER_REDIS_OUTAGE_SECONDS = 60
+"""How long a worker's Redis command retries, with backoff, through a Redis outage or restart before it fails; a
+worker between jobs waits for Redis as long as it takes."""
+
 RETRY_AFTER_SECONDS = 5
 """Retry-After sent with a 503 when Redis is unreachable."""
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass, field
+
+import redis
 
 from ragpulse.config.prices import call_cost
 from ragpulse.evaluation.budget import budget_exhausted
@@ -20,10 +23,13 @@ from ragpulse.judges import kinds
 from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
-from ragpulse.monitoring.recorder import CallMetrics, record_result
+from ragpulse.monitoring.counters import MetricsBatch
+from ragpulse.monitoring.recorder import CallMetrics, count_result
+from ragpulse.monitoring.rolling import queue_bucket
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
+from ragpulse.store.connection import RETRIED_ERRORS, OutageBackoff
 
 log = logging.getLogger("ragpulse.evaluation.chunk")
 
@@ -48,6 +54,15 @@ class CallObserver:
     def waited(self, model: str, seconds: float) -> None:
         """Record time spent waiting for the shared rate limit."""
         self.metrics.waited(model, seconds)
+
+
+def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenant: str, result: TraceResult) -> None:
+    """Queue the writes counting one newly stored result (shared metrics, its app's rolling window) onto `pipe`:
+    what monitoring.recorder.record_result writes, left for Results.record to apply with the result itself."""
+    batch = MetricsBatch(apps)
+    count_result(batch, result)
+    batch.queue_onto(pipe)
+    queue_bucket(pipe, tenant, result)
 
 
 @dataclass
@@ -88,8 +103,8 @@ class ChunkRun:
             policy = self._policies.get(trace.app) or self._policies.setdefault(trace.app, policies.get(tenant, trace.app))
             async with bound:
                 result = await self._evaluate(index, trace, options, tenant, policy)
-            if self.store.results.record(self.job_id, result):
-                record_result(self.store.redis, self.settings.apps, tenant, result)
+            self.store.results.record(self.job_id, result, counting=functools.partial(
+                queue_result_counts, apps=self.settings.apps, tenant=tenant, result=result))
 
         await asyncio.gather(*(one(index, trace) for index, trace in pending))
 
@@ -114,14 +129,26 @@ class ChunkRun:
                                       self.settings.tenant_daily_budget_usd)
             if reason:
                 return skipped_result(trace, index, reason, options)
-        try:
-            return await evaluate_trace(trace, index, options, judge)
-        except JudgeAuthError as exc:
-            self.store.jobs.finish(self.job_id, "failed", exc.reason)
-            return failed_result(trace, index, f"job failed: {exc.reason}")
-        except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data; the chunk goes on
-            log.exception("trace %s of job %s failed", index, self.job_id)
-            return failed_result(trace, index, f"{type(exc).__name__}: {exc}")
+        outage = OutageBackoff()
+        while True:
+            try:
+                return await evaluate_trace(trace, index, options, judge)
+            except JudgeAuthError as exc:
+                self.store.jobs.finish(self.job_id, "failed", exc.reason)
+                return failed_result(trace, index, f"job failed: {exc.reason}")
+            except RETRIED_ERRORS as exc:
+                # Redis (the judge's shared rate limiter) went away mid-trace: not the trace's fault, so it is
+                # judged again once Redis is back, unless the outage outlasts WORKER_REDIS_OUTAGE_SECONDS.
+                wait = outage.next_wait()
+                if wait is None:
+                    log.exception("trace %s of job %s failed: Redis unreachable", index, self.job_id)
+                    return failed_result(trace, index, f"{type(exc).__name__}: {exc}")
+                log.warning("trace %s of job %s: Redis unreachable (%s); judging it again in %.1f s", index,
+                            self.job_id, exc, wait)
+                await asyncio.sleep(wait)
+            except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data; the chunk goes on
+                log.exception("trace %s of job %s failed", index, self.job_id)
+                return failed_result(trace, index, f"{type(exc).__name__}: {exc}")
 
     async def _heartbeat(self) -> None:
         while True:

@@ -7,6 +7,7 @@ the kernel could not tie the server to its owner, shuts that server down (`sweep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -86,13 +87,18 @@ def _shutdown_if_serving(port: int, directory: Path) -> None:
 
 
 class PrivateRedis:
-    """A throw-away redis-server on a free loopback port, no persistence; stop() leaves nothing behind, and
-    neither does the death of the process that started it (see the module docstring)."""
+    """A throw-away redis-server on a free loopback port, no persistence unless `appendonly`; stop() leaves nothing
+    behind, and neither does the death of the process that started it (see the module docstring).
 
-    def __init__(self, port: int | None = None) -> None:
+    start() succeeds only when the server answering on the port is the one it launched, so a test or a benchmark
+    never flushes someone else's Redis. `appendonly=True` keeps the data in an append-only file in the server's
+    directory: halt() then start() restarts the same server with its data, on the same port (outage tests)."""
+
+    def __init__(self, port: int | None = None, *, appendonly: bool = False) -> None:
         sweep_stale()
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.appendonly = appendonly
         self._dir = tempfile.TemporaryDirectory(prefix=DIR_PREFIX)
         self.process: subprocess.Popen[bytes] | None = None
         self._write_owner()
@@ -107,34 +113,72 @@ class PrivateRedis:
         (self.directory / OWNER_FILE).write_text(json.dumps(owner))
 
     def start(self, timeout: float = 10.0) -> PrivateRedis:
-        """Launch the server and wait until it answers PING."""
+        """Launch the server and wait until it answers; ConfigError (and the server stopped) when it does not start,
+        or when the server answering on the port is not the one just launched (by INFO's `process_id`)."""
         # Its own session, so a Ctrl-C meant for the supervisor does not stop Redis before the workers; SIGTERM
         # when the thread that started it dies, so it never outlives its owner.
         self.process = subprocess.Popen(
             [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self._dir.name, "--logfile", str(self.directory / "redis.log")],
+             "--appendonly", "yes" if self.appendonly else "no", "--dir", self._dir.name,
+             "--logfile", str(self.directory / "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),  # noqa: PLW1509
         )
         self._write_owner()
-        client = redis.Redis.from_url(self.url)
+        try:
+            served_by = self._wait_for_pid(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        if served_by == self.process.pid:
+            return self
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(2)  # ours, failing to bind, exits and logs why
+        why = self._last_log_line()
+        self.stop()
+        if served_by is None:
+            raise ConfigError(f"redis-server did not start on port {self.port}{why}")
+        who = f"pid {served_by}" if served_by > 0 else "its pid unknown"
+        raise ConfigError(f"port {self.port} is served by another Redis ({who}), not by the redis-server started "
+                          f"here; refusing to use it{why}")
+
+    def _last_log_line(self) -> str:
+        """`: <the server log's last line>` (why it did not start, usually), or nothing."""
+        try:
+            lines = (self.directory / "redis.log").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return f": {lines[-1].split(' ', 5)[-1]}" if lines else ""
+
+    def _wait_for_pid(self, timeout: float) -> int | None:
+        """The `process_id` of the server that answers on our port once one does (None if none does in time, or
+        ours exited and nothing answers)."""
+        assert self.process is not None
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2, socket_connect_timeout=2)
         deadline = time.monotonic() + timeout
         try:
             while time.monotonic() < deadline:
                 try:
-                    client.ping()
-                    return self
-                except redis.ConnectionError:
+                    return int(client.info("server")["process_id"])
+                except redis.BusyLoadingError:
+                    pass                           # ours, loading its append-only file: answers once loaded
+                except redis.RedisError:
                     if self.process.poll() is not None:
-                        break
-                    time.sleep(0.05)
+                        # Ours exited: whatever might still answer on the port is not ours.
+                        try:
+                            return int(client.info("server")["process_id"])
+                        except (redis.RedisError, KeyError, ValueError):
+                            return None
+                except (KeyError, ValueError):
+                    return -1                      # something answers that does not say its pid: not ours
+                time.sleep(0.05)
         finally:
             client.close()
-        self.stop()
-        raise ConfigError(f"redis-server did not start on port {self.port}")
+        return None
 
-    def stop(self) -> None:
-        """Terminate the server and remove its directory."""
+    def halt(self) -> None:
+        """Stop the server (SIGTERM: a clean shutdown that writes the append-only file) and keep its directory, so
+        start() brings it back on the same port with its data."""
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -142,4 +186,8 @@ class PrivateRedis:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def stop(self) -> None:
+        """Terminate the server and remove its directory."""
+        self.halt()
         self._dir.cleanup()

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import httpx
@@ -29,7 +30,14 @@ log = logging.getLogger("ragpulse.up")
 STOP_GRACE_SECONDS = 10.0
 """How long children get to exit after SIGTERM before they are killed."""
 RESTART_LIMIT = 5
-"""Restarts allowed per child before the whole stack gives up."""
+"""Restarts of one child allowed within RESTART_WINDOW_SECONDS; a child that exits once more than that is crash
+looping, and the whole stack gives up. A child that exits now and then over a long life is restarted each time."""
+RESTART_WINDOW_SECONDS = 120.0
+"""The sliding window RESTART_LIMIT counts restarts in."""
+RESTART_BACKOFF_SECONDS = 0.25
+"""Wait before restarting a child that exited, doubled for each restart of it still in the window (up to
+RESTART_BACKOFF_CAP_SECONDS); the other children are supervised meanwhile."""
+RESTART_BACKOFF_CAP_SECONDS = 10.0
 READY_TIMEOUT_SECONDS = 120.0
 """How long `ragpulse up` waits for the API and a worker before it gives up."""
 RQ_LOG_LEVEL = "WARNING"
@@ -75,13 +83,16 @@ def probe_host(host: str) -> str:
 
 @dataclass
 class Child:
-    """One supervised process: a name, its command and how often it has been restarted."""
+    """One supervised process: a name, its command, when it was restarted lately and when it is due again."""
 
     name: str
     argv: list[str]
     env: dict[str, str]
     process: subprocess.Popen[bytes] | None = None
-    restarts: int = 0
+    restarts: deque[float] = field(default_factory=deque)
+    """time.monotonic() of its restarts within the restart window."""
+    restart_due: float | None = None
+    """When it exited and waits to be restarted: the time.monotonic() at which it is."""
 
     def start(self) -> None:
         # Its own session (a Ctrl-C meant for the supervisor does not hit it mid-job; the supervisor stops it) and
@@ -109,6 +120,8 @@ class Stack:
     workers: int
     redis_url: str | None = None
     ready_timeout: float = READY_TIMEOUT_SECONDS
+    restart_limit: int = RESTART_LIMIT
+    restart_window: float = RESTART_WINDOW_SECONDS
     children: list[Child] = field(default_factory=list)
     _redis: PrivateRedis | None = None
     _url: str = ""
@@ -204,18 +217,30 @@ class Stack:
         return 0
 
     def _restart_exited(self, children: list[Child]) -> int | None:
-        """Restart the children that exited; 1 when one exited too often."""
+        """Restart the children that exited, each after its backoff; 1 when one exits too often (more than
+        `restart_limit` restarts within `restart_window` seconds)."""
+        now = time.monotonic()
         for child in children:
-            code = child.process.poll() if child.process else None
-            if code is None or self._stopping:
+            if self._stopping:
+                return None
+            if child.restart_due is not None:
+                if now >= child.restart_due:
+                    child.restart_due = None
+                    child.restarts.append(now)
+                    child.start()
                 continue
-            if child.restarts >= RESTART_LIMIT:
-                log.error("%s exited with %s too often; stopping the stack", child.name, code)
+            code = child.process.poll() if child.process else None
+            if code is None:
+                continue
+            while child.restarts and now - child.restarts[0] > self.restart_window:
+                child.restarts.popleft()
+            if len(child.restarts) >= self.restart_limit:
+                log.error("%s exited with %s too often (restarted %d times within %.0f s); stopping the stack",
+                          child.name, code, len(child.restarts), self.restart_window)
                 return 1
-            log.warning("%s exited with %s; restarting", child.name, code)
-            child.restarts += 1
-            time.sleep(min(2 ** child.restarts * 0.1, 5))
-            child.start()
+            delay = min(RESTART_BACKOFF_SECONDS * 2 ** len(child.restarts), RESTART_BACKOFF_CAP_SECONDS)
+            log.warning("%s exited with %s; restarting in %.1f s", child.name, code, delay)
+            child.restart_due = now + delay
         return None
 
     def _on_signal(self, signum: int, _frame: object) -> None:

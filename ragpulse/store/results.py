@@ -3,7 +3,7 @@ calibration of a job."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 import redis
@@ -11,6 +11,7 @@ import redis
 from ragpulse.config import keys
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.results import ResultsPage, TraceResult
+from ragpulse.store import scripts
 
 _encoder = msgspec.msgpack.Encoder()
 _result_decoder = msgspec.msgpack.Decoder(TraceResult)
@@ -24,6 +25,7 @@ class Results:
     def __init__(self, client: redis.Redis, ttl_seconds: int) -> None:
         self.redis = client
         self.ttl = ttl_seconds
+        self._record = client.register_script(scripts.RECORD_RESULT)
 
     def stored_indexes(self, job_id: str, indexes: Iterable[int]) -> set[int]:
         """Which of these traces already have a result (a re-run chunk skips them)."""
@@ -33,20 +35,25 @@ class Results:
         present = self.redis.hmget(keys.job_results(job_id), [str(i) for i in wanted])
         return {i for i, raw in zip(wanted, present) if raw is not None}
 
-    def record(self, job_id: str, result: TraceResult) -> bool:
+    def record(self, job_id: str, result: TraceResult,
+               counting: Callable[[redis.client.Pipeline], None] | None = None) -> bool:
         """Store one trace's result idempotently, filed under failed or skipped as its status says.
 
-        True when no result was stored for this trace before: only new results are counted in metrics.
+        True when no result was stored for this trace before. `counting` queues the writes that count a new
+        result (metric increments) onto a pipeline; they are applied atomically with the store, and only when the
+        result is new, so each trace is counted exactly once even when a retried call runs twice.
         """
         index = str(result.index)
-        bucket = TERMINAL_RESULT.get(result.status, "failed")
-        with self.redis.pipeline() as pipe:
-            pipe.hset(keys.job_results(job_id), index, _encoder.encode(result))
-            for name, key in (("failed", keys.job_failed(job_id)), ("skipped", keys.job_skipped(job_id))):
-                (pipe.sadd if bucket == name else pipe.srem)(key, index)
-                pipe.expire(key, self.ttl)
-            pipe.expire(keys.job_results(job_id), self.ttl)
-            return bool(pipe.execute()[0])
+        bucket = TERMINAL_RESULT.get(result.status, "failed") or ""
+        writes: list[tuple[object, ...]] = []
+        if counting is not None:
+            with self.redis.pipeline(transaction=False) as pipe:
+                counting(pipe)
+                writes = [tuple(args) for args, _options in pipe.command_stack]
+        touched = list(dict.fromkeys(str(args[1]) for args in writes))  # every counting write names its key first
+        words = [word for args in writes for word in (len(args), *args)]
+        keys_ = [keys.job_results(job_id), keys.job_failed(job_id), keys.job_skipped(job_id), *touched]
+        return bool(self._record(keys=keys_, args=[index, _encoder.encode(result), self.ttl, bucket, *words]))
 
     def counts(self, job_id: str) -> tuple[int, int, int]:
         """(stored, failed, skipped) result counts."""

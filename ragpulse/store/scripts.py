@@ -24,3 +24,27 @@ return 1
 MARK_RUNNING = """
 if redis.call('HGET', KEYS[1], 'status') == 'queued' then redis.call('HSET', KEYS[1], 'status', 'running') end
 """
+
+# Store one trace's result and file its index under failed or skipped (or neither); only when the trace had no result
+# yet, also apply the writes that count it (HINCRBYFLOAT / EXPIRE of metric hashes), in the same atomic step: run
+# again after its reply was lost (a retried command), it neither loses nor doubles the count. Returns 1 when new.
+# KEYS: results hash, failed set, skipped set, then every key the counting writes touch.
+# ARGV: index, encoded result, ttl, bucket ('failed', 'skipped' or ''), then each counting write as its word count
+# followed by its words.
+RECORD_RESULT = """
+local new = redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call(ARGV[4] == 'failed' and 'SADD' or 'SREM', KEYS[2], ARGV[1])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+redis.call(ARGV[4] == 'skipped' and 'SADD' or 'SREM', KEYS[3], ARGV[1])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+if new == 1 then
+  local i = 5
+  while i <= #ARGV do
+    local n = tonumber(ARGV[i])
+    redis.call(unpack(ARGV, i + 1, i + n))
+    i = i + n + 1
+  end
+end
+return new
+"""
