@@ -61,13 +61,13 @@ def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
 
 
 def _limiter(settings: Settings) -> JudgeLimiter:
-    import redis.asyncio as aioredis  # noqa: PLC0415
-
     from ragpulse.judges.ratelimit import JudgeLimiter, Limits  # noqa: PLC0415
+    from ragpulse.store.connection import worker_async_client  # noqa: PLC0415
 
     limits = Limits(requests=settings.judge_rpm, input_tokens=settings.judge_itpm,
                     output_tokens=settings.judge_otpm, window_seconds=settings.judge_rate_window_seconds)
-    return JudgeLimiter(settings.redis_url, aioredis.Redis.from_url(settings.redis_url), settings.judge_model, limits)
+    # The pacer's client rides out a Redis restart like the worker's own (retries with backoff for about a minute).
+    return JudgeLimiter(settings.redis_url, worker_async_client(settings.redis_url), settings.judge_model, limits)
 
 
 def _local(settings: Settings, observer: JudgeObserver | None) -> Judge:
