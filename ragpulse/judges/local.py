@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import defaultdict
 from dataclasses import dataclass, replace
-from itertools import combinations
+from itertools import combinations, islice
+from typing import Any
 
 import msgspec
 
 from ragpulse.judges import lexicon
 from ragpulse.judges.text import (
-    Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
+    Anchor, Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
 )
 from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
 from ragpulse.model.trace import Trace
@@ -50,30 +52,93 @@ class _Unit:
     chunk_id: str | None
     text: str
     reading: Reading
+    anchors: frozenset[Anchor]
+    """The reading's anchors as a set, built once for the lookups of every claim."""
+
+
+def _unit(doc_id: str, chunk_id: str | None, text: str, reading: Reading) -> _Unit:
+    return _Unit(doc_id, chunk_id, text, reading, frozenset(reading.anchors))
 
 
 @dataclass(frozen=True)
 class _Context:
-    """The retrieved text as evidence: units, and every stem the question and the passages use."""
+    """The retrieved text as evidence: units, every stem the passages use, and indexes that find, for a claim, the
+    units sharing a word or an anchor with it (so a claim costs what its matches cost, not what the context does)."""
 
     language: str
     units: tuple[_Unit, ...]
     proper: frozenset[str]
     """Stems of words written as names anywhere in the trace, so "Clarivex" is a name even first in a sentence."""
+    doc_stems: tuple[frozenset[str], ...]
+    """Every stem of each retrieved document, injected sentences included (relevance reads the whole text)."""
+    by_stem: dict[str, list[int]]
+    """Stem -> indexes of the units using it."""
+    by_anchor: dict[tuple[str, Any], list[int]]
+    """Anchor key (_anchor_keys) -> indexes of the units holding such an anchor."""
+    by_length: tuple[int, ...]
+    """Unit indexes, shortest text first (ties in unit order): how units sharing nothing with a claim rank."""
 
 
 def _context(trace: Trace, language: str) -> _Context:
     units: list[_Unit] = []
+    doc_stems: list[frozenset[str]] = []
     proper = {v for text in (trace.query, trace.answer or "") for k, v in read(text, language).anchors if k == "name"}
     for doc in trace.retrieved_docs:
-        sentences = [s for s in split_sentences(doc.text or "") if not lexicon.INJECTION.search(fold(s))]
-        for i, sentence in enumerate(sentences):
-            units.append(_Unit(doc.id, doc.chunk_id, sentence, read(sentence, language)))
+        stems: set[str] = set()
+        sentences: list[tuple[str, str]] = []
+        for sentence in split_sentences(doc.text or ""):
+            folded = fold(sentence)
+            if lexicon.INJECTION.search(folded):
+                stems.update(read(sentence, language).stems)
+            else:
+                sentences.append((sentence, folded))
+        for i, (sentence, folded) in enumerate(sentences):
+            units.append(_unit(doc.id, doc.chunk_id, sentence, read(sentence, language)))
+            stems.update(units[-1].reading.stems)
             proper.update(v for k, v in units[-1].reading.anchors if k == "name")
-            if i and fold(sentence).split(maxsplit=1)[0].strip(",") in lexicon.ANAPHORA:
-                pair = f"{sentences[i - 1]} {sentence}"
-                units.append(_Unit(doc.id, doc.chunk_id, pair, read(pair, language)))
-    return _Context(language, tuple(units), frozenset(proper))
+            if i and folded.split(maxsplit=1)[0].strip(",") in lexicon.ANAPHORA:
+                pair = f"{sentences[i - 1][0]} {sentence}"
+                units.append(_unit(doc.id, doc.chunk_id, pair, read(pair, language)))
+        doc_stems.append(frozenset(stems))
+    by_stem: dict[str, list[int]] = defaultdict(list)
+    by_anchor: dict[tuple[str, Any], list[int]] = defaultdict(list)
+    for i, unit in enumerate(units):
+        for word in unit.reading.stems:
+            by_stem[word].append(i)
+        for key in {key for anchor in unit.anchors for key in _anchor_keys(anchor)}:
+            by_anchor[key].append(i)
+    by_length = tuple(sorted(range(len(units)), key=lambda i: len(units[i].text)))
+    return _Context(language, tuple(units), frozenset(proper), tuple(doc_stems), by_stem, by_anchor, by_length)
+
+
+def _anchor_keys(anchor: Anchor) -> tuple[tuple[str, Any], ...]:
+    """Index keys of a passage's anchor: a number under its value, a quantity under its number and its dimension."""
+    kind, value = anchor
+    if kind == "qty":
+        return ("num", value[2]), ("qty", value[0])
+    return (anchor,)
+
+
+def _lookup_keys(anchor: Anchor) -> tuple[tuple[str, Any], ...]:
+    """Index keys under which every passage anchor that text.anchor_matches `anchor` is found (and a few more)."""
+    kind, value = anchor
+    if kind == "qty":
+        return ("qty", value[0]), ("num", value[2])
+    return (anchor,)
+
+
+def _candidates(claim: Reading, context: _Context) -> list[int]:
+    """Indexes of the units sharing a content word or an anchor (or a name among their words) with the claim, in
+    unit order. Every other unit lacks all of them: its fit is the same as any other's but for its length."""
+    found: set[int] = set()
+    for word in claim.content:
+        found.update(context.by_stem.get(word, ()))
+    for anchor in claim.anchors:
+        for key in _lookup_keys(anchor):
+            found.update(context.by_anchor.get(key, ()))
+        if anchor[0] == "name":
+            found.update(context.by_stem.get(anchor[1], ()))
+    return sorted(found)
 
 
 # ------------------------------------------------------------------------------------------------ claims
@@ -86,12 +151,18 @@ class _Sentence:
     focus: Reading
 
 
-def _split_answer(answer: str, query: str, language: str) -> tuple[list[_Sentence], bool]:
-    """The answer's claims and whether it declines; a refusal followed by a guess keeps the guess as a claim."""
+def _split_answer(answer: str, question: Reading, language: str) -> tuple[list[_Sentence], bool]:
+    """The answer's claims and whether it declines; a refusal followed by a guess keeps the guess as a claim.
+
+    Claims and referrals are merged back into answer order; a sentence repeated verbatim ranks where it first
+    appears, as each copy did when the order was a text search for it.
+    """
     claims: list[_Sentence] = []
     refused = False
     referrals: list[_Sentence] = []
+    first_seen: dict[str, int] = {}
     for sentence in split_sentences(answer):
+        first_seen.setdefault(sentence, len(first_seen))
         lowered = fold(sentence)
         refusal = lexicon.REFUSALS.search(lowered)
         if refusal:
@@ -100,12 +171,13 @@ def _split_answer(answer: str, query: str, language: str) -> tuple[list[_Sentenc
             if guess and not lexicon.REFUSALS.search(fold(guess)) and _asserts(read(guess, language)):
                 claims.append(_Sentence(sentence, read(guess, language)))
             continue
-        claim = _Sentence(sentence, _yes_no(sentence, query, language) or read(_without_answer_word(sentence), language))
+        focus = _yes_no(sentence, question, language) or read(_without_answer_word(sentence), language)
+        claim = _Sentence(sentence, focus)
         if not _asserts(claim.focus):
             continue
         (referrals if lexicon.REFERRALS.search(lowered) else claims).append(claim)
     if not refused:
-        claims = sorted(claims + referrals, key=lambda c: answer.find(c.text))
+        claims = sorted(claims + referrals, key=lambda c: first_seen[c.text])
     return claims, refused and not claims
 
 
@@ -130,13 +202,12 @@ def _without_answer_word(sentence: str) -> str:
     return rest if rest and (word in lexicon.AFFIRMATIONS or word in lexicon.DENIALS) else sentence
 
 
-def _yes_no(sentence: str, query: str, language: str) -> Reading | None:
+def _yes_no(sentence: str, question: Reading, language: str) -> Reading | None:
     """"Yes, it does." asserts the question's proposition; "No." denies it. None for any other sentence."""
     words = fold(sentence).replace(",", " ").replace(".", " ").replace("!", " ").split()
     if not words or (words[0] not in lexicon.AFFIRMATIONS and words[0] not in lexicon.DENIALS):
         return None
     rest = read(" ".join(sentence.split()[1:]), language)
-    question = read(query, language)
     if set(rest.content) - set(question.content) or rest.anchors:
         return None
     denied = words[0] in lexicon.DENIALS
@@ -166,8 +237,11 @@ class _Fit:
 
 
 def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
-    stems = frozenset().union(*(u.reading.stems for u in units))
-    anchors = frozenset().union(*(u.reading.anchors for u in units))
+    if len(units) == 1:
+        stems, anchors = units[0].reading.stems, units[0].anchors
+    else:
+        stems = frozenset().union(*(u.reading.stems for u in units))
+        anchors = frozenset().union(*(u.anchors for u in units))
     missing = [w for w in claim.content if w not in stems]
     coverage = 1.0 - len(missing) / len(claim.content) if claim.content else 1.0
     names = [("name", w) for w in missing if w in context.proper and ("name", w) not in claim.anchors]
@@ -175,13 +249,28 @@ def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
                 tuple(a for a in claim.anchors if not _anchor_found(a, anchors, stems)) + tuple(names))
 
 
-def _with_swaps(fit: _Fit, fits: list[_Fit]) -> _Fit:
-    """Mark missing words that a rival passage (sharing at least SWAP_COVERAGE of the claim) holds instead."""
-    own = " ".join(u.text for u in fit.units)
-    rivals = [f for f in fits if f.coverage >= SWAP_COVERAGE
-              and f.units[0].text not in own and not any(u.text in f.units[0].text for u in fit.units)]
-    moved = tuple(w for w in fit.missing if any(w in f.units[0].reading.stems for f in rivals))
-    return replace(fit, missing_known=moved)
+class _Rivals:
+    """The passages sharing at least SWAP_COVERAGE of a claim, by the claim words each holds: where a word that a
+    fit lacks may have moved to. Passages with the same text are one rival (the text decides everything below)."""
+
+    def __init__(self, claim: Reading, fits: list[_Fit]) -> None:
+        self.holders: dict[str, dict[str, None]] = {}
+        """Claim word -> texts of the rivals holding it, in unit order."""
+        for fit in fits:
+            if fit.coverage < SWAP_COVERAGE:
+                continue
+            unit = fit.units[0]
+            for word in claim.content:
+                if word in unit.reading.stems:
+                    self.holders.setdefault(word, {})[unit.text] = None
+
+    def mark(self, fit: _Fit) -> _Fit:
+        """Mark the fit's missing words that a rival holds, a rival being no part of the fit's text and holding none
+        of it (so a passage never rivals itself, nor a pair it belongs to)."""
+        own = " ".join(u.text for u in fit.units)
+        moved = tuple(w for w in fit.missing if any(
+            text not in own and not any(u.text in text for u in fit.units) for text in self.holders.get(w, ())))
+        return replace(fit, missing_known=moved) if moved else fit
 
 
 def _anchor_found(anchor: tuple[str, object], anchors: frozenset, stems: frozenset[str]) -> bool:
@@ -189,15 +278,30 @@ def _anchor_found(anchor: tuple[str, object], anchors: frozenset, stems: frozens
     return anchor_matches(anchor, anchors) or (anchor[0] == "name" and anchor[1] in stems)
 
 
+def _rank(fit: _Fit) -> tuple[bool, float, int, int]:
+    """Best fit first: supporting, then by coverage, fewest missing anchors, shortest passage."""
+    return not fit.supports, -fit.coverage, len(fit.missing_anchors), len(fit.units[0].text)
+
+
 def _best_fit(claim: Reading, context: _Context) -> tuple[_Fit | None, list[_Fit]]:
-    """The supporting fit (one passage, else two together) if any, and every single-passage fit, best first."""
-    raw = [_fit(claim, (u,), context) for u in context.units]
-    fits = sorted((_with_swaps(f, raw) for f in raw),
-                  key=lambda f: (not f.supports, -f.coverage, len(f.missing_anchors), len(f.units[0].text)))
+    """The supporting fit (one passage, else two together) if any, and the best single-passage fits, best first.
+
+    Only the passages sharing a word or an anchor with the claim are fitted one by one (found through the
+    context's indexes). All the others fit alike (nothing covered, every anchor missing, never supporting) and rank
+    among themselves by length, behind or level with every sharing passage; the PAIR_CANDIDATES shortest of them
+    stand for the lot. So `fits` begins as the list of every passage's fit would, in the same order.
+    """
+    candidates = _candidates(claim, context)
+    taken = set(candidates)
+    others = list(islice((i for i in context.by_length if i not in taken), PAIR_CANDIDATES))
+    raw = [(i, _fit(claim, (context.units[i],), context)) for i in (*candidates, *others)]
+    rivals = _Rivals(claim, [fit for _, fit in raw])
+    ranked = sorted(((i, rivals.mark(fit)) for i, fit in raw), key=lambda pair: (_rank(pair[1]), pair[0]))
+    fits = [fit for _, fit in ranked]
     if fits and fits[0].supports:
         return fits[0], fits
     for a, b in combinations(fits[:PAIR_CANDIDATES], 2):
-        pair = _with_swaps(_fit(claim, (a.units[0], b.units[0]), context), fits)
+        pair = rivals.mark(_fit(claim, (a.units[0], b.units[0]), context))
         if pair.supports and _both_needed(claim, a, b):
             return pair, fits
     return None, fits
@@ -279,11 +383,10 @@ def _claim(sentence: _Sentence, verdict: str, fit: _Fit, reason: str | None) -> 
 
 # ------------------------------------------------------------------------------------------------ relevance
 
-def _coverage(query: Reading, text: str, language: str) -> float:
-    """Share of the query's content stems that occur in `text`."""
+def _coverage(query: Reading, stems: frozenset[str]) -> float:
+    """Share of the query's content stems among `stems` (a document's, read once with the context)."""
     if not query.content:
         return 0.0
-    stems = read(text, language).stems
     return sum(w in stems for w in query.content) / len(query.content)
 
 
@@ -298,11 +401,11 @@ def _key_facts(reference: str | None, answer: Reading, language: str) -> list[Ke
         return None
     facts = [part.strip() for s in split_sentences(reference) for part in s.split(";") if part.strip()]
     out = []
+    anchors = frozenset(answer.anchors)
     for fact in facts:
         reading = read(fact, language)
         share = sum(w in answer.stems for w in reading.content) / len(reading.content) if reading.content else 1.0
-        anchors_ok = all(_anchor_found(a, frozenset(answer.anchors), answer.stems)
-                         for a in reading.anchors)
+        anchors_ok = all(_anchor_found(a, anchors, answer.stems) for a in reading.anchors)
         out.append(KeyFact(fact=fact, covered=share >= KEY_FACT_OVERLAP and anchors_ok))
     return out
 
@@ -348,10 +451,10 @@ class LocalJudge:
         language = detect_language(" ".join([trace.query, answer, *(d.text or "" for d in trace.retrieved_docs)]))
         context = _context(trace, language)
         query = read(trace.query, language)
-        sentences, abstained = _split_answer(answer, trace.query, language)
+        sentences, abstained = _split_answer(answer, query, language)
         claims = [_verdict(s, context) for s in sentences]
-        relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(query, doc.text or "", language)))
-                     for rank, doc in enumerate(trace.retrieved_docs, start=1)]
+        relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(query, stems)))
+                     for rank, (doc, stems) in enumerate(zip(trace.retrieved_docs, context.doc_stems), start=1)]
         answer_reading = read(answer, language)
         if abstained:
             score, reason = 1, "The answer abstains, so it does not address the question."
