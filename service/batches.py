@@ -68,9 +68,9 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     job_id = uuid.uuid4().hex
     queue = options.queue = pick_queue(batch.traces, options)
     options.sample = options.sample or ("policy" if queue == "online" else "all")
-    received = MetricsBatch(settings.apps)
+    received = MetricsBatch(settings.apps, settings.tenants)
     for app, count in Counter(t.app for t in batch.traces).items():
-        received.inc(TRACES_RECEIVED, {"app": received.app(app)}, count)
+        received.inc(TRACES_RECEIVED, received.per_app(call.tenant, app), count)
     with store.redis.pipeline(transaction=True) as pipe:
         rq_queue = rq_queue_name(settings, queue)
         chunks = store.stage_job(pipe, job_id, call.tenant, batch.traces, options, warnings,

@@ -33,6 +33,10 @@ def main() -> None:
         settings = Settings.from_env()
     except ConfigError as exc:
         sys.exit(f"ragpulse worker: {exc}")
+    if settings.open_access:
+        logging.getLogger("ragpulse.worker").warning(
+            "no API keys configured: metrics label every tenant but %r as 'other'; give workers the API's "
+            "RAGPULSE_API_KEYS or RAGPULSE_API_KEYS_FILE (only the tenant names are used)", "default")
     stop = threading.Event()
     start_janitor(settings, stop)
     rq_worker = create_worker(settings)

@@ -99,6 +99,9 @@ JUDGE_RATE_WINDOW_SECONDS = 60
 APPS = frozenset({"default"})
 """Apps that get their own `app` label in Prometheus; every other app is `other`."""
 
+OPEN_TENANT = "default"
+"""The tenant of every request when no API keys are configured (service.auth.OPEN_TENANT names the same)."""
+
 SAMPLE_RATE = 1.0
 """Share of production traces judged for apps without a stored sampling policy: all of them."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import os
 from collections.abc import Iterable, Mapping
@@ -76,6 +77,10 @@ class Settings:
     apps: frozenset[str] = defaults.APPS
     """RAGPULSE_APPS: comma-separated app names that get their own `app` label in Prometheus; others are `other`."""
 
+    metrics_token: str | None = None
+    """RAGPULSE_METRICS_TOKEN / RAGPULSE_METRICS_TOKEN_FILE: the bearer token GET /metrics then requires (401
+    without it); unset, /metrics is served to anyone who can reach the port."""
+
     default_sample_rate: float = defaults.SAMPLE_RATE
     """RAGPULSE_SAMPLE_RATE: judge sample rate of production traces for apps without a stored policy (default 1)."""
 
@@ -120,6 +125,12 @@ class Settings:
     judge_base_url: str | None = None
     """RAGPULSE_JUDGE_BASE_URL: gateway or test server for the judge; else the SDK's ANTHROPIC_BASE_URL applies."""
 
+    @functools.cached_property
+    def tenants(self) -> frozenset[str]:
+        """Tenants that get their own `tenant` label in Prometheus: those of the API keys (`default` when the API
+        serves open); any other is `other`. Workers need the same keys to label what they count."""
+        return frozenset(self.api_key_digests.values()) or frozenset({defaults.OPEN_TENANT})
+
     @property
     def open_access(self) -> bool:
         """True when no API keys are configured: every request acts as tenant `default`."""
@@ -157,6 +168,7 @@ class Settings:
             "tenant_daily_budget_usd": _float(env, "RAGPULSE_TENANT_DAILY_BUDGET_USD"),
             "lease_seconds": _int(env, "RAGPULSE_LEASE_SECONDS", cls.lease_seconds),
             "apps": frozenset(_list(env, "RAGPULSE_APPS", cls.apps)),
+            "metrics_token": _secret(env, "RAGPULSE_METRICS_TOKEN"),
             "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE", cls.default_sample_rate),
             "max_apps_per_tenant": _int(env, "RAGPULSE_MAX_APPS_PER_TENANT", cls.max_apps_per_tenant),
             "callback_allowlist": _list(env, "RAGPULSE_CALLBACK_ALLOWLIST", cls.callback_allowlist),
@@ -237,6 +249,22 @@ def _temperature(env: Mapping[str, str]) -> float | None:
         return float(raw)
     except ValueError:
         raise ConfigError(f"RAGPULSE_JUDGE_TEMPERATURE must be a number or 'none', got {raw!r}") from None
+
+
+def _secret(env: Mapping[str, str], name: str) -> str | None:
+    """A secret given as NAME, or read from the file NAME_FILE names (surrounding whitespace stripped)."""
+    if env.get(name):
+        return env[name]
+    path = env.get(f"{name}_FILE")
+    if not path:
+        return None
+    try:
+        value = Path(path).read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"{name}_FILE: cannot read {path}: {exc.strerror}") from None
+    if not value:
+        raise ConfigError(f"{name}_FILE: {path} is empty")
+    return value
 
 
 def _api_keys(env: Mapping[str, str]) -> dict[str, str]:

@@ -89,7 +89,7 @@ class ChunkRun:
             async with bound:
                 result = await self._evaluate(index, trace, options, tenant, policy)
             if self.store.results.record(self.job_id, result):
-                record_result(self.store.redis, self.settings.apps, tenant, result)
+                record_result(self.store.redis, self.settings.apps, self.settings.tenants, tenant, result)
 
         await asyncio.gather(*(one(index, trace) for index, trace in pending))
 
