@@ -93,3 +93,25 @@ def test_sentence_splitting_after_many_abbreviations_is_linear() -> None:
                                                                           / len(small))
     assert ratio < MAX_RATIO
     assert split_sentences("See e.g. the table. Then stop.") == ["See e.g. the table.", "Then stop."]
+
+
+def test_a_claim_fits_a_few_passages_however_many_share_its_words(monkeypatch) -> None:
+    """Every claim shares all its words with every passage (a claim x passage loop at its worst): the search fits
+    a handful of passages per claim, where fitting each one cost claims x passages fits."""
+    from ragpulse.judges import local
+
+    answer = " ".join(f"Refunds for order {i} are issued." for i in range(100))
+    passages = " ".join(f"Refunds for order {1000 + k} are issued within {500 + k % 30} days." for k in range(2000))
+    trace = Trace(query="When are refunds issued?", answer=answer, retrieved_docs=[RetrievedDoc(id="d", text=passages)])
+    fits = 0
+    real_fit = local._fit
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        nonlocal fits
+        fits += 1
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(local, "_fit", counted)
+    output = LocalJudge().evaluate(trace)
+    assert len(output.claims) == 100 and all(c.verdict == "contradicted" for c in output.claims)  # another number
+    assert fits <= 100 * 30, f"{fits} fits for 100 claims over 2,000 passages"

@@ -10,11 +10,14 @@ instructions", "the assistant must say ...") are not evidence at all.
 
 from __future__ import annotations
 
+import bisect
+import copy
 import hashlib
+import heapq
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from itertools import combinations, islice
+from itertools import chain, combinations, islice
 from typing import Any
 
 import msgspec
@@ -77,6 +80,8 @@ class _Context:
     """Anchor key (_anchor_keys) -> indexes of the units holding such an anchor."""
     by_length: tuple[int, ...]
     """Unit indexes, shortest text first (ties in unit order): how units sharing nothing with a claim rank."""
+    lengths: tuple[int, ...]
+    """Length of each unit's text."""
 
 
 def _context(trace: Trace, language: str) -> _Context:
@@ -107,8 +112,10 @@ def _context(trace: Trace, language: str) -> _Context:
             by_stem[word].append(i)
         for key in {key for anchor in unit.anchors for key in _anchor_keys(anchor)}:
             by_anchor[key].append(i)
-    by_length = tuple(sorted(range(len(units)), key=lambda i: len(units[i].text)))
-    return _Context(language, tuple(units), frozenset(proper), tuple(doc_stems), by_stem, by_anchor, by_length)
+    lengths = tuple(len(unit.text) for unit in units)
+    by_length = tuple(sorted(range(len(units)), key=lengths.__getitem__))
+    return _Context(language, tuple(units), frozenset(proper), tuple(doc_stems), by_stem, by_anchor, by_length,
+                    lengths)
 
 
 def _anchor_keys(anchor: Anchor) -> tuple[tuple[str, Any], ...]:
@@ -127,18 +134,15 @@ def _lookup_keys(anchor: Anchor) -> tuple[tuple[str, Any], ...]:
     return (anchor,)
 
 
-def _candidates(claim: Reading, context: _Context) -> list[int]:
-    """Indexes of the units sharing a content word or an anchor (or a name among their words) with the claim, in
-    unit order. Every other unit lacks all of them: its fit is the same as any other's but for its length."""
+def _holders(anchor: Anchor, context: _Context) -> frozenset[int]:
+    """Indexes of the units that may hold `anchor` (every one that does, and a few more): its index keys, and for a
+    name, the units using it as a word."""
     found: set[int] = set()
-    for word in claim.content:
-        found.update(context.by_stem.get(word, ()))
-    for anchor in claim.anchors:
-        for key in _lookup_keys(anchor):
-            found.update(context.by_anchor.get(key, ()))
-        if anchor[0] == "name":
-            found.update(context.by_stem.get(anchor[1], ()))
-    return sorted(found)
+    for key in _lookup_keys(anchor):
+        found.update(context.by_anchor.get(key, ()))
+    if anchor[0] == "name":
+        found.update(context.by_stem.get(anchor[1], ()))
+    return frozenset(found)
 
 
 # ------------------------------------------------------------------------------------------------ claims
@@ -249,62 +253,101 @@ def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
                 tuple(a for a in claim.anchors if not _anchor_found(a, anchors, stems)) + tuple(names))
 
 
-class _Rivals:
-    """The passages sharing at least SWAP_COVERAGE of a claim, by the claim words each holds: where a word that a
-    fit lacks may have moved to. Passages with the same text are one rival (the text decides everything below)."""
-
-    def __init__(self, claim: Reading, fits: list[_Fit]) -> None:
-        self.holders: dict[str, dict[str, None]] = {}
-        """Claim word -> texts of the rivals holding it, in unit order."""
-        for fit in fits:
-            if fit.coverage < SWAP_COVERAGE:
-                continue
-            unit = fit.units[0]
-            for word in claim.content:
-                if word in unit.reading.stems:
-                    self.holders.setdefault(word, {})[unit.text] = None
-
-    def mark(self, fit: _Fit) -> _Fit:
-        """Mark the fit's missing words that a rival holds, a rival being no part of the fit's text and holding none
-        of it (so a passage never rivals itself, nor a pair it belongs to)."""
-        own = " ".join(u.text for u in fit.units)
-        moved = tuple(w for w in fit.missing if any(
-            text not in own and not any(u.text in text for u in fit.units) for text in self.holders.get(w, ())))
-        return replace(fit, missing_known=moved) if moved else fit
-
-
 def _anchor_found(anchor: tuple[str, object], anchors: frozenset, stems: frozenset[str]) -> bool:
     """Names are looked up among stems too, wherever they sit ("the pro plan" names "Pro")."""
     return anchor_matches(anchor, anchors) or (anchor[0] == "name" and anchor[1] in stems)
 
 
 def _rank(fit: _Fit) -> tuple[bool, float, int, int]:
-    """Best fit first: supporting, then by coverage, fewest missing anchors, shortest passage."""
+    """Best fit first: supporting, then by coverage, fewest missing anchors, shortest passage (then passage order)."""
     return not fit.supports, -fit.coverage, len(fit.missing_anchors), len(fit.units[0].text)
 
 
-def _best_fit(claim: Reading, context: _Context) -> tuple[_Fit | None, list[_Fit]]:
-    """The supporting fit (one passage, else two together) if any, and the best single-passage fits, best first.
+class _Search:
+    """Finds a claim's best passages without fitting every passage that shares a word with it.
 
-    Only the passages sharing a word or an anchor with the claim are fitted one by one (found through the
-    context's indexes). All the others fit alike (nothing covered, every anchor missing, never supporting) and rank
-    among themselves by length, behind or level with every sharing passage; the PAIR_CANDIDATES shortest of them
-    stand for the lot. So `fits` begins as the list of every passage's fit would, in the same order.
+    Counting the claim's words in each passage through the stem index gives each passage's coverage exactly, and
+    the anchor index tells which claim anchors a passage surely lacks. From these, each passage gets a bound on its
+    rank that its fit can only equal or worsen (it may turn out not to support, or to miss more anchors). Passages
+    are fitted best bound first, and the search stops once the next bound cannot beat the PAIR_CANDIDATES best fits
+    found: the same passages, in the same order, as fitting and sorting them all. A claim then costs about a count
+    per passage sharing a word with it, plus a few fits, rather than a fit per such passage.
     """
-    candidates = _candidates(claim, context)
-    taken = set(candidates)
-    others = list(islice((i for i in context.by_length if i not in taken), PAIR_CANDIDATES))
-    raw = [(i, _fit(claim, (context.units[i],), context)) for i in (*candidates, *others)]
-    rivals = _Rivals(claim, [fit for _, fit in raw])
-    ranked = sorted(((i, rivals.mark(fit)) for i, fit in raw), key=lambda pair: (_rank(pair[1]), pair[0]))
-    fits = [fit for _, fit in ranked]
+
+    def __init__(self, claim: Reading, context: _Context) -> None:
+        self.claim, self.context = claim, context
+        self.words = len(claim.content)
+        self.counts = Counter(chain.from_iterable(context.by_stem.get(w, ()) for w in claim.content))
+        """Unit index -> how many of the claim's content words it uses."""
+        self.holders = [_holders(anchor, context) for anchor in claim.anchors]
+        self.fitted: dict[str, _Fit] = {}
+        """Text -> its fit, rivals marked: a fit depends on the text alone, so copies of a passage share it."""
+
+    def coverage(self, i: int) -> float:
+        """The claim's coverage by unit i, computed as _fit computes it."""
+        return 1.0 - (self.words - self.counts.get(i, 0)) / self.words if self.words else 1.0
+
+    def best(self) -> list[_Fit]:
+        """The PAIR_CANDIDATES best single-passage fits, best first."""
+        units, lengths = self.context.units, self.context.lengths
+        sharing = set(self.counts).union(*self.holders)
+        # Units sharing nothing with the claim fit alike and rank by length: the shortest few stand for them all.
+        others = islice((i for i in self.context.by_length if i not in sharing), PAIR_CANDIDATES)
+        # Each unit's bound: the best rank its fit can have, at its exact coverage, missing only the anchors it
+        # surely lacks. Built inline (a bound per sharing passage is most of a claim's cost): one prefix per
+        # (words used, anchors possibly held), then the passage's length and index.
+        n, anchors = self.words, len(self.holders)
+        found = Counter(chain.from_iterable(self.holders))
+        prefixes: dict[tuple[int, int], tuple[bool, float, int]] = {}
+        for used in range(n + 1):
+            coverage = 1.0 - (n - used) / n if n else 1.0
+            for held in range(anchors + 1):
+                lacking = anchors - held
+                prefixes[used, held] = (coverage < SUPPORT_COVERAGE or lacking > 0, -coverage, lacking)
+        used_by, held_by = self.counts.get, found.get
+        bounds = [prefixes[used_by(i, 0), held_by(i, 0)] + (lengths[i], i) for i in chain(sharing, others)]
+        heapq.heapify(bounds)
+        best: list[tuple[tuple, _Fit]] = []
+        while bounds and (len(best) < PAIR_CANDIDATES or bounds[0] < best[-1][0]):
+            i = heapq.heappop(bounds)[-1]
+            fit = _of_unit(self.fit(units[i]), units[i])
+            bisect.insort(best, ((*_rank(fit), i), fit))
+            del best[PAIR_CANDIDATES:]
+        return [fit for _, fit in best]
+
+    def fit(self, unit: _Unit) -> _Fit:
+        if unit.text not in self.fitted:
+            self.fitted[unit.text] = self.mark(_fit(self.claim, (unit,), self.context))
+        return self.fitted[unit.text]
+
+    def mark(self, fit: _Fit) -> _Fit:
+        """Mark the fit's missing words that a rival holds: a passage sharing at least SWAP_COVERAGE of the claim that
+        is no part of the fit's text and holds none of it (so a passage never rivals itself, nor a pair it is in)."""
+        own = " ".join(u.text for u in fit.units)
+        units = self.context.units
+        moved = tuple(w for w in fit.missing if any(
+            self.coverage(j) >= SWAP_COVERAGE and units[j].text not in own
+            and not any(u.text in units[j].text for u in fit.units) for j in self.context.by_stem.get(w, ())))
+        return replace(fit, missing_known=moved) if moved else fit
+
+
+def _best_fit(claim: Reading, context: _Context) -> tuple[_Fit | None, list[_Fit]]:
+    """The supporting fit (one passage, else two together) if any, and the PAIR_CANDIDATES best single-passage fits,
+    best first: the head of the list of every passage's fit, sorted by _rank then passage order (see _Search)."""
+    search = _Search(claim, context)
+    fits = search.best()
     if fits and fits[0].supports:
         return fits[0], fits
-    for a, b in combinations(fits[:PAIR_CANDIDATES], 2):
-        pair = rivals.mark(_fit(claim, (a.units[0], b.units[0]), context))
+    for a, b in combinations(fits, 2):
+        pair = search.mark(_fit(claim, (a.units[0], b.units[0]), context))
         if pair.supports and _both_needed(claim, a, b):
             return pair, fits
     return None, fits
+
+
+def _of_unit(fit: _Fit, unit: _Unit) -> _Fit:
+    """A single-passage fit, moved to another passage with the same text."""
+    return fit if fit.units[0] is unit else replace(fit, units=(unit,))
 
 
 def _both_needed(claim: Reading, a: _Fit, b: _Fit) -> bool:
@@ -358,6 +401,19 @@ def _verdict(sentence: _Sentence, context: _Context) -> Claim:
         if best.coverage >= SUPPORT_COVERAGE and not best.missing_anchors and _polarity_conflict(claim, best):
             return _claim(sentence, "contradicted", best, "the passage states the opposite (negation)")
     return Claim(text=sentence.text, verdict="unsupported", reason=_why_not(best))
+
+
+def _verdicts(sentences: list[_Sentence], context: _Context) -> list[Claim]:
+    """Each sentence's verdict; a sentence repeated word for word is judged once (its verdict depends on its text
+    alone) and gets a copy of the first one's claim (the quote check flags claims in place)."""
+    first: dict[str, Claim] = {}
+    claims = []
+    for sentence in sentences:
+        if sentence.text in first:
+            claims.append(copy.deepcopy(first[sentence.text]))
+        else:
+            claims.append(first.setdefault(sentence.text, _verdict(sentence, context)))
+    return claims
 
 
 def _changed_anchors(claim: Reading, fit: _Fit) -> str:
@@ -452,7 +508,7 @@ class LocalJudge:
         context = _context(trace, language)
         query = read(trace.query, language)
         sentences, abstained = _split_answer(answer, query, language)
-        claims = [_verdict(s, context) for s in sentences]
+        claims = _verdicts(sentences, context)
         relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(query, stems)))
                      for rank, (doc, stems) in enumerate(zip(trace.retrieved_docs, context.doc_stems), start=1)]
         answer_reading = read(answer, language)
