@@ -15,6 +15,14 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_TRACES_PER_BATCH = 10_000
 """Largest number of traces in one batch (413 above it)."""
 
+TENANT_TRACES_PER_SECOND = 1000
+"""Traces a second each tenant may post, on average, across every API replica (0: no limit). Generous: more than
+a few workers judge, so a tenant over it is flooding, not busy."""
+
+TENANT_TRACES_BURST = 20_000
+"""Traces a tenant may post at once above that rate (the token bucket's size): two full batches back to back. Must
+be at least the largest batch (RAGPULSE_MAX_TRACES), or such a batch could never be accepted."""
+
 RESULT_TTL_SECONDS = 7 * 24 * 3600
 """How long traces, results and reports of a job stay in Redis."""
 

@@ -41,6 +41,14 @@ class Settings:
     max_traces: int = defaults.MAX_TRACES_PER_BATCH
     """RAGPULSE_MAX_TRACES: largest batch accepted (default 10,000)."""
 
+    tenant_traces_per_second: int = defaults.TENANT_TRACES_PER_SECOND
+    """RAGPULSE_TENANT_TRACES_PER_SECOND: traces a second each tenant may post, shared by every API replica through
+    Redis (0 = no limit); over it, POST /v1/batches answers 429 with Retry-After (default 1000)."""
+
+    tenant_traces_burst: int = defaults.TENANT_TRACES_BURST
+    """RAGPULSE_TENANT_TRACES_BURST: traces a tenant may post at once above that rate (default 20,000; at least
+    RAGPULSE_MAX_TRACES)."""
+
     result_ttl_seconds: int = defaults.RESULT_TTL_SECONDS
     """RAGPULSE_RESULT_TTL_SECONDS: lifetime of a job's data in Redis (default 7 days)."""
 
@@ -125,6 +133,11 @@ class Settings:
     judge_base_url: str | None = None
     """RAGPULSE_JUDGE_BASE_URL: gateway or test server for the judge; else the SDK's ANTHROPIC_BASE_URL applies."""
 
+    def __post_init__(self) -> None:
+        if self.tenant_traces_per_second and self.tenant_traces_burst < self.max_traces:
+            raise ConfigError(f"RAGPULSE_TENANT_TRACES_BURST ({self.tenant_traces_burst}) must be at least "
+                              f"RAGPULSE_MAX_TRACES ({self.max_traces}): a full batch could never be accepted")
+
     @functools.cached_property
     def tenants(self) -> frozenset[str]:
         """Tenants that get their own `tenant` label in Prometheus: those of the API keys (`default` when the API
@@ -156,6 +169,9 @@ class Settings:
             "allow_open": env.get("RAGPULSE_ALLOW_OPEN", "").lower() in {"1", "true", "yes"},
             "max_body_bytes": _int(env, "RAGPULSE_MAX_BODY_BYTES", cls.max_body_bytes),
             "max_traces": _int(env, "RAGPULSE_MAX_TRACES", cls.max_traces),
+            "tenant_traces_per_second": _int(env, "RAGPULSE_TENANT_TRACES_PER_SECOND", cls.tenant_traces_per_second,
+                                             allow_zero=True),
+            "tenant_traces_burst": _int(env, "RAGPULSE_TENANT_TRACES_BURST", cls.tenant_traces_burst),
             "result_ttl_seconds": _int(env, "RAGPULSE_RESULT_TTL_SECONDS", cls.result_ttl_seconds),
             "chunk_size": _int(env, "RAGPULSE_CHUNK_SIZE", cls.chunk_size),
             "queue_prefix": env.get("RAGPULSE_QUEUE", cls.queue_prefix),
