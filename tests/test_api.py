@@ -61,7 +61,8 @@ def test_batch_is_evaluated_and_paginated(client: httpx.Client) -> None:
     assert second["items"][0]["retrieval"] is None and second["items"][0]["labels"] == "unlabelled"
 
     report = client.get(f"/v1/jobs/{body['job_id']}/report").json()
-    assert report["counts"] == {"total": 4, "ok": 4, "failed": 0, "labelled": 2, "no_relevant": 1, "unlabelled": 1}
+    assert report["counts"] == {"total": 4, "ok": 4, "failed": 0, "labelled": 2, "no_relevant": 1, "unlabelled": 1,
+                                "judge_input_truncated": 0}
     assert report["retrieval"]["mrr"]["mean"] == pytest.approx(0.75)   # (0.5 + 1) / 2
     assert report["retrieval"]["mrr"]["n"] == 2
     assert report["method"]["gain"] == "linear"

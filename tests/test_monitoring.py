@@ -138,6 +138,30 @@ def test_two_tenants_naming_an_app_alike_get_separate_series(cluster_factory) ->
                                               and not line.endswith(" 0.0"))
 
 
+def test_a_worker_cuts_what_its_judge_sees_and_says_so(cluster_factory) -> None:
+    """RAGPULSE_JUDGE_MAX_*_CHARS reach the worker: the long answer is judged cut, the result names the cut, and
+    /metrics and the report count it."""
+    app = f"cut{uuid.uuid4().hex[:6]}"
+    long_answer = "Fact 0 holds. " + "Padding that goes on. " * 40
+    with FakeAnthropic() as fake:
+        cluster = cluster_factory(fake, 1, RAGPULSE_APPS=app, RAGPULSE_JUDGE_MAX_ANSWER_CHARS="200",
+                                  RAGPULSE_JUDGE_MAX_DOC_CHARS="50", RAGPULSE_JUDGE_MAX_CONTEXT_CHARS="80")
+        traces = production(app, 2, app)
+        traces[0]["answer"] = long_answer
+        job_id = cluster.post(traces, judge="local")
+        assert wait_for_job(cluster.http, job_id)["status"] == "finished"
+        results = {r["trace_id"]: r for r in cluster.results(job_id)}
+        report = cluster.http.get(f"/v1/jobs/{job_id}/report").json()
+        text = cluster.http.get("/metrics").text
+    assert results[f"{app}-0"]["judge_input_truncated"] == ["answer"]
+    assert results[f"{app}-1"]["judge_input_truncated"] == []
+    assert results[f"{app}-0"]["claims"][0]["verdict"] == "supported"             # judged on what was left
+    assert report["counts"]["judge_input_truncated"] == 1
+    mine = {"tenant": "default", "app": app}
+    assert sample(text, "ragpulse_judge_input_truncated_total", **mine, part="answer") == 1
+    assert sample(text, "ragpulse_judge_input_truncated_total", **mine, part="documents") == 0
+
+
 def test_metrics_need_their_own_token_when_one_is_set(api_factory, stack) -> None:
     url = api_factory({**stack.env, "RAGPULSE_API_KEYS": "acme:key-acme", "RAGPULSE_METRICS_TOKEN": "scrape-me"})
     refused = httpx.get(f"{url}/metrics")

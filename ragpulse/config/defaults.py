@@ -68,6 +68,19 @@ JUDGE_TIMEOUT_SECONDS = 60.0
 JUDGE_MAX_RETRIES = 4
 """Retries of transient judge failures (429, 529, 5xx, timeouts) before the trace is a judge_error."""
 
+JUDGE_MAX_ANSWER_CHARS = 10_000
+"""Characters of an answer the judge sees (a long answer runs to 3-5k); the rest is cut, and the result says so
+(`judge_input_truncated`)."""
+
+JUDGE_MAX_DOC_CHARS = 20_000
+"""Characters of each retrieved document the judge sees."""
+
+JUDGE_MAX_CONTEXT_CHARS = 100_000
+"""Characters of all of a trace's retrieved documents together the judge sees, in rank order: documents past it
+reach the judge empty (their rank and id stay). With the answer's cap: at most about half a second of the local
+judge for a trace built to be slow (every claim sharing its words with every sentence), and some 30k input tokens of
+an LLM judge."""
+
 JUDGE_CONCURRENCY = 8
 """Judge calls in flight at once inside one worker process."""
 

@@ -70,6 +70,16 @@ class Settings:
     judge_rate_window_seconds: int = defaults.JUDGE_RATE_WINDOW_SECONDS
     """RAGPULSE_JUDGE_RATE_WINDOW_SECONDS: the window of the three limits above (default 60, as Anthropic's)."""
 
+    judge_max_answer_chars: int = defaults.JUDGE_MAX_ANSWER_CHARS
+    """RAGPULSE_JUDGE_MAX_ANSWER_CHARS: characters of an answer the judge sees (default 10,000)."""
+
+    judge_max_doc_chars: int = defaults.JUDGE_MAX_DOC_CHARS
+    """RAGPULSE_JUDGE_MAX_DOC_CHARS: characters of each retrieved document the judge sees (default 20,000)."""
+
+    judge_max_context_chars: int = defaults.JUDGE_MAX_CONTEXT_CHARS
+    """RAGPULSE_JUDGE_MAX_CONTEXT_CHARS: characters of all of a trace's documents together the judge sees (default
+    100,000). A trace cut by any of the three is judged on what is left and flagged (`judge_input_truncated`)."""
+
     judge_concurrency: int = defaults.JUDGE_CONCURRENCY
     """RAGPULSE_JUDGE_CONCURRENCY: judge calls in flight at once inside one worker process (default 8)."""
 
@@ -180,6 +190,9 @@ class Settings:
             "judge_otpm": _int(env, "RAGPULSE_JUDGE_OTPM", cls.judge_otpm, allow_zero=True),
             "judge_rate_window_seconds": _int(env, "RAGPULSE_JUDGE_RATE_WINDOW_SECONDS", cls.judge_rate_window_seconds),
             "judge_concurrency": _int(env, "RAGPULSE_JUDGE_CONCURRENCY", cls.judge_concurrency),
+            "judge_max_answer_chars": _int(env, "RAGPULSE_JUDGE_MAX_ANSWER_CHARS", cls.judge_max_answer_chars),
+            "judge_max_doc_chars": _int(env, "RAGPULSE_JUDGE_MAX_DOC_CHARS", cls.judge_max_doc_chars),
+            "judge_max_context_chars": _int(env, "RAGPULSE_JUDGE_MAX_CONTEXT_CHARS", cls.judge_max_context_chars),
             "judge_prices": parse_prices(env.get("RAGPULSE_JUDGE_PRICES")),
             "tenant_daily_budget_usd": _float(env, "RAGPULSE_TENANT_DAILY_BUDGET_USD"),
             "lease_seconds": _int(env, "RAGPULSE_LEASE_SECONDS", cls.lease_seconds),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ragpulse.config.prices import call_cost
 from ragpulse.evaluation.budget import budget_exhausted
+from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.model.results import TraceResult
@@ -60,6 +61,12 @@ class ChunkRun:
     chunk: int
     judge: Judge | None
     _policies: dict[str, SamplingPolicy] = field(default_factory=dict)
+
+    @property
+    def limits(self) -> JudgeInputLimits:
+        """How much of each trace the judge sees (RAGPULSE_JUDGE_MAX_*_CHARS)."""
+        s = self.settings
+        return JudgeInputLimits(s.judge_max_answer_chars, s.judge_max_doc_chars, s.judge_max_context_chars)
 
     async def run(self) -> bool:
         """Evaluate the chunk's remaining traces; True when this completed the job (the caller finalizes)."""
@@ -115,7 +122,7 @@ class ChunkRun:
             if reason:
                 return skipped_result(trace, index, reason, options)
         try:
-            return await evaluate_trace(trace, index, options, judge)
+            return await evaluate_trace(trace, index, options, judge, self.limits)
         except JudgeAuthError as exc:
             self.store.jobs.finish(self.job_id, "failed", exc.reason)
             return failed_result(trace, index, f"job failed: {exc.reason}")

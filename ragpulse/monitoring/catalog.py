@@ -28,6 +28,9 @@ ABSTENTIONS = MetricDef("ragpulse_abstentions", "counter", "Judged traces whose 
 JUDGE_ERRORS = MetricDef("ragpulse_judge_errors", "counter", "Traces that ended as judge_error.", PER_APP)
 CHECKS = MetricDef("ragpulse_checks_failed", "counter", "Cheap programmatic checks that flagged a trace.",
                    (*PER_APP, "check"))
+JUDGE_INPUT_TRUNCATED = MetricDef("ragpulse_judge_input_truncated", "counter",
+                                  "Traces whose answer or documents were cut to RAGPULSE_JUDGE_MAX_*_CHARS before "
+                                  "judging, by the part cut.", (*PER_APP, "part"))
 JUDGE_REQUESTS = MetricDef("ragpulse_judge_requests", "counter", "Judge HTTP requests by outcome.",
                            ("model", "status"))
 JUDGE_LATENCY = MetricDef("ragpulse_judge_latency_seconds", "histogram", "Judge request latency.", ("model",),
@@ -50,8 +53,8 @@ UNANSWERABLE_HALLUCINATIONS = GENERATION_BY_NAME["unanswerable_hallucination_rat
 """Families declared with their metric in ragpulse.metrics.registry, named here for the alert rules' sake."""
 
 ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIMS, UNANSWERABLE, ABSTENTIONS,
-       JUDGE_ERRORS, CHECKS, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST, RATELIMIT_WAIT, JOB_DURATION,
-       *prometheus_families())
+       JUDGE_ERRORS, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
+       RATELIMIT_WAIT, JOB_DURATION, *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}
 
 QUEUE_DEPTH = MetricDef("ragpulse_queue_depth", "gauge", "Chunk jobs waiting per queue.", ("queue",))

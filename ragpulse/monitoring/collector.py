@@ -10,6 +10,7 @@ import redis
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ragpulse.evaluation import judge_input
 from ragpulse.judges.kinds import judging_names
 from ragpulse.monitoring.catalog import ALL, MetricDef
 from ragpulse.monitoring.counters import OTHER, read_samples
@@ -22,6 +23,7 @@ KNOWN_LABEL_VALUES: dict[str, tuple[str, ...]] = {
     "direction": ("input", "output", "cache_read", "cache_write"),
     "queue": ("online", "batch"),
     "status": ("ok",),
+    "part": judge_input.PARTS,
 }
 """Label values whose series are exposed at 0 before their first increment, so `increase()` sees the first one."""
 

@@ -19,6 +19,8 @@ def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
         batch.inc(m.TRACES_SAMPLED if result.sampled else m.TRACES_NOT_SAMPLED, app)
     for check in result.checks:
         batch.inc(m.CHECKS, {**app, "check": check})
+    for part in result.judge_input_truncated:
+        batch.inc(m.JUDGE_INPUT_TRUNCATED, {**app, "part": part})
     if result.status == "judge_error":
         batch.inc(m.JUDGE_ERRORS, app)
     g = result.generation
