@@ -184,6 +184,20 @@ def test_monitor_prometheus_and_report_share_one_hallucination_rate(redis_client
     assert hallucinated / answered == report.mean
 
 
+def test_a_minute_of_abstentions_only_has_no_answered_traces(redis_client) -> None:
+    """Such a minute is no bucket from before `answered` existed: its judged traces are not its denominator."""
+    tenant, app, now = f"t-{uuid.uuid4().hex[:6]}", "shop", 1_800_000_000.0
+    abstention = msgspec.structs.replace(scored(False, None, abstained=True), claims=0, supported=0)
+    with redis_client.pipeline() as pipe:
+        queue_bucket(pipe, tenant, result(app, scored(True, 0.5)), at=now - 60)         # the minute before
+        for _ in range(3):
+            queue_bucket(pipe, tenant, result(app, abstention), at=now)
+        pipe.execute()
+    view = monitor_view(window_totals(redis_client, tenant, app, 5, now=now), app, "5m", 1.0)
+    assert view["judged"] == 4 and view["answered"] == 1
+    assert view["hallucination_rate"]["rate"] == 1.0 and view["hallucination_rate"]["n"] == 1
+
+
 def test_a_bucket_from_before_answered_keeps_its_old_denominator(redis_client) -> None:
     tenant, app, now = f"t-{uuid.uuid4().hex[:6]}", "shop", 1_800_000_000.0
     old = keys.monitor_bucket(tenant, app, int(now // 60) - 1)
