@@ -186,8 +186,10 @@ class InProcessResult:
 
 
 def api_env(redis_url: str) -> dict[str, str]:
-    """The API's configuration, as environment variables (its public interface): private Redis, own queue."""
-    return {"REDIS_URL": redis_url, "RAGPULSE_HOST": "127.0.0.1", "RAGPULSE_QUEUE": QUEUE}
+    """The API's configuration, as environment variables (its public interface): private Redis, own queue, and a
+    per-tenant ingest limit too high to refuse anything, so that its check is in every request measured."""
+    return {"REDIS_URL": redis_url, "RAGPULSE_HOST": "127.0.0.1", "RAGPULSE_QUEUE": QUEUE,
+            "RAGPULSE_TENANT_TRACES_PER_SECOND": str(10**9)}
 
 
 def handler_and_kwargs(redis_url: str, body: bytes) -> tuple[object, dict, object]:

@@ -10,6 +10,7 @@
     │   ├── TooLarge           the body or the batch exceeds a limit (413)
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
+    ├── RateLimited            the tenant is over its ingest rate; carries the seconds until it fits (429)
     ├── JobNotFound            no such job for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
     │   └── StoreRefused       Redis answered but refused a write: out of memory, read-only replica (503)
@@ -76,6 +77,14 @@ class UnsupportedMediaType(InputError):
 
 class Unauthorized(RagpulseError):
     """The request carries no API key, or one we do not know."""
+
+
+class RateLimited(RagpulseError):
+    """The tenant's ingest token bucket lacks the tokens for this batch; `retry_after` seconds until it has them."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"over the ingest rate limit; retry in {retry_after:.3f} s")
+        self.retry_after = retry_after
 
 
 class JobNotFound(RagpulseError):

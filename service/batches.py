@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -9,12 +10,14 @@ from dataclasses import dataclass
 import anyio.to_thread
 import msgspec
 from litestar import Controller, Response, post
+from litestar.exceptions import TooManyRequestsException
 
 from dispatch.queues import pick_queue, rq_queue_name
-from ragpulse.store.atomic import Group, queued_commands
+from ragpulse.config import keys
+from ragpulse.store.atomic import Group, queued_commands, take_tokens
 from ragpulse.reporting.callbacks import matching_entry
 from ragpulse.intake.estimate import Estimate, estimate_batch
-from ragpulse.exceptions import CallbackRejected, InvalidBody
+from ragpulse.exceptions import CallbackRejected, InvalidBody, RateLimited
 from ragpulse.intake.decode import decode_batch
 from ragpulse.model.results import Accepted
 from ragpulse.monitoring.catalog import TRACES_RECEIVED
@@ -77,9 +80,9 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     job_id = uuid.uuid4().hex
     queue = options.queue = pick_queue(batch.traces, options)
     options.sample = options.sample or ("policy" if queue == "online" else "all")
-    received = MetricsBatch(settings.apps)
+    received = MetricsBatch(settings.apps, settings.tenants)
     for app, count in Counter(t.app for t in batch.traces).items():
-        received.inc(TRACES_RECEIVED, {"app": received.app(app)}, count)
+        received.inc(TRACES_RECEIVED, received.per_app(call.tenant, app), count)
     with store.redis.pipeline(transaction=True) as pipe:
         rq_queue = rq_queue_name(settings, queue)
         chunks = store.stage_job(pipe, job_id, call.tenant, batch.traces, options, warnings,
@@ -87,6 +90,9 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
         call.services.enqueuer.enqueue(pipe, rq_queue, job_id, range(chunks))
         received.queue_onto(pipe)
         writes = queued_commands(pipe)
+    if settings.tenant_traces_per_second:  # the batch's traces are paid for in the same script that writes it
+        writes.insert(0, take_tokens(keys.tenant_ingest_bucket(call.tenant), len(batch.traces),
+                                     settings.tenant_traces_per_second, settings.tenant_traces_burst))
     accepted = Accepted(job_id=job_id, status_url=f"/v1/jobs/{job_id}", trace_count=len(batch.traces),
                         warnings=warnings)
     return StagedBatch(writes, accepted, [w.code for w in warnings])
@@ -101,7 +107,14 @@ async def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Res
         staged = await anyio.to_thread.run_sync(stage_batch, body, call, dry_run)
     if isinstance(staged, Response):
         return staged
-    await call.services.committer.apply(staged.writes, alone=not small)
+    try:
+        await call.services.committer.apply(staged.writes, alone=not small)
+    except RateLimited as exc:
+        settings = call.settings
+        raise TooManyRequestsException(
+            f"tenant {call.tenant!r} is over its ingest rate of {settings.tenant_traces_per_second} traces/s "
+            f"(bursts of {settings.tenant_traces_burst}); these {staged.accepted.trace_count} traces fit in "
+            f"{exc.retry_after:.1f} s", headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))}) from exc
     metrics = call.services.api_metrics
     metrics.batches.inc()
     for code in staged.warning_codes:
@@ -117,7 +130,8 @@ class BatchController(Controller):
 
     @post("/", status_code=202, summary="Submit a batch of traces for evaluation")
     async def create(self, body: bytes, call: Call, dry_run: bool = False) -> Accepted | Response:
-        """Accept a batch: 400 on malformed JSON, 422 listing every schema violation, 413 over the limits.
+        """Accept a batch: 400 on malformed JSON, 422 listing every schema violation, 413 over the limits, 429 (with
+        Retry-After) when the tenant is over its ingest rate (RAGPULSE_TENANT_TRACES_PER_SECOND).
 
         With `?dry_run=true`, answer 200 with the estimated judge calls, tokens and cost, and enqueue nothing.
         """

@@ -6,6 +6,8 @@ import re
 import shlex
 import subprocess
 import sys
+import time
+import uuid
 
 import httpx
 import msgspec
@@ -59,7 +61,8 @@ def test_batch_is_evaluated_and_paginated(client: httpx.Client) -> None:
     assert second["items"][0]["retrieval"] is None and second["items"][0]["labels"] == "unlabelled"
 
     report = client.get(f"/v1/jobs/{body['job_id']}/report").json()
-    assert report["counts"] == {"total": 4, "ok": 4, "failed": 0, "labelled": 2, "no_relevant": 1, "unlabelled": 1}
+    assert report["counts"] == {"total": 4, "ok": 4, "failed": 0, "labelled": 2, "no_relevant": 1, "unlabelled": 1,
+                                "judge_input_truncated": 0}
     assert report["retrieval"]["mrr"]["mean"] == pytest.approx(0.75)   # (0.5 + 1) / 2
     assert report["retrieval"]["mrr"]["n"] == 2
     assert report["method"]["gain"] == "linear"
@@ -190,6 +193,40 @@ def test_tenants_are_isolated_and_keys_required(api_factory, stack) -> None:
     assert acme.get(f"/v1/jobs/{job_id}").status_code == 200
     for suffix in ["", "/results", "/report"]:
         assert globex.get(f"/v1/jobs/{job_id}{suffix}").status_code == 404
+
+
+def test_each_tenant_has_an_ingest_rate_shared_by_every_replica(api_factory, stack) -> None:
+    """Over RAGPULSE_TENANT_TRACES_PER_SECOND a post is 429 with Retry-After and problem+json, whichever replica it
+    reaches; another tenant is not slowed; a refused batch stores nothing; the bucket refills at the rate."""
+    acme, globex = f"acme{uuid.uuid4().hex[:6]}", f"globex{uuid.uuid4().hex[:6]}"   # buckets of their own
+    env = {**stack.env, "RAGPULSE_API_KEYS": f"{acme}:key-acme,{globex}:key-globex", "RAGPULSE_MAX_TRACES": "6",
+           "RAGPULSE_TENANT_TRACES_PER_SECOND": "2", "RAGPULSE_TENANT_TRACES_BURST": "6"}
+    one, two = api_factory(env), api_factory(env)
+    as_acme = [httpx.Client(base_url=url, headers={"Authorization": "Bearer key-acme"}) for url in (one, two)]
+    as_globex = httpx.Client(base_url=one, headers={"Authorization": "Bearer key-globex"})
+    assert post(as_acme[0], [trace(i) for i in range(4)]).status_code == 202        # 4 of the 6 at once
+    estimate = as_acme[1].post("/v1/batches", params={"dry_run": "true"}, json={"traces": [trace(0), trace(1)]})
+    assert estimate.status_code == 200                                              # an estimate costs nothing
+    refused = post(as_acme[1], [trace(i) for i in range(5)])                        # the other replica knows
+    assert refused.status_code == 429, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    problem = refused.json()
+    assert problem["status"] == 429 and "2 traces/s" in problem["detail"] and acme in problem["detail"]
+    assert int(refused.headers["retry-after"]) in (2, 3)                            # 3 short at 2 a second
+    assert post(as_globex, [trace(i) for i in range(6)]).status_code == 202         # a bucket per tenant
+    assert post(as_acme[0], [trace(0), trace(1)]).status_code == 202                # what is left still fits
+    assert post(as_acme[0], [trace(0)]).status_code == 429
+    assert received_by(one, acme) == 6                                              # refused: nothing written
+    time.sleep(1.1)                                                                 # 2 tokens back
+    assert post(as_acme[1], [trace(0), trace(1)]).status_code == 202
+    metrics = httpx.get(f"{one}/metrics").text
+    assert re.search(r'ragpulse_api_requests_rejected_total\{status="429"\} [1-9]', metrics)
+
+
+def received_by(url: str, tenant: str) -> float:
+    """ragpulse_traces_received_total of one tenant, summed over its apps."""
+    return sum(float(line.split()[-1]) for line in httpx.get(f"{url}/metrics").text.splitlines()
+               if line.startswith("ragpulse_traces_received_total{") and f'tenant="{tenant}"' in line)
 
 
 def test_redis_down_is_503_with_retry_after(api_factory) -> None:

@@ -10,8 +10,8 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
-from ragpulse.store.atomic import MAX_COMMAND_ARGS, GroupCommitter, queued_commands
-from ragpulse.exceptions import StoreRefused
+from ragpulse.store.atomic import MAX_COMMAND_ARGS, GroupCommitter, queued_commands, take_tokens
+from ragpulse.exceptions import RateLimited, StoreRefused
 from ragpulse.ops.redis_server import PrivateRedis
 
 
@@ -147,3 +147,45 @@ def test_the_script_is_reloaded_after_redis_forgets_it() -> None:
         assert run(apply_across_a_flush, server.url) == b"5"
     finally:
         server.stop()
+
+
+def test_a_take_guards_its_group_with_a_token_bucket(redis_url: str, redis_client: redis.Redis, prefix: str) -> None:
+    """Tokens and the writes they pay for go together: a group whose TAKE finds too few tokens writes nothing and
+    says how long to wait; other groups of the same call are applied. Shared, the alone and the MULTI/EXEC paths
+    (a command too long for the script) refuse alike."""
+    bucket = f"{prefix}:bucket"
+
+    def guarded(n: int, name: str, big: bool = False) -> list:
+        write = ("RPUSH", f"{prefix}:{name}", *range(MAX_COMMAND_ARGS + 1 if big else 1))
+        return [take_tokens(bucket, n, 10, 100), write]
+
+    async def scenario(committer: GroupCommitter, _):  # noqa: ANN001, ANN202
+        shared = await asyncio.gather(committer.apply(guarded(60, "a")), committer.apply(guarded(60, "b")),
+                                      return_exceptions=True)
+        alone = await asyncio.gather(committer.apply(guarded(50, "c"), alone=True), return_exceptions=True)
+        multi = await asyncio.gather(committer.apply(guarded(50, "d", big=True)), return_exceptions=True)
+        return shared + alone + multi
+
+    a, b, c, d = run(scenario, redis_url)
+    assert a is None and redis_client.exists(f"{prefix}:a")
+    for refused, name in ((b, "b"), (c, "c"), (d, "d")):
+        assert isinstance(refused, RateLimited) and not redis_client.exists(f"{prefix}:{name}"), name
+    # 40 tokens left (and a few refilled); 60 more at 10 a second: about 2 seconds, never less than the gap.
+    assert 1.5 <= b.retry_after <= 2.0 and 0.5 <= c.retry_after <= 1.0
+    assert float(redis_client.hget(bucket, "tokens")) == pytest.approx(40, abs=1)
+    assert 0 < redis_client.pttl(bucket) <= 7000            # gone once refilled: (100 - 40) / 10 s + 1 s
+
+
+def test_a_bucket_refills_at_its_rate(redis_url: str, redis_client: redis.Redis, prefix: str) -> None:
+    bucket = f"{prefix}:bucket"
+
+    async def scenario(committer: GroupCommitter, _):  # noqa: ANN001, ANN202
+        await committer.apply([take_tokens(bucket, 5, 20, 5), ("SET", f"{prefix}:x", "1")])
+        with pytest.raises(RateLimited) as refused:
+            await committer.apply([take_tokens(bucket, 2, 20, 5), ("SET", f"{prefix}:y", "1")])
+        await asyncio.sleep(refused.value.retry_after + 0.02)
+        await committer.apply([take_tokens(bucket, 2, 20, 5), ("SET", f"{prefix}:y", "1")])
+        return refused.value.retry_after
+
+    wait = run(scenario, redis_url)
+    assert 0.05 < wait <= 0.1 and redis_client.exists(f"{prefix}:y")

@@ -53,6 +53,13 @@ METRICS = {
 """The metric names the API exposes (issue 5). A rule or panel naming anything else would silently show nothing."""
 
 HISTOGRAMS = {"ragpulse_faithfulness", "ragpulse_judge_latency_seconds", "ragpulse_job_duration_seconds"}
+PER_APP = {"ragpulse_traces_received_total", "ragpulse_traces_sampled_total", "ragpulse_traces_judged_total",
+           "ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total", "ragpulse_claims_total",
+           "ragpulse_faithfulness", "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total",
+           "ragpulse_abstentions_total", "ragpulse_judge_errors_total"}
+"""The metrics labelled by tenant and app (of METRICS): rules and panels must keep both whenever they keep app."""
+METRICS_TOKEN_IN_PROMETHEUS = "/run/secrets/ragpulse_metrics_token"
+"""Where the compose Prometheus reads the bearer token of /metrics (the compose secret ragpulse_metrics_token)."""
 
 
 # ---------------------------------------------------------------- helpers
@@ -99,9 +106,10 @@ def dashboard_targets() -> Iterator[tuple[dict, dict]]:
             yield panel, target
 
 
-def as_promql(expr: str, app: str = ".*") -> str:
+def as_promql(expr: str, app: str = ".*", tenant: str = "t1") -> str:
     """A dashboard query with its Grafana variables filled in, as Prometheus would receive it."""
-    return expr.replace("$app", app).replace("$window", "1h").replace("$__rate_interval", "1m")
+    return (expr.replace("$tenant", tenant).replace("$app", app).replace("$window", "1h")
+            .replace("$__rate_interval", "1m"))
 
 
 def metric_names(promql: str) -> set[str]:
@@ -129,8 +137,14 @@ def promtool() -> str:
 # ---------------------------------------------------------------- Prometheus
 
 
-def test_prometheus_config_is_valid(promtool: str) -> None:
-    result = run([promtool, "check", "config", str(PROMETHEUS / "prometheus.yml")])
+def test_prometheus_config_is_valid(promtool: str, tmp_path: Path) -> None:
+    """The whole check, files included: the metrics token file the container gets is put in place here."""
+    config = (PROMETHEUS / "prometheus.yml").read_text()
+    token = tmp_path / "metrics_token"
+    token.write_text("a-token\n")
+    (tmp_path / "prometheus.yml").write_text(config.replace(METRICS_TOKEN_IN_PROMETHEUS, str(token)))
+    shutil.copy(PROMETHEUS / "alerts.yml", tmp_path / "alerts.yml")
+    result = run([promtool, "check", "config", str(tmp_path / "prometheus.yml")])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -149,6 +163,7 @@ def test_prometheus_scrapes_the_api_and_sends_alerts_to_alertmanager() -> None:
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
     api_targets = [t for sc in jobs["ragpulse-api"]["static_configs"] for t in sc["targets"]]
     assert api_targets == ["api:8080"]
+    assert jobs["ragpulse-api"]["authorization"] == {"type": "Bearer", "credentials_file": METRICS_TOKEN_IN_PROMETHEUS}
     assert jobs["ragpulse-api"].get("metrics_path", "/metrics") == "/metrics"
     assert config["rule_files"] == ["alerts.yml"]
     am_targets = [t for am in config["alerting"]["alertmanagers"] for sc in am["static_configs"] for t in sc["targets"]]
@@ -198,22 +213,56 @@ def test_rules_and_dashboard_name_only_exposed_metrics() -> None:
 def test_hallucination_spike_thresholds_are_the_agreed_ones() -> None:
     expr = next(a for a in alert_rules() if a["alert"] == "HallucinationRateSpike")["expr"]
     assert "ratio15m > 0.2" in expr
-    assert "> 2 * app:ragpulse_hallucination_rate:ratio24h_before15m" in expr
-    assert "app:ragpulse_traces_answered:increase15m >= 20" in expr
+    assert "> 2 * tenant_app:ragpulse_hallucination_rate:ratio24h_before15m" in expr
+    assert "tenant_app:ragpulse_traces_answered:increase15m >= 20" in expr
 
 
 def test_every_hallucination_rate_divides_by_answered_traces_as_the_report_does() -> None:
     """Rules and panels: hallucinated / answered (judged traces that made claims), never / judged."""
     rules = {rule.get("record"): rule["expr"] for group in load_yaml(PROMETHEUS / "alerts.yml")["groups"]
              for rule in group["rules"]}
-    assert "ragpulse_traces_answered_total" in rules["app:ragpulse_traces_answered:increase15m"]
-    assert rules["app:ragpulse_hallucination_rate:ratio15m"].strip() == (
-        "app:ragpulse_traces_hallucinated:increase15m / app:ragpulse_traces_answered:increase15m")
-    assert "ragpulse_traces_answered_total" in rules["app:ragpulse_traces_answered:increase24h_before15m"]
-    for name in ("app:ragpulse_traces_hallucinated:increase15m", "app:ragpulse_hallucination_rate:ratio24h_before15m"):
+    assert "ragpulse_traces_answered_total" in rules["tenant_app:ragpulse_traces_answered:increase15m"]
+    assert rules["tenant_app:ragpulse_hallucination_rate:ratio15m"].strip() == (
+        "tenant_app:ragpulse_traces_hallucinated:increase15m / tenant_app:ragpulse_traces_answered:increase15m")
+    assert "ragpulse_traces_answered_total" in rules["tenant_app:ragpulse_traces_answered:increase24h_before15m"]
+    for name in ("tenant_app:ragpulse_traces_hallucinated:increase15m",
+                 "tenant_app:ragpulse_hallucination_rate:ratio24h_before15m"):
         assert "judged" not in rules[name], name
     for legend, expr in wilson_exprs().items():
         assert "ragpulse_traces_answered_total" in expr and "ragpulse_traces_judged_total" not in expr, legend
+
+
+def test_rules_and_dashboard_keep_tenant_wherever_they_keep_app() -> None:
+    """Two tenants may name an app alike: an aggregation that keeps `app` but drops `tenant` would merge them (one
+    tenant's traffic moving another's rates and alerts), and a panel must show one tenant's series only."""
+    rules = [rule for group in load_yaml(PROMETHEUS / "alerts.yml")["groups"] for rule in group["rules"]]
+    exprs = {rule.get("record") or rule["alert"]: rule["expr"] for rule in rules}
+    exprs |= {f"panel {panel['title']}: {target['legendFormat']}": target["expr"]
+              for panel, target in dashboard_targets()}
+    for name, expr in exprs.items():
+        for labels in re.findall(r"\bby \(([^)]*)\)", expr):
+            kept = {label.strip() for label in labels.split(",")}
+            assert "app" not in kept or "tenant" in kept, f"{name}: by ({labels})"
+    for name, expr in exprs.items():
+        if name.startswith("panel") and "app=~" in expr:
+            for selector in re.findall(r"ragpulse_\w+\{([^}]*)\}", expr):
+                assert 'tenant="$tenant"' in selector, f"{name}: {{{selector}}}"
+    recorded = [rule["record"] for rule in rules if "record" in rule and "app" in rule["record"].split(":")[0]]
+    assert recorded and all(name.startswith("tenant_app:") for name in recorded), recorded
+    variables = {v["name"]: v for v in json.loads(DASHBOARD.read_text())["templating"]["list"]}
+    assert variables["tenant"]["multi"] is False and variables["tenant"]["includeAll"] is False
+    assert '{tenant="$tenant"}' in variables["app"]["query"]["query"]
+
+
+def test_every_per_app_metric_the_rules_use_is_one_the_api_labels_by_tenant() -> None:
+    from ragpulse.monitoring.catalog import ALL
+
+    exposed = {m.name + ("_total" if m.kind == "counter" else ""): m.labels for m in ALL}
+    assert PER_APP <= exposed.keys()
+    assert {name for name, labels in exposed.items() if "app" in labels} == PER_APP | {
+        "ragpulse_traces_not_sampled_total", "ragpulse_checks_failed_total", "ragpulse_context_precision",
+        "ragpulse_judge_input_truncated_total"}
+    assert all(exposed[name][:2] == ("tenant", "app") for name in PER_APP)
 
 
 # ---------------------------------------------------------------- Alertmanager
@@ -273,19 +322,24 @@ def test_dashboard_wilson_band_matches_the_report_wilson_interval(promtool: str,
     for app, (h_rate, n_rate) in WILSON_CASES.items():
         hallucinated, answered = round(h_rate * 60), round(n_rate * 60)
         lower, upper = wilson_interval(hallucinated, answered)
-        series.append({"series": f'ragpulse_traces_answered_total{{app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="local"}}',
                        "values": f"0+{n_rate}x120"})
         # judged traces that made no claim (abstentions) are no part of the rate
-        series.append({"series": f'ragpulse_traces_judged_total{{app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_judged_total{{tenant="t1",app="{app}",judge="local"}}',
                        "values": f"0+{2 * n_rate}x120"})
+        # another tenant's app of the same name, all hallucinated: no part of t1's band
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t2",app="{app}",judge="local"}}',
+                       "values": "0+5x120"})
+        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t2",app="{app}",judge="local"}}',
+                       "values": "0+5x120"})
         if h_rate:  # wil-none has no hallucinated series at all, as before a first hallucination
-            series.append({"series": f'ragpulse_traces_hallucinated_total{{app="{app}",judge="local"}}',
+            series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="local"}}',
                            "values": f"0+{h_rate}x120"})
         for legend, expected in {"95% lower": lower, "95% upper": upper,
                                  "hallucination rate": hallucinated / answered}.items():
             expr = as_promql(wilson_exprs()[legend], app=app)
             checks.append({"expr": f"abs(({expr}) - {expected!r}) < bool 1e-6", "eval_time": "120m",
-                           "exp_samples": [{"labels": f'{{app="{app}"}}', "value": 1}]})
+                           "exp_samples": [{"labels": f'{{tenant="t1",app="{app}"}}', "value": 1}]})
     test_file = tmp_path / "wilson_test.yml"
     test_file.write_text(yaml.safe_dump({"evaluation_interval": "1m", "tests": [
         {"interval": "1m", "input_series": series, "promql_expr_test": checks}]}))
@@ -346,21 +400,44 @@ def test_compose_api_listens_on_all_interfaces_with_keys_from_a_secret() -> None
     assert env["RAGPULSE_HOST"] == "0.0.0.0"
     assert env["REDIS_URL"].startswith("redis://redis:")
     assert "RAGPULSE_ALLOW_OPEN" not in env
-    (secret,) = api["secrets"]
-    assert env["RAGPULSE_API_KEYS_FILE"] == f"/run/secrets/{secret}"
-    assert "file" in config["secrets"][secret]
+    keys, token = api["secrets"]
+    assert env["RAGPULSE_API_KEYS_FILE"] == f"/run/secrets/{keys}"
+    assert env["RAGPULSE_METRICS_TOKEN_FILE"] == f"/run/secrets/{token}"
+    assert "file" in config["secrets"][keys] and "file" in config["secrets"][token]
     assert "/readyz" in " ".join(api["healthcheck"]["test"])
+
+
+def test_compose_prometheus_sends_the_token_the_api_requires() -> None:
+    """/metrics answers 401 without RAGPULSE_METRICS_TOKEN: Prometheus reads the same secret file as the API."""
+    services = compose()["services"]
+    token_file = compose_env("api")["RAGPULSE_METRICS_TOKEN_FILE"]
+    assert token_file == METRICS_TOKEN_IN_PROMETHEUS
+    assert token_file.removeprefix("/run/secrets/") in services["prometheus"]["secrets"]
+    assert "/metrics" not in " ".join(services["api"]["healthcheck"]["test"]), "the healthcheck has no token"
+
+
+def test_compose_workers_know_the_tenants() -> None:
+    """Workers label what they count by tenant, and need the API's keys file for the tenant names."""
+    worker = compose()["services"]["worker"]
+    assert compose_env("worker")["RAGPULSE_API_KEYS_FILE"] == compose_env("api")["RAGPULSE_API_KEYS_FILE"]
+    assert worker["secrets"] == ["ragpulse_api_keys"]
 
 
 def test_compose_api_settings_start_with_keys_and_refuse_without(tmp_path: Path) -> None:
     """The API's own start-up check, fed compose's environment: keys present -> serves; empty file -> refuses."""
-    keys = tmp_path / "api_keys.txt"
-    env = compose_env("api") | {"RAGPULSE_API_KEYS_FILE": str(keys)}
+    keys, token = tmp_path / "api_keys.txt", tmp_path / "metrics_token.txt"
+    env = compose_env("api") | {"RAGPULSE_API_KEYS_FILE": str(keys), "RAGPULSE_METRICS_TOKEN_FILE": str(token)}
     keys.write_text("acme:sha256:" + "ab" * 32 + "\n")
-    Settings.from_env(env).check_safe_to_serve()
+    token.write_text("scrape-token\n")
+    settings = Settings.from_env(env)
+    settings.check_safe_to_serve()
+    assert settings.metrics_token == "scrape-token" and settings.tenants == {"acme"}
     keys.write_text("")
     with pytest.raises(ConfigError, match="refusing to serve"):
         Settings.from_env(env).check_safe_to_serve()
+    token.write_text("\n")
+    with pytest.raises(ConfigError, match="RAGPULSE_METRICS_TOKEN_FILE"):
+        Settings.from_env(env)
 
 
 def test_api_keys_example_parses_and_holds_no_key() -> None:
@@ -489,12 +566,31 @@ def test_k8s_settings_start_with_the_mounted_keys_and_refuse_without(tmp_path: P
     mount = next(m for m in container["volumeMounts"] if keys_path.parent == Path(m["mountPath"]))
     volume = next(v for v in api["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
     assert keys_path.name in {item["path"] for item in volume["secret"]["items"]}
-    local_keys = tmp_path / "api_keys"
+    token_path = Path(env["RAGPULSE_METRICS_TOKEN_FILE"])
+    assert token_path.parent == keys_path.parent and token_path.name in {item["path"] for item in volume["secret"]["items"]}
+    local_keys, local_token = tmp_path / "api_keys", tmp_path / "metrics_token"
     local_keys.write_text("acme:sha256:" + "cd" * 32 + "\n")
-    Settings.from_env(env | {"RAGPULSE_API_KEYS_FILE": str(local_keys)}).check_safe_to_serve()
+    local_token.write_text("scrape-token")
+    local = env | {"RAGPULSE_API_KEYS_FILE": str(local_keys), "RAGPULSE_METRICS_TOKEN_FILE": str(local_token)}
+    assert Settings.from_env(local).metrics_token == "scrape-token"
+    Settings.from_env(local).check_safe_to_serve()
     local_keys.write_text("")
     with pytest.raises(ConfigError, match="refusing to serve"):
-        Settings.from_env(env | {"RAGPULSE_API_KEYS_FILE": str(local_keys)}).check_safe_to_serve()
+        Settings.from_env(local).check_safe_to_serve()
+    local_token.write_text("")
+    with pytest.raises(ConfigError, match="is empty"):
+        Settings.from_env(local)
+
+
+def test_k8s_workers_mount_the_api_keys_for_tenant_names() -> None:
+    worker = k8s_object("Deployment", "ragpulse-worker")
+    container = only_container(worker)
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    keys_path = Path(env["RAGPULSE_API_KEYS_FILE"])
+    mount = next(m for m in container["volumeMounts"] if keys_path.parent == Path(m["mountPath"]))
+    volume = next(v for v in worker["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
+    assert volume["secret"]["secretName"] == "ragpulse-secrets"
+    assert keys_path.name in {item["path"] for item in volume["secret"]["items"]}
 
 
 # ---------------------------------------------------------------- worker probes against a real worker

@@ -94,12 +94,13 @@ def test_metrics_add_up_across_two_workers(cluster_factory) -> None:
         assert wait_for_job(cluster.http, job_id, timeout=120)["status"] == "finished"
         assert all("evaluate_chunk" in w.output() for w in cluster.workers)      # both workers took chunks
         text = cluster.http.get("/metrics").text
-        assert sample(text, "ragpulse_traces_received_total", app=app) == 48
-        assert sample(text, "ragpulse_traces_judged_total", app=app, judge="anthropic") == 48
-        assert sample(text, "ragpulse_traces_answered_total", app=app, judge="anthropic") == 40   # abstentions out
-        assert sample(text, "ragpulse_traces_hallucinated_total", app=app, judge="anthropic") == 20
-        assert sample(text, "ragpulse_claims_total", app=app, verdict="unsupported") == 20
-        assert sample(text, "ragpulse_faithfulness_count", app=app) == 40
+        mine = {"tenant": "default", "app": app}                                   # open access: tenant default
+        assert sample(text, "ragpulse_traces_received_total", **mine) == 48
+        assert sample(text, "ragpulse_traces_judged_total", **mine, judge="anthropic") == 48
+        assert sample(text, "ragpulse_traces_answered_total", **mine, judge="anthropic") == 40   # abstentions out
+        assert sample(text, "ragpulse_traces_hallucinated_total", **mine, judge="anthropic") == 20
+        assert sample(text, "ragpulse_claims_total", **mine, verdict="unsupported") == 20
+        assert sample(text, "ragpulse_faithfulness_count", **mine) == 40
         assert sample(text, "ragpulse_judge_requests_total", model="claude-sonnet-4-6", status="ok") >= 40
         assert 'ragpulse_queue_depth{queue="online"}' in text and "ragpulse_workers 2.0" in text
         monitor = cluster.http.get(f"/v1/monitor/{app}", params={"window": "1h"}).json()
@@ -109,11 +110,78 @@ def test_metrics_add_up_across_two_workers(cluster_factory) -> None:
         assert monitor["hallucination_rate"]["n"] == report["n"] == 40
 
 
+def test_two_tenants_naming_an_app_alike_get_separate_series(cluster_factory) -> None:
+    """t2's traces of app `shop` leave t1's `shop` series (and so t1's alerts) alone, in the API's counts and the
+    workers' alike."""
+    app = f"shop{uuid.uuid4().hex[:6]}"
+    with FakeAnthropic() as fake:
+        cluster = cluster_factory(fake, 1, RAGPULSE_APPS=app, RAGPULSE_API_KEYS="t1:key-1,t2:key-2")
+        clients = {tenant: httpx.Client(base_url=cluster.url, headers={"Authorization": f"Bearer key-{tenant[1]}"})
+                   for tenant in ("t1", "t2")}
+        posted = {}
+        for tenant, n in (("t1", 4), ("t2", 10)):
+            response = clients[tenant].post("/v1/batches", json={"traces": production(app, n, f"{app}-{tenant}"),
+                                                                 "options": {"judge": "anthropic"}})
+            assert response.status_code == 202, response.text
+            posted[tenant] = response.json()["job_id"]
+        for tenant, job_id in posted.items():
+            assert wait_for_job(clients[tenant], job_id)["status"] == "finished"
+            clients[tenant].close()
+        text = cluster.http.get("/metrics").text
+    for tenant, n in (("t1", 4), ("t2", 10)):
+        mine = {"tenant": tenant, "app": app}
+        assert sample(text, "ragpulse_traces_received_total", **mine) == n
+        assert sample(text, "ragpulse_traces_judged_total", **mine, judge="anthropic") == n
+        assert sample(text, "ragpulse_traces_answered_total", **mine, judge="anthropic") == n
+        assert sample(text, "ragpulse_traces_hallucinated_total", **mine, judge="anthropic") == n // 2
+    assert 'tenant="other"' not in "\n".join(line for line in text.splitlines() if f'app="{app}"' in line
+                                              and not line.endswith(" 0.0"))
+
+
+def test_a_worker_cuts_what_its_judge_sees_and_says_so(cluster_factory) -> None:
+    """RAGPULSE_JUDGE_MAX_*_CHARS reach the worker: the long answer is judged cut, the result names the cut, and
+    /metrics and the report count it."""
+    app = f"cut{uuid.uuid4().hex[:6]}"
+    long_answer = "Fact 0 holds. " + "Padding that goes on. " * 40
+    with FakeAnthropic() as fake:
+        cluster = cluster_factory(fake, 1, RAGPULSE_APPS=app, RAGPULSE_JUDGE_MAX_ANSWER_CHARS="200",
+                                  RAGPULSE_JUDGE_MAX_DOC_CHARS="50", RAGPULSE_JUDGE_MAX_CONTEXT_CHARS="80")
+        traces = production(app, 2, app)
+        traces[0]["answer"] = long_answer
+        job_id = cluster.post(traces, judge="local")
+        assert wait_for_job(cluster.http, job_id)["status"] == "finished"
+        results = {r["trace_id"]: r for r in cluster.results(job_id)}
+        report = cluster.http.get(f"/v1/jobs/{job_id}/report").json()
+        text = cluster.http.get("/metrics").text
+    assert results[f"{app}-0"]["judge_input_truncated"] == ["answer"]
+    assert results[f"{app}-1"]["judge_input_truncated"] == []
+    assert results[f"{app}-0"]["claims"][0]["verdict"] == "supported"             # judged on what was left
+    assert report["counts"]["judge_input_truncated"] == 1
+    mine = {"tenant": "default", "app": app}
+    assert sample(text, "ragpulse_judge_input_truncated_total", **mine, part="answer") == 1
+    assert sample(text, "ragpulse_judge_input_truncated_total", **mine, part="documents") == 0
+
+
+def test_metrics_need_their_own_token_when_one_is_set(api_factory, stack) -> None:
+    url = api_factory({**stack.env, "RAGPULSE_API_KEYS": "acme:key-acme", "RAGPULSE_METRICS_TOKEN": "scrape-me"})
+    refused = httpx.get(f"{url}/metrics")
+    assert refused.status_code == 401 and refused.headers["content-type"] == "application/problem+json"
+    assert refused.headers["www-authenticate"] == "Bearer"
+    for wrong in ("Bearer scrape-m", "Bearer key-acme", "Basic scrape-me", "scrape-me"):   # an API key is no token
+        assert httpx.get(f"{url}/metrics", headers={"Authorization": wrong}).status_code == 401, wrong
+    allowed = httpx.get(f"{url}/metrics", headers={"Authorization": "Bearer scrape-me"})
+    assert allowed.status_code == 200 and "ragpulse_api_requests_rejected_total" in allowed.text
+    assert httpx.get(f"{url}/healthz").status_code == 200                             # probes stay open
+    assert httpx.get(f"{url}/readyz").status_code == 200
+
+
 def test_every_metric_the_rules_and_dashboard_use_is_exposed(client: httpx.Client) -> None:
     from tests.test_deploy import METRICS
 
+    # A tenant's series appear at 0 from its first post on: post one trace, judged by nobody.
+    assert client.post("/v1/batches", json={"traces": [{"query": "q"}], "options": {"judge": "none"}}).status_code == 202
     text = client.get("/metrics").text
     declared = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
     exposed = {name + "_total" if name + "_total" in METRICS else name for name in declared}
     assert METRICS <= exposed, sorted(METRICS - exposed)
-    assert 'ragpulse_traces_judged_total{app="default",judge="anthropic"}' in text   # present at 0 before any
+    assert 'ragpulse_traces_judged_total{app="default",judge="anthropic",tenant="default"}' in text   # at 0 before any

@@ -64,22 +64,62 @@ def result(app: str, generation: GenerationScores | None, status: str = "ok") ->
 
 
 def test_redis_metrics_reach_a_fresh_registry(redis_client) -> None:
-    app = f"app-{uuid.uuid4().hex[:6]}"
-    batch = MetricsBatch({app})
-    batch.inc(catalog.TRACES_JUDGED, {"app": batch.app(app), "judge": "anthropic"}, 3)
-    batch.inc(catalog.TRACES_JUDGED, {"app": batch.app("unlisted"), "judge": "anthropic"})
-    batch.observe(catalog.FAITHFULNESS, {"app": app}, 0.35)
+    app, tenant = f"app-{uuid.uuid4().hex[:6]}", f"t-{uuid.uuid4().hex[:6]}"
+    batch = MetricsBatch({app}, {tenant})
+    batch.inc(catalog.TRACES_JUDGED, {**batch.per_app(tenant, app), "judge": "anthropic"}, 3)
+    batch.inc(catalog.TRACES_JUDGED, {**batch.per_app(tenant, "unlisted"), "judge": "anthropic"})
+    batch.observe(catalog.FAITHFULNESS, batch.per_app(tenant, app), 0.35)
     batch.flush(redis_client)
     registry = CollectorRegistry()
     registry.register(RedisMetricsCollector(redis_client))
     value = registry.get_sample_value
-    assert value("ragpulse_traces_judged_total", {"app": app, "judge": "anthropic"}) == 3
-    assert value("ragpulse_traces_judged_total", {"app": "other", "judge": "anthropic"}) >= 1
-    assert value("ragpulse_faithfulness_bucket", {"app": app, "le": "0.3"}) == 0
-    assert value("ragpulse_faithfulness_bucket", {"app": app, "le": "0.4"}) == 1      # cumulative from 0.4 up
-    assert value("ragpulse_faithfulness_bucket", {"app": app, "le": "+Inf"}) == 1
-    assert value("ragpulse_faithfulness_sum", {"app": app}) == pytest.approx(0.35)
+    mine = {"tenant": tenant, "app": app}
+    assert value("ragpulse_traces_judged_total", {**mine, "judge": "anthropic"}) == 3
+    assert value("ragpulse_traces_judged_total", {"tenant": tenant, "app": "other", "judge": "anthropic"}) == 1
+    assert value("ragpulse_faithfulness_bucket", {**mine, "le": "0.3"}) == 0
+    assert value("ragpulse_faithfulness_bucket", {**mine, "le": "0.4"}) == 1      # cumulative from 0.4 up
+    assert value("ragpulse_faithfulness_bucket", {**mine, "le": "+Inf"}) == 1
+    assert value("ragpulse_faithfulness_sum", mine) == pytest.approx(0.35)
     assert 0 < redis_client.ttl(keys.metrics())
+
+
+def test_two_tenants_naming_an_app_alike_get_separate_series(redis_client) -> None:
+    """Tenant t2 posting as app `shop` moves none of t1's `shop` series (which t1's alerts watch)."""
+    from ragpulse.monitoring.recorder import count_result
+
+    t1, t2, stranger = (f"{name}-{uuid.uuid4().hex[:6]}" for name in ("t1", "t2", "gone"))
+    app = f"shop-{uuid.uuid4().hex[:6]}"
+    batch = MetricsBatch({app}, {t1, t2})
+    count_result(batch, t1, result(app, scored(False, 1.0)))
+    for _ in range(3):
+        count_result(batch, t2, result(app, scored(True, 0.5)))
+    count_result(batch, stranger, result(app, scored(True, 0.5)))      # no longer configured: `other`
+    batch.flush(redis_client)
+    registry = CollectorRegistry()
+    registry.register(RedisMetricsCollector(redis_client, apps={app}))
+    value = registry.get_sample_value
+    labels = lambda tenant: {"tenant": tenant, "app": app, "judge": "anthropic"}  # noqa: E731
+    assert value("ragpulse_traces_hallucinated_total", labels(t1)) == 0          # t1's series, at 0
+    assert value("ragpulse_traces_answered_total", labels(t1)) == 1
+    assert value("ragpulse_traces_hallucinated_total", labels(t2)) == 3
+    assert value("ragpulse_traces_answered_total", labels(t2)) == 3
+    assert value("ragpulse_traces_hallucinated_total", labels("other")) >= 1
+    assert value("ragpulse_traces_hallucinated_total", labels(stranger)) is None
+    assert value("ragpulse_faithfulness_count", {"tenant": t2, "app": app}) == 3
+    assert value("ragpulse_claims_total", {"tenant": t1, "app": app, "verdict": "unsupported"}) == 0
+
+
+def test_every_per_app_family_is_labelled_by_tenant_and_app() -> None:
+    """The quality families (declared in the metric registry) and the catalog's own per-app ones alike."""
+    from ragpulse.metrics.registry import prometheus_families
+
+    per_app = [m for m in catalog.ALL if "app" in m.labels]
+    assert {m.name for m in prometheus_families()} <= {m.name for m in per_app}
+    assert len(per_app) >= 13
+    for metric in per_app:
+        assert metric.labels[:2] == ("tenant", "app"), metric.name
+    for metric in catalog.ALL:
+        assert "tenant" not in metric.labels or "app" in metric.labels, metric.name
 
 
 def test_rolling_window_rates_with_wilson_intervals(redis_client) -> None:
@@ -131,16 +171,31 @@ def test_monitor_prometheus_and_report_share_one_hallucination_rate(redis_client
     assert view["hallucination_rate"]["rate"] == report.mean and view["hallucination_rate"]["n"] == report.n
     assert view["abstention_rate"]["rate"] == 2 / 5                     # abstentions stay a share of judged
 
-    batch = MetricsBatch({app})
+    batch = MetricsBatch({app}, {tenant})
     for r in results:
-        count_result(batch, r)
+        count_result(batch, tenant, r)
     batch.flush(redis_client)
     samples = {(name, labels.get("app")): value for name, rows in read_samples(redis_client).items()
-               for _, labels, value in rows if labels.get("app") == app and labels.get("judge") == "anthropic"}
+               for _, labels, value in rows if labels.get("app") == app and labels.get("judge") == "anthropic"
+               and labels.get("tenant") == tenant}
     hallucinated = samples[("ragpulse_traces_hallucinated", app)]
     answered = samples[(catalog.TRACES_ANSWERED.name, app)]
     assert (hallucinated, answered, samples[("ragpulse_traces_judged", app)]) == (2, 3, 5)
     assert hallucinated / answered == report.mean
+
+
+def test_a_minute_of_abstentions_only_has_no_answered_traces(redis_client) -> None:
+    """Such a minute is no bucket from before `answered` existed: its judged traces are not its denominator."""
+    tenant, app, now = f"t-{uuid.uuid4().hex[:6]}", "shop", 1_800_000_000.0
+    abstention = msgspec.structs.replace(scored(False, None, abstained=True), claims=0, supported=0)
+    with redis_client.pipeline() as pipe:
+        queue_bucket(pipe, tenant, result(app, scored(True, 0.5)), at=now - 60)         # the minute before
+        for _ in range(3):
+            queue_bucket(pipe, tenant, result(app, abstention), at=now)
+        pipe.execute()
+    view = monitor_view(window_totals(redis_client, tenant, app, 5, now=now), app, "5m", 1.0)
+    assert view["judged"] == 4 and view["answered"] == 1
+    assert view["hallucination_rate"]["rate"] == 1.0 and view["hallucination_rate"]["n"] == 1
 
 
 def test_a_bucket_from_before_answered_keeps_its_old_denominator(redis_client) -> None:

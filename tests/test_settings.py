@@ -29,3 +29,37 @@ def test_comma_separated_lists_set_but_empty_are_empty() -> None:
     assert settings.apps == frozenset() and settings.callback_retry_seconds == ()
     listed = Settings.from_env({"RAGPULSE_APPS": "chat, search", "RAGPULSE_CALLBACK_RETRY_SECONDS": "1,2"})
     assert listed.apps == {"chat", "search"} and listed.callback_retry_seconds == (1, 2)
+
+
+def test_the_metrics_token_comes_from_the_variable_or_its_file(tmp_path) -> None:
+    assert Settings.from_env({}).metrics_token is None
+    assert Settings.from_env({"RAGPULSE_METRICS_TOKEN": "tok"}).metrics_token == "tok"
+    token = tmp_path / "token"
+    token.write_text("from-file\n")
+    assert Settings.from_env({"RAGPULSE_METRICS_TOKEN_FILE": str(token)}).metrics_token == "from-file"
+    token.write_text(" \n")
+    with pytest.raises(ConfigError, match="is empty"):
+        Settings.from_env({"RAGPULSE_METRICS_TOKEN_FILE": str(token)})
+    with pytest.raises(ConfigError, match="cannot read"):
+        Settings.from_env({"RAGPULSE_METRICS_TOKEN_FILE": str(tmp_path / "missing")})
+
+
+def test_metric_tenants_are_the_api_keys_tenants_or_default_when_open() -> None:
+    from service.auth import OPEN_TENANT
+
+    assert OPEN_TENANT == defaults.OPEN_TENANT          # the tenant an open API gives every request
+    assert Settings.from_env({"RAGPULSE_API_KEYS": "acme:k1,globex:k2,acme:k3"}).tenants == {"acme", "globex"}
+    assert Settings.from_env({}).tenants == {defaults.OPEN_TENANT}
+
+
+def test_the_ingest_burst_must_hold_a_full_batch_unless_the_limit_is_off() -> None:
+    settings = Settings.from_env({})
+    assert (settings.tenant_traces_per_second, settings.tenant_traces_burst) == (
+        defaults.TENANT_TRACES_PER_SECOND, defaults.TENANT_TRACES_BURST)
+    assert 0 < defaults.TENANT_TRACES_PER_SECOND and defaults.TENANT_TRACES_BURST >= defaults.MAX_TRACES_PER_BATCH
+    with pytest.raises(ConfigError, match="RAGPULSE_TENANT_TRACES_BURST"):
+        Settings.from_env({"RAGPULSE_MAX_TRACES": "50000"})
+    assert Settings.from_env({"RAGPULSE_MAX_TRACES": "50000", "RAGPULSE_TENANT_TRACES_BURST": "50000"})
+    assert Settings.from_env({"RAGPULSE_MAX_TRACES": "50000", "RAGPULSE_TENANT_TRACES_PER_SECOND": "0"})
+    with pytest.raises(ConfigError, match="RAGPULSE_TENANT_TRACES_PER_SECOND"):
+        Settings.from_env({"RAGPULSE_TENANT_TRACES_PER_SECOND": "-1"})

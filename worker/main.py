@@ -165,6 +165,10 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     rq_level = args.rq_log_level or level
     logging.getLogger("rq").setLevel(rq_level)
+    if settings.open_access:
+        logging.getLogger("ragpulse.worker").warning(
+            "no API keys configured: metrics label every tenant but %r as 'other'; give workers the API's "
+            "RAGPULSE_API_KEYS or RAGPULSE_API_KEYS_FILE (only the tenant names are used)", "default")
     stop = threading.Event()
     start_janitor(settings, stop)
     # Move everything imported so far out of the collector's reach: each forked work-horse otherwise pays a full

@@ -15,6 +15,14 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_TRACES_PER_BATCH = 10_000
 """Largest number of traces in one batch (413 above it)."""
 
+TENANT_TRACES_PER_SECOND = 1000
+"""Traces a second each tenant may post, on average, across every API replica (0: no limit). Generous: more than
+a few workers judge, so a tenant over it is flooding, not busy."""
+
+TENANT_TRACES_BURST = 20_000
+"""Traces a tenant may post at once above that rate (the token bucket's size): two full batches back to back. Must
+be at least the largest batch (RAGPULSE_MAX_TRACES), or such a batch could never be accepted."""
+
 RESULT_TTL_SECONDS = 7 * 24 * 3600
 """How long traces, results and reports of a job stay in Redis."""
 
@@ -70,6 +78,19 @@ JUDGE_TIMEOUT_SECONDS = 60.0
 JUDGE_MAX_RETRIES = 4
 """Retries of transient judge failures (429, 529, 5xx, timeouts) before the trace is a judge_error."""
 
+JUDGE_MAX_ANSWER_CHARS = 10_000
+"""Characters of an answer the judge sees (a long answer runs to 3-5k); the rest is cut, and the result says so
+(`judge_input_truncated`)."""
+
+JUDGE_MAX_DOC_CHARS = 20_000
+"""Characters of each retrieved document the judge sees."""
+
+JUDGE_MAX_CONTEXT_CHARS = 100_000
+"""Characters of all of a trace's retrieved documents together the judge sees, in rank order: documents past it
+reach the judge empty (their rank and id stay). With the answer's cap: at most about half a second of the local
+judge for a trace built to be slow (every claim sharing its words with every sentence), and some 30k input tokens of
+an LLM judge."""
+
 JUDGE_CONCURRENCY = 8
 """Judge calls in flight at once inside one worker process."""
 
@@ -108,6 +129,9 @@ JUDGE_RATE_WINDOW_SECONDS = 60
 
 APPS = frozenset({"default"})
 """Apps that get their own `app` label in Prometheus; every other app is `other`."""
+
+OPEN_TENANT = "default"
+"""The tenant of every request when no API keys are configured (service.auth.OPEN_TENANT names the same)."""
 
 SAMPLE_RATE = 1.0
 """Share of production traces judged for apps without a stored sampling policy: all of them."""

@@ -1,4 +1,5 @@
-"""Every Redis key ragpulse writes, in one place. All of them expire with the job (settings.result_ttl_seconds)."""
+"""Every Redis key ragpulse writes, in one place. Every one expires: a job's with the job
+(settings.result_ttl_seconds), the others after the time their docstring gives."""
 
 PREFIX = "ragpulse"
 
@@ -98,3 +99,9 @@ def app_policy(tenant: str, app: str) -> str:
 def tenant_apps(tenant: str) -> str:
     """Set: apps of a tenant that have a stored policy (bounded by settings.max_apps_per_tenant)."""
     return f"{PREFIX}:apps:{tenant}"
+
+
+def tenant_ingest_bucket(tenant: str) -> str:
+    """Hash: the tenant's ingest token bucket (`tokens` left, `at` Redis-clock ms of that count), shared by every API
+    replica. Expires once it would have refilled (burst / rate seconds, plus one): a missing bucket is a full one."""
+    return f"{PREFIX}:ingest:{tenant}"

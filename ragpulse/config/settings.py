@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import os
 from collections.abc import Iterable, Mapping
@@ -41,6 +42,14 @@ class Settings:
     max_traces: int = defaults.MAX_TRACES_PER_BATCH
     """RAGPULSE_MAX_TRACES: largest batch accepted (default 10,000)."""
 
+    tenant_traces_per_second: int = defaults.TENANT_TRACES_PER_SECOND
+    """RAGPULSE_TENANT_TRACES_PER_SECOND: traces a second each tenant may post, shared by every API replica through
+    Redis (0 = no limit); over it, POST /v1/batches answers 429 with Retry-After (default 1000)."""
+
+    tenant_traces_burst: int = defaults.TENANT_TRACES_BURST
+    """RAGPULSE_TENANT_TRACES_BURST: traces a tenant may post at once above that rate (default 20,000; at least
+    RAGPULSE_MAX_TRACES)."""
+
     result_ttl_seconds: int = defaults.RESULT_TTL_SECONDS
     """RAGPULSE_RESULT_TTL_SECONDS: lifetime of a job's data in Redis (default 7 days)."""
 
@@ -62,6 +71,16 @@ class Settings:
     judge_rate_window_seconds: int = defaults.JUDGE_RATE_WINDOW_SECONDS
     """RAGPULSE_JUDGE_RATE_WINDOW_SECONDS: the window of the three limits above (default 60, as Anthropic's)."""
 
+    judge_max_answer_chars: int = defaults.JUDGE_MAX_ANSWER_CHARS
+    """RAGPULSE_JUDGE_MAX_ANSWER_CHARS: characters of an answer the judge sees (default 10,000)."""
+
+    judge_max_doc_chars: int = defaults.JUDGE_MAX_DOC_CHARS
+    """RAGPULSE_JUDGE_MAX_DOC_CHARS: characters of each retrieved document the judge sees (default 20,000)."""
+
+    judge_max_context_chars: int = defaults.JUDGE_MAX_CONTEXT_CHARS
+    """RAGPULSE_JUDGE_MAX_CONTEXT_CHARS: characters of all of a trace's documents together the judge sees (default
+    100,000). A trace cut by any of the three is judged on what is left and flagged (`judge_input_truncated`)."""
+
     judge_concurrency: int = defaults.JUDGE_CONCURRENCY
     """RAGPULSE_JUDGE_CONCURRENCY: judge calls in flight at once inside one worker process (default 8)."""
 
@@ -76,6 +95,10 @@ class Settings:
 
     apps: frozenset[str] = defaults.APPS
     """RAGPULSE_APPS: comma-separated app names that get their own `app` label in Prometheus; others are `other`."""
+
+    metrics_token: str | None = None
+    """RAGPULSE_METRICS_TOKEN / RAGPULSE_METRICS_TOKEN_FILE: the bearer token GET /metrics then requires (401
+    without it); unset, /metrics is served to anyone who can reach the port."""
 
     default_sample_rate: float = defaults.SAMPLE_RATE
     """RAGPULSE_SAMPLE_RATE: judge sample rate of production traces for apps without a stored policy (default 1)."""
@@ -122,6 +145,17 @@ class Settings:
     judge_base_url: str | None = None
     """RAGPULSE_JUDGE_BASE_URL: gateway or test server for the judge; else the SDK's ANTHROPIC_BASE_URL applies."""
 
+    def __post_init__(self) -> None:
+        if self.tenant_traces_per_second and self.tenant_traces_burst < self.max_traces:
+            raise ConfigError(f"RAGPULSE_TENANT_TRACES_BURST ({self.tenant_traces_burst}) must be at least "
+                              f"RAGPULSE_MAX_TRACES ({self.max_traces}): a full batch could never be accepted")
+
+    @functools.cached_property
+    def tenants(self) -> frozenset[str]:
+        """Tenants that get their own `tenant` label in Prometheus: those of the API keys (`default` when the API
+        serves open); any other is `other`. Workers need the same keys to label what they count."""
+        return frozenset(self.api_key_digests.values()) or frozenset({defaults.OPEN_TENANT})
+
     @property
     def open_access(self) -> bool:
         """True when no API keys are configured: every request acts as tenant `default`."""
@@ -147,6 +181,9 @@ class Settings:
             "allow_open": env.get("RAGPULSE_ALLOW_OPEN", "").lower() in {"1", "true", "yes"},
             "max_body_bytes": _int(env, "RAGPULSE_MAX_BODY_BYTES", cls.max_body_bytes),
             "max_traces": _int(env, "RAGPULSE_MAX_TRACES", cls.max_traces),
+            "tenant_traces_per_second": _int(env, "RAGPULSE_TENANT_TRACES_PER_SECOND", cls.tenant_traces_per_second,
+                                             allow_zero=True),
+            "tenant_traces_burst": _int(env, "RAGPULSE_TENANT_TRACES_BURST", cls.tenant_traces_burst),
             "result_ttl_seconds": _int(env, "RAGPULSE_RESULT_TTL_SECONDS", cls.result_ttl_seconds),
             "chunk_size": _int(env, "RAGPULSE_CHUNK_SIZE", cls.chunk_size),
             "queue_prefix": env.get("RAGPULSE_QUEUE", cls.queue_prefix),
@@ -155,10 +192,14 @@ class Settings:
             "judge_otpm": _int(env, "RAGPULSE_JUDGE_OTPM", cls.judge_otpm, allow_zero=True),
             "judge_rate_window_seconds": _int(env, "RAGPULSE_JUDGE_RATE_WINDOW_SECONDS", cls.judge_rate_window_seconds),
             "judge_concurrency": _int(env, "RAGPULSE_JUDGE_CONCURRENCY", cls.judge_concurrency),
+            "judge_max_answer_chars": _int(env, "RAGPULSE_JUDGE_MAX_ANSWER_CHARS", cls.judge_max_answer_chars),
+            "judge_max_doc_chars": _int(env, "RAGPULSE_JUDGE_MAX_DOC_CHARS", cls.judge_max_doc_chars),
+            "judge_max_context_chars": _int(env, "RAGPULSE_JUDGE_MAX_CONTEXT_CHARS", cls.judge_max_context_chars),
             "judge_prices": parse_prices(env.get("RAGPULSE_JUDGE_PRICES")),
             "tenant_daily_budget_usd": _float(env, "RAGPULSE_TENANT_DAILY_BUDGET_USD"),
             "lease_seconds": _int(env, "RAGPULSE_LEASE_SECONDS", cls.lease_seconds),
             "apps": frozenset(_list(env, "RAGPULSE_APPS", cls.apps)),
+            "metrics_token": _secret(env, "RAGPULSE_METRICS_TOKEN"),
             "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE", cls.default_sample_rate),
             "max_apps_per_tenant": _int(env, "RAGPULSE_MAX_APPS_PER_TENANT", cls.max_apps_per_tenant),
             "callback_allowlist": _allowlist(env),
@@ -262,6 +303,22 @@ def _temperature(env: Mapping[str, str]) -> float | None:
         return float(raw)
     except ValueError:
         raise ConfigError(f"RAGPULSE_JUDGE_TEMPERATURE must be a number or 'none', got {raw!r}") from None
+
+
+def _secret(env: Mapping[str, str], name: str) -> str | None:
+    """A secret given as NAME, or read from the file NAME_FILE names (surrounding whitespace stripped)."""
+    if env.get(name):
+        return env[name]
+    path = env.get(f"{name}_FILE")
+    if not path:
+        return None
+    try:
+        value = Path(path).read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"{name}_FILE: cannot read {path}: {exc.strerror}") from None
+    if not value:
+        raise ConfigError(f"{name}_FILE: {path} is empty")
+    return value
 
 
 def _api_keys(env: Mapping[str, str]) -> dict[str, str]:

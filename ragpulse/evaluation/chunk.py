@@ -16,6 +16,7 @@ import redis
 
 from ragpulse.config.prices import call_cost
 from ragpulse.evaluation.budget import budget_exhausted
+from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.model.results import TraceResult
@@ -56,11 +57,12 @@ class CallObserver:
         self.metrics.waited(model, seconds)
 
 
-def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenant: str, result: TraceResult) -> None:
+def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenants: frozenset[str], tenant: str,
+                        result: TraceResult) -> None:
     """Queue the writes counting one newly stored result (shared metrics, its app's rolling window) onto `pipe`:
     what monitoring.recorder.record_result writes, left for Results.record to apply with the result itself."""
-    batch = MetricsBatch(apps)
-    count_result(batch, result)
+    batch = MetricsBatch(apps, tenants)
+    count_result(batch, tenant, result)
     batch.queue_onto(pipe)
     queue_bucket(pipe, tenant, result)
 
@@ -75,6 +77,12 @@ class ChunkRun:
     chunk: int
     judge: Judge | None
     _policies: dict[str, SamplingPolicy] = field(default_factory=dict)
+
+    @property
+    def limits(self) -> JudgeInputLimits:
+        """How much of each trace the judge sees (RAGPULSE_JUDGE_MAX_*_CHARS)."""
+        s = self.settings
+        return JudgeInputLimits(s.judge_max_answer_chars, s.judge_max_doc_chars, s.judge_max_context_chars)
 
     async def run(self) -> bool:
         """Evaluate the chunk's remaining traces; True when this completed the job (the caller finalizes)."""
@@ -104,7 +112,8 @@ class ChunkRun:
             async with bound:
                 result = await self._evaluate(index, trace, options, tenant, policy)
             self.store.results.record(self.job_id, result, counting=functools.partial(
-                queue_result_counts, apps=self.settings.apps, tenant=tenant, result=result))
+                queue_result_counts, apps=self.settings.apps, tenants=self.settings.tenants, tenant=tenant,
+                result=result))
 
         await asyncio.gather(*(one(index, trace) for index, trace in pending))
 
@@ -132,7 +141,7 @@ class ChunkRun:
         outage = OutageBackoff()
         while True:
             try:
-                return await evaluate_trace(trace, index, options, judge)
+                return await evaluate_trace(trace, index, options, judge, self.limits)
             except JudgeAuthError as exc:
                 self.store.jobs.finish(self.job_id, "failed", exc.reason)
                 return failed_result(trace, index, f"job failed: {exc.reason}")

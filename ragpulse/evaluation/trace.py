@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragpulse.evaluation.judge_input import JudgeInputLimits, for_judging
 from ragpulse.exceptions import JudgeAuthError, JudgeError
 from ragpulse.model.results import TraceResult
 from ragpulse.judges.quotes import check_quotes
@@ -15,9 +16,13 @@ from ragpulse.model.trace import BatchOptions, Trace
 
 
 async def evaluate_trace(
-    trace: Trace, index: int, options: BatchOptions, judge: Judge | None = None
+    trace: Trace, index: int, options: BatchOptions, judge: Judge | None = None,
+    limits: JudgeInputLimits = JudgeInputLimits(),
 ) -> TraceResult:
     """Retrieval metrics for every k, and generation metrics when a judge is given and the trace has an answer.
+
+    The judge sees the trace cut to `limits` (ragpulse.evaluation.judge_input); what was cut is recorded on the
+    result, and the quote check and the generation metrics read the same cut trace the judge read.
 
     JudgeAuthError propagates (the job must fail); any other JudgeError (JudgeNotConfigured included: a judge
     without credentials) makes the trace `judge_error` with the reason, keeping its retrieval metrics, labels and
@@ -27,12 +32,13 @@ async def evaluate_trace(
     if judge is None or not trace.answer:
         return result
     result.judge = judge.name
+    judged, result.judge_input_truncated = for_judging(trace, limits)
     judgments: list[Judgment] = []
     try:
         for _ in range(options.repeats):
-            judgments.append(await _judged(judge, trace))
+            judgments.append(await _judged(judge, judged))
         first = judgments[0].output
-        result.generation = generation_scores(first, trace)
+        result.generation = generation_scores(first, judged)
     except JudgeAuthError:
         raise
     except JudgeError as exc:  # includes output that passed the judge but breaks a metric's precondition

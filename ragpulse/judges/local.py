@@ -10,16 +10,21 @@ instructions", "the assistant must say ...") are not evidence at all.
 
 from __future__ import annotations
 
+import bisect
+import copy
 import hashlib
+import heapq
 import time
+from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from itertools import combinations
+from itertools import chain, combinations, islice
+from typing import Any
 
 import msgspec
 
 from ragpulse.judges import lexicon
 from ragpulse.judges.text import (
-    Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
+    Anchor, Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
 )
 from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
 from ragpulse.model.trace import Trace
@@ -50,30 +55,94 @@ class _Unit:
     chunk_id: str | None
     text: str
     reading: Reading
+    anchors: frozenset[Anchor]
+    """The reading's anchors as a set, built once for the lookups of every claim."""
+
+
+def _unit(doc_id: str, chunk_id: str | None, text: str, reading: Reading) -> _Unit:
+    return _Unit(doc_id, chunk_id, text, reading, frozenset(reading.anchors))
 
 
 @dataclass(frozen=True)
 class _Context:
-    """The retrieved text as evidence: units, and every stem the question and the passages use."""
+    """The retrieved text as evidence: units, every stem the passages use, and indexes that find, for a claim, the
+    units sharing a word or an anchor with it (so a claim costs what its matches cost, not what the context does)."""
 
     language: str
     units: tuple[_Unit, ...]
     proper: frozenset[str]
     """Stems of words written as names anywhere in the trace, so "Clarivex" is a name even first in a sentence."""
+    doc_stems: tuple[frozenset[str], ...]
+    """Every stem of each retrieved document, injected sentences included (relevance reads the whole text)."""
+    by_stem: dict[str, list[int]]
+    """Stem -> indexes of the units using it."""
+    by_anchor: dict[tuple[str, Any], list[int]]
+    """Anchor key (_anchor_keys) -> indexes of the units holding such an anchor."""
+    by_length: tuple[int, ...]
+    """Unit indexes, shortest text first (ties in unit order): how units sharing nothing with a claim rank."""
+    lengths: tuple[int, ...]
+    """Length of each unit's text."""
 
 
 def _context(trace: Trace, language: str) -> _Context:
     units: list[_Unit] = []
+    doc_stems: list[frozenset[str]] = []
     proper = {v for text in (trace.query, trace.answer or "") for k, v in read(text, language).anchors if k == "name"}
     for doc in trace.retrieved_docs:
-        sentences = [s for s in split_sentences(doc.text or "") if not lexicon.INJECTION.search(fold(s))]
-        for i, sentence in enumerate(sentences):
-            units.append(_Unit(doc.id, doc.chunk_id, sentence, read(sentence, language)))
+        stems: set[str] = set()
+        sentences: list[tuple[str, str]] = []
+        for sentence in split_sentences(doc.text or ""):
+            folded = fold(sentence)
+            if lexicon.INJECTION.search(folded):
+                stems.update(read(sentence, language).stems)
+            else:
+                sentences.append((sentence, folded))
+        for i, (sentence, folded) in enumerate(sentences):
+            units.append(_unit(doc.id, doc.chunk_id, sentence, read(sentence, language)))
+            stems.update(units[-1].reading.stems)
             proper.update(v for k, v in units[-1].reading.anchors if k == "name")
-            if i and fold(sentence).split(maxsplit=1)[0].strip(",") in lexicon.ANAPHORA:
-                pair = f"{sentences[i - 1]} {sentence}"
-                units.append(_Unit(doc.id, doc.chunk_id, pair, read(pair, language)))
-    return _Context(language, tuple(units), frozenset(proper))
+            if i and folded.split(maxsplit=1)[0].strip(",") in lexicon.ANAPHORA:
+                pair = f"{sentences[i - 1][0]} {sentence}"
+                units.append(_unit(doc.id, doc.chunk_id, pair, read(pair, language)))
+        doc_stems.append(frozenset(stems))
+    by_stem: dict[str, list[int]] = defaultdict(list)
+    by_anchor: dict[tuple[str, Any], list[int]] = defaultdict(list)
+    for i, unit in enumerate(units):
+        for word in unit.reading.stems:
+            by_stem[word].append(i)
+        for key in {key for anchor in unit.anchors for key in _anchor_keys(anchor)}:
+            by_anchor[key].append(i)
+    lengths = tuple(len(unit.text) for unit in units)
+    by_length = tuple(sorted(range(len(units)), key=lengths.__getitem__))
+    return _Context(language, tuple(units), frozenset(proper), tuple(doc_stems), by_stem, by_anchor, by_length,
+                    lengths)
+
+
+def _anchor_keys(anchor: Anchor) -> tuple[tuple[str, Any], ...]:
+    """Index keys of a passage's anchor: a number under its value, a quantity under its number and its dimension."""
+    kind, value = anchor
+    if kind == "qty":
+        return ("num", value[2]), ("qty", value[0])
+    return (anchor,)
+
+
+def _lookup_keys(anchor: Anchor) -> tuple[tuple[str, Any], ...]:
+    """Index keys under which every passage anchor that text.anchor_matches `anchor` is found (and a few more)."""
+    kind, value = anchor
+    if kind == "qty":
+        return ("qty", value[0]), ("num", value[2])
+    return (anchor,)
+
+
+def _holders(anchor: Anchor, context: _Context) -> frozenset[int]:
+    """Indexes of the units that may hold `anchor` (every one that does, and a few more): its index keys, and for a
+    name, the units using it as a word."""
+    found: set[int] = set()
+    for key in _lookup_keys(anchor):
+        found.update(context.by_anchor.get(key, ()))
+    if anchor[0] == "name":
+        found.update(context.by_stem.get(anchor[1], ()))
+    return frozenset(found)
 
 
 # ------------------------------------------------------------------------------------------------ claims
@@ -86,12 +155,18 @@ class _Sentence:
     focus: Reading
 
 
-def _split_answer(answer: str, query: str, language: str) -> tuple[list[_Sentence], bool]:
-    """The answer's claims and whether it declines; a refusal followed by a guess keeps the guess as a claim."""
+def _split_answer(answer: str, question: Reading, language: str) -> tuple[list[_Sentence], bool]:
+    """The answer's claims and whether it declines; a refusal followed by a guess keeps the guess as a claim.
+
+    Claims and referrals are merged back into answer order; a sentence repeated verbatim ranks where it first
+    appears, as each copy did when the order was a text search for it.
+    """
     claims: list[_Sentence] = []
     refused = False
     referrals: list[_Sentence] = []
+    first_seen: dict[str, int] = {}
     for sentence in split_sentences(answer):
+        first_seen.setdefault(sentence, len(first_seen))
         lowered = fold(sentence)
         refusal = lexicon.REFUSALS.search(lowered)
         if refusal:
@@ -100,12 +175,13 @@ def _split_answer(answer: str, query: str, language: str) -> tuple[list[_Sentenc
             if guess and not lexicon.REFUSALS.search(fold(guess)) and _asserts(read(guess, language)):
                 claims.append(_Sentence(sentence, read(guess, language)))
             continue
-        claim = _Sentence(sentence, _yes_no(sentence, query, language) or read(_without_answer_word(sentence), language))
+        focus = _yes_no(sentence, question, language) or read(_without_answer_word(sentence), language)
+        claim = _Sentence(sentence, focus)
         if not _asserts(claim.focus):
             continue
         (referrals if lexicon.REFERRALS.search(lowered) else claims).append(claim)
     if not refused:
-        claims = sorted(claims + referrals, key=lambda c: answer.find(c.text))
+        claims = sorted(claims + referrals, key=lambda c: first_seen[c.text])
     return claims, refused and not claims
 
 
@@ -130,13 +206,12 @@ def _without_answer_word(sentence: str) -> str:
     return rest if rest and (word in lexicon.AFFIRMATIONS or word in lexicon.DENIALS) else sentence
 
 
-def _yes_no(sentence: str, query: str, language: str) -> Reading | None:
+def _yes_no(sentence: str, question: Reading, language: str) -> Reading | None:
     """"Yes, it does." asserts the question's proposition; "No." denies it. None for any other sentence."""
     words = fold(sentence).replace(",", " ").replace(".", " ").replace("!", " ").split()
     if not words or (words[0] not in lexicon.AFFIRMATIONS and words[0] not in lexicon.DENIALS):
         return None
     rest = read(" ".join(sentence.split()[1:]), language)
-    question = read(query, language)
     if set(rest.content) - set(question.content) or rest.anchors:
         return None
     denied = words[0] in lexicon.DENIALS
@@ -166,8 +241,11 @@ class _Fit:
 
 
 def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
-    stems = frozenset().union(*(u.reading.stems for u in units))
-    anchors = frozenset().union(*(u.reading.anchors for u in units))
+    if len(units) == 1:
+        stems, anchors = units[0].reading.stems, units[0].anchors
+    else:
+        stems = frozenset().union(*(u.reading.stems for u in units))
+        anchors = frozenset().union(*(u.anchors for u in units))
     missing = [w for w in claim.content if w not in stems]
     coverage = 1.0 - len(missing) / len(claim.content) if claim.content else 1.0
     names = [("name", w) for w in missing if w in context.proper and ("name", w) not in claim.anchors]
@@ -175,32 +253,101 @@ def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
                 tuple(a for a in claim.anchors if not _anchor_found(a, anchors, stems)) + tuple(names))
 
 
-def _with_swaps(fit: _Fit, fits: list[_Fit]) -> _Fit:
-    """Mark missing words that a rival passage (sharing at least SWAP_COVERAGE of the claim) holds instead."""
-    own = " ".join(u.text for u in fit.units)
-    rivals = [f for f in fits if f.coverage >= SWAP_COVERAGE
-              and f.units[0].text not in own and not any(u.text in f.units[0].text for u in fit.units)]
-    moved = tuple(w for w in fit.missing if any(w in f.units[0].reading.stems for f in rivals))
-    return replace(fit, missing_known=moved)
-
-
 def _anchor_found(anchor: tuple[str, object], anchors: frozenset, stems: frozenset[str]) -> bool:
     """Names are looked up among stems too, wherever they sit ("the pro plan" names "Pro")."""
     return anchor_matches(anchor, anchors) or (anchor[0] == "name" and anchor[1] in stems)
 
 
+def _rank(fit: _Fit) -> tuple[bool, float, int, int]:
+    """Best fit first: supporting, then by coverage, fewest missing anchors, shortest passage (then passage order)."""
+    return not fit.supports, -fit.coverage, len(fit.missing_anchors), len(fit.units[0].text)
+
+
+class _Search:
+    """Finds a claim's best passages without fitting every passage that shares a word with it.
+
+    Counting the claim's words in each passage through the stem index gives each passage's coverage exactly, and
+    the anchor index tells which claim anchors a passage surely lacks. From these, each passage gets a bound on its
+    rank that its fit can only equal or worsen (it may turn out not to support, or to miss more anchors). Passages
+    are fitted best bound first, and the search stops once the next bound cannot beat the PAIR_CANDIDATES best fits
+    found: the same passages, in the same order, as fitting and sorting them all. A claim then costs about a count
+    per passage sharing a word with it, plus a few fits, rather than a fit per such passage.
+    """
+
+    def __init__(self, claim: Reading, context: _Context) -> None:
+        self.claim, self.context = claim, context
+        self.words = len(claim.content)
+        self.counts = Counter(chain.from_iterable(context.by_stem.get(w, ()) for w in claim.content))
+        """Unit index -> how many of the claim's content words it uses."""
+        self.holders = [_holders(anchor, context) for anchor in claim.anchors]
+        self.fitted: dict[str, _Fit] = {}
+        """Text -> its fit, rivals marked: a fit depends on the text alone, so copies of a passage share it."""
+
+    def coverage(self, i: int) -> float:
+        """The claim's coverage by unit i, computed as _fit computes it."""
+        return 1.0 - (self.words - self.counts.get(i, 0)) / self.words if self.words else 1.0
+
+    def best(self) -> list[_Fit]:
+        """The PAIR_CANDIDATES best single-passage fits, best first."""
+        units, lengths = self.context.units, self.context.lengths
+        sharing = set(self.counts).union(*self.holders)
+        # Units sharing nothing with the claim fit alike and rank by length: the shortest few stand for them all.
+        others = islice((i for i in self.context.by_length if i not in sharing), PAIR_CANDIDATES)
+        # Each unit's bound: the best rank its fit can have, at its exact coverage, missing only the anchors it
+        # surely lacks. Built inline (a bound per sharing passage is most of a claim's cost): one prefix per
+        # (words used, anchors possibly held), then the passage's length and index.
+        n, anchors = self.words, len(self.holders)
+        found = Counter(chain.from_iterable(self.holders))
+        prefixes: dict[tuple[int, int], tuple[bool, float, int]] = {}
+        for used in range(n + 1):
+            coverage = 1.0 - (n - used) / n if n else 1.0
+            for held in range(anchors + 1):
+                lacking = anchors - held
+                prefixes[used, held] = (coverage < SUPPORT_COVERAGE or lacking > 0, -coverage, lacking)
+        used_by, held_by = self.counts.get, found.get
+        bounds = [prefixes[used_by(i, 0), held_by(i, 0)] + (lengths[i], i) for i in chain(sharing, others)]
+        heapq.heapify(bounds)
+        best: list[tuple[tuple, _Fit]] = []
+        while bounds and (len(best) < PAIR_CANDIDATES or bounds[0] < best[-1][0]):
+            i = heapq.heappop(bounds)[-1]
+            fit = _of_unit(self.fit(units[i]), units[i])
+            bisect.insort(best, ((*_rank(fit), i), fit))
+            del best[PAIR_CANDIDATES:]
+        return [fit for _, fit in best]
+
+    def fit(self, unit: _Unit) -> _Fit:
+        if unit.text not in self.fitted:
+            self.fitted[unit.text] = self.mark(_fit(self.claim, (unit,), self.context))
+        return self.fitted[unit.text]
+
+    def mark(self, fit: _Fit) -> _Fit:
+        """Mark the fit's missing words that a rival holds: a passage sharing at least SWAP_COVERAGE of the claim that
+        is no part of the fit's text and holds none of it (so a passage never rivals itself, nor a pair it is in)."""
+        own = " ".join(u.text for u in fit.units)
+        units = self.context.units
+        moved = tuple(w for w in fit.missing if any(
+            self.coverage(j) >= SWAP_COVERAGE and units[j].text not in own
+            and not any(u.text in units[j].text for u in fit.units) for j in self.context.by_stem.get(w, ())))
+        return replace(fit, missing_known=moved) if moved else fit
+
+
 def _best_fit(claim: Reading, context: _Context) -> tuple[_Fit | None, list[_Fit]]:
-    """The supporting fit (one passage, else two together) if any, and every single-passage fit, best first."""
-    raw = [_fit(claim, (u,), context) for u in context.units]
-    fits = sorted((_with_swaps(f, raw) for f in raw),
-                  key=lambda f: (not f.supports, -f.coverage, len(f.missing_anchors), len(f.units[0].text)))
+    """The supporting fit (one passage, else two together) if any, and the PAIR_CANDIDATES best single-passage fits,
+    best first: the head of the list of every passage's fit, sorted by _rank then passage order (see _Search)."""
+    search = _Search(claim, context)
+    fits = search.best()
     if fits and fits[0].supports:
         return fits[0], fits
-    for a, b in combinations(fits[:PAIR_CANDIDATES], 2):
-        pair = _with_swaps(_fit(claim, (a.units[0], b.units[0]), context), fits)
+    for a, b in combinations(fits, 2):
+        pair = search.mark(_fit(claim, (a.units[0], b.units[0]), context))
         if pair.supports and _both_needed(claim, a, b):
             return pair, fits
     return None, fits
+
+
+def _of_unit(fit: _Fit, unit: _Unit) -> _Fit:
+    """A single-passage fit, moved to another passage with the same text."""
+    return fit if fit.units[0] is unit else replace(fit, units=(unit,))
 
 
 def _both_needed(claim: Reading, a: _Fit, b: _Fit) -> bool:
@@ -256,6 +403,19 @@ def _verdict(sentence: _Sentence, context: _Context) -> Claim:
     return Claim(text=sentence.text, verdict="unsupported", reason=_why_not(best))
 
 
+def _verdicts(sentences: list[_Sentence], context: _Context) -> list[Claim]:
+    """Each sentence's verdict; a sentence repeated word for word is judged once (its verdict depends on its text
+    alone) and gets a copy of the first one's claim (the quote check flags claims in place)."""
+    first: dict[str, Claim] = {}
+    claims = []
+    for sentence in sentences:
+        if sentence.text in first:
+            claims.append(copy.deepcopy(first[sentence.text]))
+        else:
+            claims.append(first.setdefault(sentence.text, _verdict(sentence, context)))
+    return claims
+
+
 def _changed_anchors(claim: Reading, fit: _Fit) -> str:
     """Missing anchors for which the evidence holds a rival of the same kind: 60 days against 30 days."""
     anchors = frozenset().union(*(u.reading.anchors for u in fit.units))
@@ -279,11 +439,10 @@ def _claim(sentence: _Sentence, verdict: str, fit: _Fit, reason: str | None) -> 
 
 # ------------------------------------------------------------------------------------------------ relevance
 
-def _coverage(query: Reading, text: str, language: str) -> float:
-    """Share of the query's content stems that occur in `text`."""
+def _coverage(query: Reading, stems: frozenset[str]) -> float:
+    """Share of the query's content stems among `stems` (a document's, read once with the context)."""
     if not query.content:
         return 0.0
-    stems = read(text, language).stems
     return sum(w in stems for w in query.content) / len(query.content)
 
 
@@ -298,11 +457,11 @@ def _key_facts(reference: str | None, answer: Reading, language: str) -> list[Ke
         return None
     facts = [part.strip() for s in split_sentences(reference) for part in s.split(";") if part.strip()]
     out = []
+    anchors = frozenset(answer.anchors)
     for fact in facts:
         reading = read(fact, language)
         share = sum(w in answer.stems for w in reading.content) / len(reading.content) if reading.content else 1.0
-        anchors_ok = all(_anchor_found(a, frozenset(answer.anchors), answer.stems)
-                         for a in reading.anchors)
+        anchors_ok = all(_anchor_found(a, anchors, answer.stems) for a in reading.anchors)
         out.append(KeyFact(fact=fact, covered=share >= KEY_FACT_OVERLAP and anchors_ok))
     return out
 
@@ -348,10 +507,10 @@ class LocalJudge:
         language = detect_language(" ".join([trace.query, answer, *(d.text or "" for d in trace.retrieved_docs)]))
         context = _context(trace, language)
         query = read(trace.query, language)
-        sentences, abstained = _split_answer(answer, trace.query, language)
-        claims = [_verdict(s, context) for s in sentences]
-        relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(query, doc.text or "", language)))
-                     for rank, doc in enumerate(trace.retrieved_docs, start=1)]
+        sentences, abstained = _split_answer(answer, query, language)
+        claims = _verdicts(sentences, context)
+        relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(query, stems)))
+                     for rank, (doc, stems) in enumerate(zip(trace.retrieved_docs, context.doc_stems), start=1)]
         answer_reading = read(answer, language)
         if abstained:
             score, reason = 1, "The answer abstains, so it does not address the question."

@@ -38,13 +38,25 @@ def split_sentences(text: str) -> list[str]:
     sentences, start = [], 0
     for boundary in _BOUNDARY.finditer(text):
         end = boundary.start("gap" if boundary.group("gap") else "newline")
-        last_word = text[start:end].split()[-1:]
-        if last_word and last_word[0].lower().lstrip("(\"'[") in _ABBREVIATIONS:
+        last_word = _last_word(text, start, end)
+        if last_word and last_word.lower().lstrip("(\"'[") in _ABBREVIATIONS:
             continue
         sentences.append(text[start:end].strip())
         start = boundary.end()
     sentences.append(text[start:].strip())
     return [s for s in sentences if s]
+
+
+def _last_word(text: str, start: int, end: int) -> str:
+    """The last whitespace-separated word of text[start:end] ("" if none), found from the end: a run of "e.g."
+    does not make each boundary re-read the sentence so far."""
+    stop = end
+    while stop > start and text[stop - 1].isspace():
+        stop -= 1
+    begin = stop
+    while begin > start and not text[begin - 1].isspace():
+        begin -= 1
+    return text[begin:stop]
 
 
 def clauses(sentence: str) -> list[str]:
@@ -174,12 +186,18 @@ def _negations(clause: str, tokens: list[_Token]) -> int:
 
 
 def _content(tokens: list[_Token], language: str) -> list[str]:
-    stop = lexicon.STOPWORDS[language] | lexicon.STOPWORDS["en"]
+    excluded = _not_content(language)
     return [stem(t.word, language) for t in tokens
-            if t.word and len(t.word) > 1 and not any(c.isdigit() for c in t.word)
-            and t.word not in stop and t.word not in lexicon.NEGATIONS and t.word not in lexicon.NUMBER_WORDS
-            and t.word not in lexicon.UNITS and t.word not in lexicon.MONTHS and t.word not in lexicon.WEEKDAYS
-            and not t.word.endswith("n't")]
+            if t.word and len(t.word) > 1 and t.word not in excluded and not t.word.endswith("n't")
+            and not any(c.isdigit() for c in t.word)]
+
+
+@functools.lru_cache(maxsize=8)
+def _not_content(language: str) -> frozenset[str]:
+    """Words that are never content: the language's and English stopwords, negations, number words, units, months
+    and weekdays (one set, built once per language rather than per clause)."""
+    return frozenset().union(lexicon.STOPWORDS[language], lexicon.STOPWORDS["en"], lexicon.NEGATIONS,
+                             lexicon.NUMBER_WORDS, lexicon.UNITS, lexicon.MONTHS, lexicon.WEEKDAYS)
 
 
 def _anchors(tokens: list[_Token], language: str) -> list[Anchor]:

@@ -22,7 +22,7 @@ from ragpulse.model.results import TraceResult
 from ragpulse.metrics import retrieval as r
 from ragpulse.metrics.generation import GenerationScores, context_precision
 from ragpulse.metrics.stats import Aggregation
-from ragpulse.monitoring.definitions import SCORE_BUCKETS, MetricDef
+from ragpulse.monitoring.definitions import PER_APP, SCORE_BUCKETS, MetricDef
 
 Better = Literal["higher", "lower"]
 
@@ -81,7 +81,7 @@ class GenerationMetric:
     """The metric's possible range, for charts."""
     prometheus: MetricDef | None = None
     """A histogram is observed with the per-trace value; a counter is incremented by it (0 or 1 for proportions).
-    Its labels are drawn from `app` and `judge`."""
+    Its labels are drawn from `tenant`, `app` and `judge`; every quality family carries `tenant` and `app`."""
     population: MetricDef | None = None
     """A counter incremented by 1 for every trace in the metric's population (the report's n), so Prometheus
     divides the `prometheus` counter by the same n as the report and the rolling monitor."""
@@ -131,16 +131,17 @@ GENERATION: tuple[GenerationMetric, ...] = (
         "faithfulness", _generation(lambda g: g.faithfulness), "mean",
         "supported claims / claims, over judged traces that made claims", target=0.85, breakdown=True,
         prometheus=MetricDef("ragpulse_faithfulness", "histogram", "Faithfulness of judged traces that made claims.",
-                             ("app",), SCORE_BUCKETS)),
+                             PER_APP, SCORE_BUCKETS)),
     GenerationMetric(
         "hallucination_rate", _generation(lambda g: float(g.hallucinated) if g.claims else None), "proportion",
         "share of judged traces that made claims with at least one unsupported or contradicted claim",
         better="lower", breakdown=True, column="hallucination",
         prometheus=MetricDef("ragpulse_traces_hallucinated", "counter",
-                             "Judged traces with at least one unsupported or contradicted claim.", ("app", "judge")),
+                             "Judged traces with at least one unsupported or contradicted claim.",
+                             (*PER_APP, "judge")),
         population=MetricDef("ragpulse_traces_answered", "counter",
                              "Judged traces that made claims: the hallucination rate's denominator (abstentions "
-                             "and answers without claims are out).", ("app", "judge"))),
+                             "and answers without claims are out).", (*PER_APP, "judge"))),
     GenerationMetric(
         "unanswerable_hallucination_rate",
         _generation(lambda g: float(bool(g.unanswerable_hallucination)) if g.unanswerable else None), "proportion",
@@ -148,7 +149,7 @@ GENERATION: tuple[GenerationMetric, ...] = (
         "unsupported", better="lower", target=0.15, breakdown=True, column="unans_halluc",
         prometheus=MetricDef("ragpulse_unanswerable_hallucinations", "counter",
                              "Unanswerable traces whose answer did not abstain and asserted something unsupported.",
-                             ("app",))),
+                             PER_APP)),
     GenerationMetric(
         "answer_relevance", _generation(lambda g: float(g.answer_relevance)), "mean",
         "how well the answer addresses the question, 1-3", target=2.5, breakdown=True,
@@ -164,8 +165,8 @@ GENERATION: tuple[GenerationMetric, ...] = (
         "rank-aware share of useful retrieved documents (judged relevance >= 2) ahead of useless ones; "
         "reference-free, from the judge's per-document relevance",
         prometheus=MetricDef("ragpulse_context_precision", "histogram",
-                             "Context precision of judged traces (useful documents ranked first).", ("app",),
-                             SCORE_BUCKETS)),
+                             "Context precision of judged traces (useful documents ranked first).",
+                             PER_APP, SCORE_BUCKETS)),
     GenerationMetric(
         "correctness", _generation(lambda g: g.correctness), "mean",
         "share of the reference answer's key facts the answer covers, over traces with a reference answer"),

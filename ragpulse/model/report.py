@@ -50,6 +50,8 @@ class Counts(Struct):
     so a judge_error or skipped_budget trace keeps its labels), matching the retrieval means' n."""
     no_relevant: int
     unlabelled: int
+    judge_input_truncated: int = 0
+    """Judged traces whose answer or documents the judge saw cut (RAGPULSE_JUDGE_MAX_*_CHARS): verdicts on part."""
 
 
 class UnanswerableCounts(Struct):

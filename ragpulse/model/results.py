@@ -93,6 +93,9 @@ class TraceResult(msgspec.Struct, kw_only=True):
     """`sampled`, `not_sampled`, `all` (offline batch) or `always:<rule>`."""
     checks: list[str] = []
     """Cheap programmatic checks that flagged this trace (run on every trace, judged or not)."""
+    judge_input_truncated: list[str] = []
+    """What the judge was handed cut short (`answer`, `documents`) by RAGPULSE_JUDGE_MAX_ANSWER_CHARS,
+    _DOC_CHARS or _CONTEXT_CHARS: the verdicts are on the text that was left. Empty when the judge saw it all."""
     needs_review: bool = False
     """True when repeated judgments disagreed; a human should look."""
     judgments: list[Judgment] = []

@@ -3,7 +3,9 @@ the metric registry (ragpulse.metrics.registry) declares with their metric.
 
 Counters are written by any process (API, workers, RQ work-horses, on any machine) into one Redis hash and
 exposed by the API's /metrics, so one scrape target sees everything and forked work-horses lose nothing.
-Label values come from small fixed sets; `app` is limited to the configured apps plus `other`.
+Label values come from small fixed sets. Every per-app family is labelled by `tenant` and `app` together, so two
+tenants that name an app alike never share a series: `tenant` is limited to the tenants of the configured API keys
+(`default` when the API serves open) plus `other`, `app` to the configured apps plus `other`.
 
 The gauges (GAUGES) are not stored in Redis: the API's QueueCollector reads them from RQ at scrape time, so they
 stay out of ALL and BY_NAME, which list the Redis-stored families.
@@ -12,20 +14,23 @@ stay out of ALL and BY_NAME, which list the Redis-stored families.
 from __future__ import annotations
 
 from ragpulse.metrics.registry import GENERATION_BY_NAME, prometheus_families
-from ragpulse.monitoring.definitions import JOB_DURATION_BUCKETS, LATENCY_BUCKETS, MetricDef
+from ragpulse.monitoring.definitions import JOB_DURATION_BUCKETS, LATENCY_BUCKETS, PER_APP, MetricDef
 
-TRACES_RECEIVED = MetricDef("ragpulse_traces_received", "counter", "Traces posted to the API.", ("app",))
-TRACES_SAMPLED = MetricDef("ragpulse_traces_sampled", "counter", "Traces selected for judging.", ("app",))
+TRACES_RECEIVED = MetricDef("ragpulse_traces_received", "counter", "Traces posted to the API.", PER_APP)
+TRACES_SAMPLED = MetricDef("ragpulse_traces_sampled", "counter", "Traces selected for judging.", PER_APP)
 TRACES_NOT_SAMPLED = MetricDef("ragpulse_traces_not_sampled", "counter",
-                               "Traces left unjudged by the sampling policy (counted, not judged).", ("app",))
-TRACES_JUDGED = MetricDef("ragpulse_traces_judged", "counter", "Traces with a judge verdict.", ("app", "judge"))
-CLAIMS = MetricDef("ragpulse_claims", "counter", "Judged claims by verdict.", ("app", "verdict"))
+                               "Traces left unjudged by the sampling policy (counted, not judged).", PER_APP)
+TRACES_JUDGED = MetricDef("ragpulse_traces_judged", "counter", "Traces with a judge verdict.", (*PER_APP, "judge"))
+CLAIMS = MetricDef("ragpulse_claims", "counter", "Judged claims by verdict.", (*PER_APP, "verdict"))
 UNANSWERABLE = MetricDef("ragpulse_unanswerable_traces", "counter",
-                         "Judged traces labelled unanswerable, or unlabelled and judged not answerable from their context.", ("app",))
-ABSTENTIONS = MetricDef("ragpulse_abstentions", "counter", "Judged traces whose answer abstained.", ("app",))
-JUDGE_ERRORS = MetricDef("ragpulse_judge_errors", "counter", "Traces that ended as judge_error.", ("app",))
+                         "Judged traces labelled unanswerable, or unlabelled and judged not answerable from their context.", PER_APP)
+ABSTENTIONS = MetricDef("ragpulse_abstentions", "counter", "Judged traces whose answer abstained.", PER_APP)
+JUDGE_ERRORS = MetricDef("ragpulse_judge_errors", "counter", "Traces that ended as judge_error.", PER_APP)
 CHECKS = MetricDef("ragpulse_checks_failed", "counter", "Cheap programmatic checks that flagged a trace.",
-                   ("app", "check"))
+                   (*PER_APP, "check"))
+JUDGE_INPUT_TRUNCATED = MetricDef("ragpulse_judge_input_truncated", "counter",
+                                  "Traces whose answer or documents were cut to RAGPULSE_JUDGE_MAX_*_CHARS before "
+                                  "judging, by the part cut.", (*PER_APP, "part"))
 JUDGE_REQUESTS = MetricDef("ragpulse_judge_requests", "counter", "Judge HTTP requests by outcome.",
                            ("model", "status"))
 JUDGE_LATENCY = MetricDef("ragpulse_judge_latency_seconds", "histogram", "Judge request latency.", ("model",),
@@ -48,8 +53,8 @@ UNANSWERABLE_HALLUCINATIONS = GENERATION_BY_NAME["unanswerable_hallucination_rat
 """Families declared with their metric in ragpulse.metrics.registry, named here for the alert rules' sake."""
 
 ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIMS, UNANSWERABLE, ABSTENTIONS,
-       JUDGE_ERRORS, CHECKS, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST, RATELIMIT_WAIT, JOB_DURATION,
-       *prometheus_families())
+       JUDGE_ERRORS, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
+       RATELIMIT_WAIT, JOB_DURATION, *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}
 
 QUEUE_DEPTH = MetricDef("ragpulse_queue_depth", "gauge", "Chunk jobs waiting per queue.", ("queue",))

@@ -10,9 +10,10 @@ import redis
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ragpulse.evaluation import judge_input
 from ragpulse.judges.kinds import judging_names
 from ragpulse.monitoring.catalog import ALL, MetricDef
-from ragpulse.monitoring.counters import read_samples
+from ragpulse.monitoring.counters import OTHER, read_samples
 
 log = logging.getLogger("ragpulse.metrics")
 
@@ -22,6 +23,7 @@ KNOWN_LABEL_VALUES: dict[str, tuple[str, ...]] = {
     "direction": ("input", "output", "cache_read", "cache_write"),
     "queue": ("online", "batch"),
     "status": ("ok",),
+    "part": judge_input.PARTS,
 }
 """Label values whose series are exposed at 0 before their first increment, so `increase()` sees the first one."""
 
@@ -32,7 +34,7 @@ class RedisMetricsCollector(Collector):
     def __init__(self, client: redis.Redis, apps: Iterable[str] = (), models: Iterable[str] = ()) -> None:
         self.client = client
         self.label_values: Mapping[str, tuple[str, ...]] = {
-            **KNOWN_LABEL_VALUES, "app": (*sorted(apps), "other"), "model": tuple(models)}
+            **KNOWN_LABEL_VALUES, "app": (*sorted(apps), OTHER), "model": tuple(models)}
 
     def describe(self) -> Iterator[Metric]:
         """Declare families without touching Redis (registration must not depend on Redis being up)."""
@@ -47,20 +49,28 @@ class RedisMetricsCollector(Collector):
         except redis.RedisError as exc:
             log.warning("metrics store unreachable: %s", exc)
             return
+        values = {**self.label_values, "tenant": _tenants(samples)}
         for metric in ALL:
             family = _family(metric)
             rows = samples.get(metric.name, [])
             if metric.kind == "counter":
-                _add_counters(family, metric, rows, self._zeros(metric))
+                _add_counters(family, metric, rows, _zeros(metric, values))
             else:
-                _add_histograms(family, metric, rows, self._zeros(metric))
+                _add_histograms(family, metric, rows, _zeros(metric, values))
             yield family
 
-    def _zeros(self, metric: MetricDef) -> list[tuple[str, ...]]:
-        """Label combinations to expose at 0: every known value of every label, when all of them are known."""
-        if not all(self.label_values.get(name) for name in metric.labels):
-            return []
-        return list(itertools.product(*(self.label_values[name] for name in metric.labels)))
+
+def _tenants(samples: Mapping[str, list[tuple[str, dict[str, str], float]]]) -> tuple[str, ...]:
+    """The `tenant` values stored so far: writers bound them (configured tenants, else `other`), and a tenant's
+    traces are counted as received before anything else of theirs, so its other series start at 0 from then on."""
+    return tuple(sorted({labels["tenant"] for rows in samples.values() for _, labels, _ in rows if "tenant" in labels}))
+
+
+def _zeros(metric: MetricDef, values: Mapping[str, tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Label combinations to expose at 0: every known value of every label, when all of them are known."""
+    if not all(values.get(name) for name in metric.labels):
+        return []
+    return list(itertools.product(*(values[name] for name in metric.labels)))
 
 
 def _family(metric: MetricDef) -> Metric:

@@ -27,16 +27,29 @@ def parse_field(raw: str) -> tuple[str, str, dict[str, str]]:
     return name, suffix, dict(pair.split("=", 1) for pair in pairs)
 
 
+OTHER = "other"
+"""The label value of every app, and every tenant, that is not configured."""
+
+
 class MetricsBatch:
     """Increments collected in memory and written in one round trip by `flush`."""
 
-    def __init__(self, apps: Iterable[str]) -> None:
+    def __init__(self, apps: Iterable[str], tenants: Iterable[str] = ()) -> None:
         self.apps = frozenset(apps)
+        self.tenants = frozenset(tenants)
         self.pending: dict[str, float] = defaultdict(float)
 
     def app(self, app: str) -> str:
         """The bounded `app` label: a configured app, else `other`."""
-        return app if app in self.apps else "other"
+        return app if app in self.apps else OTHER
+
+    def tenant(self, tenant: str) -> str:
+        """The bounded `tenant` label: a tenant of the configured API keys, else `other`."""
+        return tenant if tenant in self.tenants else OTHER
+
+    def per_app(self, tenant: str, app: str) -> dict[str, str]:
+        """The `tenant` and `app` labels of a per-app series, both bounded."""
+        return {"tenant": self.tenant(tenant), "app": self.app(app)}
 
     def inc(self, metric: MetricDef, labels: Mapping[str, str], value: float = 1.0) -> None:
         """Add to a counter."""

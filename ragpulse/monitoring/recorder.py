@@ -12,13 +12,15 @@ from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.monitoring.rolling import queue_bucket
 
 
-def count_result(batch: MetricsBatch, result: TraceResult) -> None:
-    """Metric increments for one newly stored trace result."""
-    app = {"app": batch.app(result.app)}
+def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
+    """Metric increments for one newly stored trace result of `tenant`."""
+    app = batch.per_app(tenant, result.app)
     if result.sampled is not None:
         batch.inc(m.TRACES_SAMPLED if result.sampled else m.TRACES_NOT_SAMPLED, app)
     for check in result.checks:
         batch.inc(m.CHECKS, {**app, "check": check})
+    for part in result.judge_input_truncated:
+        batch.inc(m.JUDGE_INPUT_TRUNCATED, {**app, "part": part})
     if result.status == "judge_error":
         batch.inc(m.JUDGE_ERRORS, app)
     g = result.generation
@@ -56,10 +58,12 @@ def count_registered(batch: MetricsBatch, result: TraceResult, labels: dict[str,
             batch.inc(family, series, value)
 
 
-def record_result(client: redis.Redis, apps: frozenset[str], tenant: str, result: TraceResult) -> None:
-    """Count one newly stored result in the shared metrics and in its app's rolling window, in one round trip."""
-    batch = MetricsBatch(apps)
-    count_result(batch, result)
+def record_result(client: redis.Redis, apps: frozenset[str], tenants: frozenset[str], tenant: str,
+                  result: TraceResult) -> None:
+    """Count one newly stored result in the shared metrics and in its app's rolling window, in one round trip.
+    `apps` and `tenants` are the configured ones, which get labels of their own (others are `other`)."""
+    batch = MetricsBatch(apps, tenants)
+    count_result(batch, tenant, result)
     with client.pipeline(transaction=False) as pipe:
         batch.queue_onto(pipe)
         queue_bucket(pipe, tenant, result)

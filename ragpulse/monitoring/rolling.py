@@ -37,7 +37,9 @@ def bucket_increments(result: TraceResult) -> dict[str, float]:
     g = result.generation
     if g is None:
         return inc
-    inc.update(judged=1, abstained=float(g.abstained))
+    # `answered` is written even at 0: a minute of abstentions only must not read as a bucket from before the
+    # field existed, which _legacy would give judged traces as its denominator.
+    inc.update(judged=1, abstained=float(g.abstained), answered=0)
     hallucinated = HALLUCINATION_RATE.per_trace(result)
     if hallucinated is not None:
         inc.update(answered=1, hallucinated=hallucinated)

@@ -59,7 +59,8 @@ def _counts(results: Sequence[TraceResult]) -> Counts:
     labels = Counter(r.labels for r in results if r.status != "failed")
     ok = sum(1 for r in results if r.status == "ok")
     return Counts(total=len(results), ok=ok, failed=len(results) - ok, labelled=labels["labelled"],
-                  no_relevant=labels["no_relevant"], unlabelled=labels["unlabelled"])
+                  no_relevant=labels["no_relevant"], unlabelled=labels["unlabelled"],
+                  judge_input_truncated=sum(1 for r in results if r.judge_input_truncated))
 
 
 def _aggregate(labelled: Sequence[TraceResult]) -> dict[str, Estimate]:

@@ -58,7 +58,9 @@ def render_html(report: Report, failing: Sequence[TraceResult] = ()) -> str:
     k = diagnostic_k(report.method.k)
     parts = [
         f"<h1>ragpulse report</h1><p class=meta>job {escape(report.job_id)} · {report.counts.total} traces "
-        f"({report.counts.ok} ok, {report.counts.failed} failed; {report.counts.labelled} with retrieval labels) · "
+        f"({report.counts.ok} ok, {report.counts.failed} failed; {report.counts.labelled} with retrieval labels"
+        + (f"; {report.counts.judge_input_truncated} judged on cut input" if report.counts.judge_input_truncated
+           else "") + ") · "
         f"judge: {escape(judges)} · intervals: 95% ({escape(report.method.ci95.means)}; "
         f"{escape(report.method.ci95.proportions)} for proportions)</p>",
         _judge_banner(report),

@@ -19,7 +19,9 @@ def render_report(report: Report) -> str:
     out = [
         f"job {report.job_id}",
         f"traces: total {counts.total}, ok {counts.ok}, failed {counts.failed}, labelled {counts.labelled}, "
-        f"no_relevant {counts.no_relevant}, unlabelled {counts.unlabelled}",
+        f"no_relevant {counts.no_relevant}, unlabelled {counts.unlabelled}"
+        + (f"; judged on cut input (RAGPULSE_JUDGE_MAX_*_CHARS) {counts.judge_input_truncated}"
+           if counts.judge_input_truncated else ""),
         f"k = {method.k}, nDCG gain: {method.gain}; intervals: 95% ({method.ci95.means}; "
         f"{method.ci95.proportions} for proportions)",
         "",

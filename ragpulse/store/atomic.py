@@ -24,13 +24,21 @@ import redis
 import redis.asyncio
 import redis.client
 
-from ragpulse.exceptions import StoreRefused
+from ragpulse.exceptions import RateLimited, StoreRefused
+from ragpulse.store.scripts import TAKE_TOKENS, TOKEN_BUCKET
 
 Command = Sequence[object]
 Group = list[Command]
 Waiting = tuple[Group, "asyncio.Future[None]"]
 
-_APPLY_GROUPS = r"""
+TAKE = "ragpulse.take"
+"""Name of the pseudo-command that may open a group: `(TAKE, bucket key, n, rate, burst)` takes n tokens from a
+token bucket (scripts.TOKEN_BUCKET) before the group's writes, and refuses the whole group when they are not there:
+the tokens and the writes they pay for are taken together or not at all."""
+RATE_LIMITED = "RATELIMITED "
+"""Prefix of a group's result when its TAKE found too few tokens, followed by the milliseconds to wait."""
+
+_APPLY_GROUPS = TOKEN_BUCKET + r"""
 local find, sub, tonumber = string.find, string.sub, tonumber
 local results = {}
 for g = 1, #ARGV do
@@ -46,8 +54,13 @@ for g = 1, #ARGV do
       eol = eol + size + 2
     end
     pos = eol + 2
-    local reply = redis.pcall(unpack(args))
-    if type(reply) == "table" and reply.err then failed = reply.err end
+    if args[1] == "ragpulse.take" then
+      local wait = take(args[2], tonumber(args[3]), tonumber(args[4]), tonumber(args[5]))
+      if wait > 0 then failed = "RATELIMITED " .. wait end
+    else
+      local reply = redis.pcall(unpack(args))
+      if type(reply) == "table" and reply.err then failed = reply.err end
+    end
   end
   results[g] = failed or ""
 end
@@ -55,13 +68,19 @@ return results
 """
 """ARGV: one string per group, its commands in RESP as hiredis packs them (`*<argc>`, then `$<size>` and the bytes
 of each argument). Returns one string per group: "" when every command succeeded, else the error of the first
-that failed (the rest of that group skipped)."""
+that failed (the rest of that group skipped), or RATE_LIMITED and the milliseconds to wait when the group's TAKE
+found too few tokens (nothing of that group written)."""
 
 MAX_COMMAND_ARGS = 7000
 """Lua's unpack() takes at most ~8,000 values: a group with a longer command goes through MULTI/EXEC instead."""
 
 MAX_GROUPS_PER_CALL = 64
 """Groups sent in one script call at most, so one call stays short for Redis and for the callers waiting on it."""
+
+
+def take_tokens(key: str, n: int, rate: float, burst: int) -> Command:
+    """The TAKE that guards a group: n tokens from the bucket `key` (refilled at `rate` a second, at most `burst`)."""
+    return (TAKE, key, n, rate, burst)
 
 
 def queued_commands(pipe: redis.client.Pipeline) -> Group:
@@ -97,11 +116,13 @@ class GroupCommitter:
     def __init__(self, client: redis.asyncio.Redis) -> None:
         self._client = client
         self._apply = client.register_script(_APPLY_GROUPS)
+        self._take = client.register_script(TAKE_TOKENS)
         self._waiting: list[Waiting] = []
         self._flusher: asyncio.Task[None] | None = None
 
     async def apply(self, group: Group, *, alone: bool = False) -> None:
-        """Apply `group` atomically; StoreRefused when Redis refuses it, redis errors as they come.
+        """Apply `group` atomically; StoreRefused when Redis refuses it, RateLimited when the group opens with a TAKE
+        whose bucket lacks the tokens (nothing written), redis errors as they come.
 
         `alone=True` sends it in a call of its own, for large groups (megabytes of traces) that should not delay
         or bloat the shared call.
@@ -125,6 +146,11 @@ class GroupCommitter:
         await done
 
     async def _transaction(self, group: Group) -> None:
+        if group[0][0] == TAKE:  # a TAKE cannot run in MULTI/EXEC: take first, then write
+            wait = await self._take(args=list(group[0][1:]))
+            if wait:
+                raise RateLimited(int(wait) / 1000)
+            group = group[1:]
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.command_stack.extend((args, {}) for args in group)
             await pipe.execute()
@@ -132,7 +158,7 @@ class GroupCommitter:
     async def _script(self, group: Group) -> None:
         (result,) = await self._apply(args=_script_args([group]))
         if result:
-            raise StoreRefused(result.decode(errors="replace"))
+            raise _refusal(result)
 
     async def _flush(self) -> None:
         batch: list[Waiting] = []
@@ -161,9 +187,17 @@ class GroupCommitter:
             if done.done():  # the caller went away (cancelled)
                 continue
             if result:
-                done.set_exception(StoreRefused(result.decode(errors="replace")))
+                done.set_exception(_refusal(result))
             else:
                 done.set_result(None)
+
+
+def _refusal(result: bytes) -> Exception:
+    """The exception of a group the script did not apply: rate limited (with the wait), else refused by Redis."""
+    text = result.decode(errors="replace")
+    if text.startswith(RATE_LIMITED):
+        return RateLimited(int(text.removeprefix(RATE_LIMITED)) / 1000)
+    return StoreRefused(text)
 
 
 def _fail(waiting: list[Waiting], exc: BaseException) -> None:

@@ -48,3 +48,30 @@ if new == 1 then
 end
 return new
 """
+
+# A token bucket in one hash, on Redis' clock (so API replicas on different machines agree). Lua source of a function
+# take(key, n, rate, burst) -> 0 when the n tokens were taken, else the milliseconds until n tokens are there (then
+# nothing is taken). The bucket starts full (burst tokens), refills at `rate` tokens a second up to `burst`, and
+# expires once full again: a missing bucket is a full one. Used inside the group-commit script (store/atomic.py) and
+# alone (TAKE_TOKENS).
+TOKEN_BUCKET = """
+local function take(key, n, rate, burst)
+  local clock = redis.call('TIME')
+  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  local state = redis.call('HMGET', key, 'tokens', 'at')
+  local tokens, at = tonumber(state[1]), tonumber(state[2])
+  if tokens == nil or at == nil then tokens, at = burst, now end
+  tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
+  if tokens < n then return math.max(1, math.ceil((n - tokens) * 1000 / rate)) end
+  tokens = tokens - n
+  redis.call('HSET', key, 'tokens', string.format('%.6f', tokens), 'at', now)
+  redis.call('PEXPIRE', key, math.ceil((burst - tokens) * 1000 / rate) + 1000)
+  return 0
+end
+"""
+
+# Take ARGV[2] tokens from the bucket ARGV[1] (rate ARGV[3] tokens/s, at most ARGV[4]): 0, or ms to wait. No KEYS:
+# the key is an argument, as in the group-commit script, which is given no keys either.
+TAKE_TOKENS = TOKEN_BUCKET + """
+return take(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
+"""
