@@ -42,8 +42,10 @@ def traces(n: int, app: str) -> list[dict]:
 
 
 def judged(metrics_text: str, app: str) -> float:
-    prefix = f'ragpulse_traces_judged_total{{app="{app}",judge="anthropic"}} '
-    return sum(float(line[len(prefix):]) for line in metrics_text.splitlines() if line.startswith(prefix))
+    """ragpulse_traces_judged_total of this app by the anthropic judge, summed over its other labels (tenant)."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics_text.splitlines()
+               if line.startswith("ragpulse_traces_judged_total{") and f'app="{app}"' in line
+               and 'judge="anthropic"' in line)
 
 
 def progress(http: httpx.Client, job_id: str) -> dict:
@@ -216,7 +218,7 @@ def test_a_result_stored_by_a_command_whose_reply_was_lost_is_counted_exactly_on
                           retrieved_docs=[RetrievedDoc(id="d", text=f"Fact {index} holds.")])
             result = asyncio.run(evaluate_trace(trace, index, options, LocalJudge()))
             return store.results.record("job", result, counting=lambda pipe: queue_result_counts(
-                pipe, frozenset({app}), "tenant", result))
+                pipe, frozenset({app}), frozenset({"tenant"}), "tenant", result))
 
         assert store_result(0)
         proxy.arm(keys.job_results("job").encode())          # the command that stores (and counts) the next result
