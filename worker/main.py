@@ -166,7 +166,9 @@ def main(argv: list[str] | None = None) -> None:
     rq_level = args.rq_log_level or level
     logging.getLogger("rq").setLevel(rq_level)
     if settings.open_access:
-        logging.getLogger("ragpulse.worker").warning(
+        # DEBUG, not WARNING: under `ragpulse up` (and any open API) the API has no keys either, and every caller is
+        # tenant 'default'. deploy/README.md says workers behind a keyed API need the keys file.
+        logging.getLogger("ragpulse.worker").debug(
             "no API keys configured: metrics label every tenant but %r as 'other'; give workers the API's "
             "RAGPULSE_API_KEYS or RAGPULSE_API_KEYS_FILE (only the tenant names are used)", "default")
     stop = threading.Event()
