@@ -137,7 +137,7 @@ class GroupCommitter:
                 else:
                     await self._transaction(group)
             except redis.ResponseError as exc:
-                raise StoreRefused(str(exc)) from exc
+                raise refused(str(exc)) from exc
             return
         done = asyncio.get_running_loop().create_future()
         self._waiting.append((group, done))
@@ -178,7 +178,7 @@ class GroupCommitter:
         try:
             results = await self._apply(args=_script_args([group for group, _ in batch]))
         except redis.ResponseError as exc:  # the whole call refused (e.g. out of memory): every group of it
-            _fail(batch, StoreRefused(str(exc)))
+            _fail(batch, refused(str(exc)))
             return
         except Exception as exc:  # noqa: BLE001 - handed to every caller of this call, who raises it
             _fail(batch, exc)
@@ -197,6 +197,15 @@ def _refusal(result: bytes) -> Exception:
     text = result.decode(errors="replace")
     if text.startswith(RATE_LIMITED):
         return RateLimited(int(text.removeprefix(RATE_LIMITED)) / 1000)
+    return refused(text)
+
+
+def refused(text: str) -> StoreRefused:
+    """Redis's refusal, named by its error code. A write refused inside a script loses the `OOM` code (Redis reports
+    "command not allowed when used memory > 'maxmemory'" plus the script's position), so it is put back: the
+    operator searching for OOM must find every out-of-memory refusal."""
+    if "maxmemory" in text and not text.startswith("OOM"):
+        text = f"OOM {text}"
     return StoreRefused(text)
 
 
