@@ -74,10 +74,8 @@ class JobController(Controller):
         store, tenant = call.store, call.tenant
         raw = store.report(job_id, tenant)
         if raw is None:
-            job = store.job(job_id, tenant)
-            status = 409 if job.status in TERMINAL else 202
-            return Response(ReportPending(job_id=job_id, status=job.status),  # type: ignore[arg-type]
-                            status_code=status)
+            pending = _pending(store, job_id, tenant)
+            return Response(pending, status_code=_pending_status(pending))  # type: ignore[arg-type]
         return Response(_with_calibration(store, job_id, raw))
 
     @get("/{job_id:str}/report.html", sync_to_thread=True, summary="The report as one self-contained HTML page",
@@ -88,10 +86,10 @@ class JobController(Controller):
         store, tenant = call.store, call.tenant
         raw = store.report(job_id, tenant)
         if raw is None:
-            job = store.job(job_id, tenant)
-            status = 409 if job.status in TERMINAL else 202
-            return Response(f"<!doctype html><title>report not ready</title><p>job {escape(job_id)} is {job.status}; "
-                            "the report is not ready yet.", status_code=status, media_type=MediaType.HTML)
+            pending = _pending(store, job_id, tenant)
+            return Response(f"<!doctype html><title>report not ready</title><p>job {escape(job_id)} is "
+                            f"{pending.status}; {pending.detail}.", status_code=_pending_status(pending),
+                            media_type=MediaType.HTML)
         report = _with_calibration(store, job_id, raw)
         page = render_html(report, failing_traces(report, store.results.all(job_id)))
         return Response(page, media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
@@ -99,6 +97,16 @@ class JobController(Controller):
 
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The report page needs inline styles and nothing else: no script, no fetch, no external asset."""
+
+
+def _pending(store: Store, job_id: str, tenant: str) -> ReportPending:
+    """What to answer for a report that is not stored: the job's status (JobNotFound for a foreign job)."""
+    return ReportPending(job_id=job_id, status=store.job(job_id, tenant).status)
+
+
+def _pending_status(pending: ReportPending) -> int:
+    """202 while the job runs (poll again), 409 once it has ended without a report."""
+    return 409 if pending.status in TERMINAL else 202
 
 
 def _with_calibration(store: Store, job_id: str, raw: bytes) -> Report:

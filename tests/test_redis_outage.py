@@ -20,7 +20,7 @@ import redis
 from rq import Worker
 
 from ragpulse.config import keys
-from ragpulse.evaluation.chunk import queue_result_counts
+from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.judges.local import LocalJudge
 from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace

@@ -12,8 +12,6 @@ import functools
 import logging
 from dataclasses import dataclass, field
 
-import redis
-
 from ragpulse.config.prices import call_cost
 from ragpulse.evaluation.budget import budget_exhausted
 from ragpulse.evaluation.judge_input import JudgeInputLimits
@@ -24,9 +22,7 @@ from ragpulse.judges import kinds
 from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
-from ragpulse.monitoring.counters import MetricsBatch
-from ragpulse.monitoring.recorder import CallMetrics, count_result
-from ragpulse.monitoring.rolling import queue_bucket
+from ragpulse.monitoring.recorder import CallMetrics, queue_result_counts
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
@@ -55,16 +51,6 @@ class CallObserver:
     def waited(self, model: str, seconds: float) -> None:
         """Record time spent waiting for the shared rate limit."""
         self.metrics.waited(model, seconds)
-
-
-def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenants: frozenset[str], tenant: str,
-                        result: TraceResult) -> None:
-    """Queue the writes counting one newly stored result (shared metrics, its app's rolling window) onto `pipe`:
-    what monitoring.recorder.record_result writes, left for Results.record to apply with the result itself."""
-    batch = MetricsBatch(apps, tenants)
-    count_result(batch, tenant, result)
-    batch.queue_onto(pipe)
-    queue_bucket(pipe, tenant, result)
 
 
 @dataclass

@@ -58,16 +58,15 @@ def count_registered(batch: MetricsBatch, result: TraceResult, labels: dict[str,
             batch.inc(family, series, value)
 
 
-def record_result(client: redis.Redis, apps: frozenset[str], tenants: frozenset[str], tenant: str,
-                  result: TraceResult) -> None:
-    """Count one newly stored result in the shared metrics and in its app's rolling window, in one round trip.
+def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenants: frozenset[str], tenant: str,
+                        result: TraceResult) -> None:
+    """Queue the writes counting one newly stored result (shared metrics, its app's rolling window) onto `pipe`;
+    Results.record applies them in the same atomic step as the result itself, so a result is counted exactly once.
     `apps` and `tenants` are the configured ones, which get labels of their own (others are `other`)."""
     batch = MetricsBatch(apps, tenants)
     count_result(batch, tenant, result)
-    with client.pipeline(transaction=False) as pipe:
-        batch.queue_onto(pipe)
-        queue_bucket(pipe, tenant, result)
-        pipe.execute()
+    batch.queue_onto(pipe)
+    queue_bucket(pipe, tenant, result)
 
 
 class CallMetrics:
