@@ -11,6 +11,8 @@
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
     ├── RateLimited            the tenant is over its ingest rate; carries the seconds until it fits (429)
+    ├── Backlogged             the online stream is full: workers are behind, the post is refused (503)
+    ├── TraceNotFound          no online trace record with this id for this tenant (404)
     ├── JobNotFound            no such job for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
     │   └── StoreRefused       Redis answered but refused a write: out of memory, read-only replica (503)
@@ -85,6 +87,18 @@ class RateLimited(RagpulseError):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"over the ingest rate limit; retry in {retry_after:.3f} s")
         self.retry_after = retry_after
+
+
+class Backlogged(RagpulseError):
+    """The online stream holds its cap of unprocessed posts: the workers are behind, the post is refused."""
+
+    def __init__(self, held: int) -> None:
+        super().__init__(f"the online stream holds {held} unprocessed posts, its limit")
+        self.held = held
+
+
+class TraceNotFound(RagpulseError):
+    """No online trace record with this id exists for the calling tenant."""
 
 
 class JobNotFound(RagpulseError):

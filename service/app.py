@@ -18,7 +18,7 @@ from dispatch.chunks import ChunkEnqueuer
 from ragpulse.config import defaults
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.monitoring.collector import RedisMetricsCollector
-from ragpulse.monitoring.policy_store import PolicyStore
+from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from ragpulse.store.connection import reconnect_once
@@ -32,6 +32,7 @@ from service.guard import request_guard
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
+from service.traces import TraceController
 from service.openapi import document
 
 log = logging.getLogger("ragpulse.api")
@@ -82,9 +83,10 @@ def create_app(
                 client.close()
 
     services = Services(settings=settings, store=store, api_metrics=api_metrics, policies=policies,
-                        committer=GroupCommitter(loop_client), enqueuer=ChunkEnqueuer(client, settings))
+                        committer=GroupCommitter(loop_client), enqueuer=ChunkEnqueuer(client, settings),
+                        online_policies=PolicyCache(loop_client, settings.default_sample_rate))
     app = Litestar(
-        route_handlers=[BatchController, JobController, CalibrationController, AppPolicyController,
+        route_handlers=[BatchController, TraceController, JobController, CalibrationController, AppPolicyController,
                         MonitorController, healthz, readyz, metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),

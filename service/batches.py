@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections import Counter
 from dataclasses import dataclass
 
 import anyio.to_thread
@@ -20,8 +19,7 @@ from ragpulse.intake.estimate import Estimate, estimate_batch
 from ragpulse.exceptions import CallbackRejected, InvalidBody, RateLimited
 from ragpulse.intake.decode import decode_batch
 from ragpulse.model.results import Accepted
-from ragpulse.monitoring.catalog import TRACES_RECEIVED
-from ragpulse.monitoring.counters import MetricsBatch
+from ragpulse.monitoring.recorder import queue_received_counts
 from ragpulse.intake.warnings import data_quality_warnings
 from ragpulse.config.settings import Settings
 from service.context import Call
@@ -80,15 +78,12 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     job_id = uuid.uuid4().hex
     queue = options.queue = pick_queue(batch.traces, options)
     options.sample = options.sample or ("policy" if queue == "online" else "all")
-    received = MetricsBatch(settings.apps, settings.tenants)
-    for app, count in Counter(t.app for t in batch.traces).items():
-        received.inc(TRACES_RECEIVED, received.per_app(call.tenant, app), count)
     with store.redis.pipeline(transaction=True) as pipe:
         rq_queue = rq_queue_name(settings, queue)
         chunks = store.stage_job(pipe, job_id, call.tenant, batch.traces, options, warnings,
                                  settings.chunk_size, queue, rq_queue)
         call.services.enqueuer.enqueue(pipe, rq_queue, job_id, range(chunks))
-        received.queue_onto(pipe)
+        queue_received_counts(pipe, settings.apps, settings.tenants, call.tenant, batch.traces)
         writes = queued_commands(pipe)
     if settings.tenant_traces_per_second:  # the batch's traces are paid for in the same script that writes it
         writes.insert(0, take_tokens(keys.tenant_ingest_bucket(call.tenant), len(batch.traces),

@@ -13,7 +13,7 @@ from litestar import Request
 
 from dispatch.chunks import ChunkEnqueuer
 from ragpulse.store.atomic import GroupCommitter
-from ragpulse.monitoring.policy_store import PolicyStore
+from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from ragpulse.monitoring.api_metrics import ApiMetrics
@@ -32,6 +32,8 @@ class Services:
     """Applies the ingest path's writes, group-committed on the event loop."""
     enqueuer: ChunkEnqueuer
     """Builds the RQ writes that enqueue chunk jobs."""
+    online_policies: PolicyCache
+    """Sampling policies as POST /v1/traces reads them: on the event loop, cached a few seconds."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from litestar.exceptions import HTTPException
 from ragpulse.config import defaults
 from ragpulse.exceptions import (
     Conflict, InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable,
-    TooLarge, Unauthorized, UnsupportedMediaType,
+    TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
 
@@ -30,6 +30,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
     JobNotFound: (404, "Job not found"),
+    TraceNotFound: (404, "Trace not found"),
 }
 
 

@@ -15,7 +15,9 @@ from rq import Worker
 
 from dispatch.queues import queue_named
 from ragpulse.intake.decode import decode_body
-from ragpulse.monitoring.catalog import GAUGES, QUEUE_DEPTH, WORKERS
+from ragpulse.monitoring.catalog import GAUGES, ONLINE_BACKLOG, ONLINE_LAG, QUEUE_DEPTH, WORKERS
+from ragpulse.online.post import stream_key
+from ragpulse.online.stream import backlog
 from ragpulse.monitoring.definitions import MetricDef
 from ragpulse.monitoring.sampling import PolicyInForce, SamplingPolicy
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
@@ -72,12 +74,14 @@ class MonitorController(Controller):
 
 
 class QueueCollector(Collector):
-    """Queue depth per priority queue and live RQ workers, read from Redis at scrape time."""
+    """Queue depth per priority queue, live RQ workers, and the online stream's backlog and lag, read from Redis at
+    scrape time."""
 
     def __init__(self, client: redis.Redis, settings: Settings) -> None:
         self.client = client
         self.queues = {label: queue_named(name, client)
                        for label, name in zip(("online", "batch"), settings.queues, strict=True)}
+        self.online_stream = stream_key(settings)
 
     def describe(self) -> Iterator[Metric]:
         """Declare the gauges without touching Redis."""
@@ -99,6 +103,12 @@ class QueueCollector(Collector):
         workers = _gauge(WORKERS)
         workers.add_metric([], Worker.count(connection=self.client, queue=self.queues["batch"]))
         yield workers
+        waiting = backlog(self.client, self.online_stream)
+        lag, posts = _gauge(ONLINE_LAG), _gauge(ONLINE_BACKLOG)
+        lag.add_metric(["online"], waiting.oldest_age_seconds)
+        posts.add_metric(["online"], waiting.posts)
+        yield lag
+        yield posts
 
 
 def _gauge(metric: MetricDef) -> GaugeMetricFamily:

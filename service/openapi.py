@@ -18,7 +18,7 @@ from litestar.openapi.spec import (
 from ragpulse.model.calibration import CalibrationRequest
 from ragpulse.model.results import Accepted
 from ragpulse.monitoring.sampling import SamplingPolicy
-from ragpulse.model.trace import BatchRequest
+from ragpulse.model.trace import BatchRequest, TracesPost
 from service.batches import DryRun
 from service.errors import PROBLEM, ProblemDetails
 
@@ -26,12 +26,15 @@ _REF = "#/components/schemas/{name}"
 BEARER = "bearerAuth"
 """Name of the security scheme: `Authorization: Bearer <api key>`."""
 
-BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/calibrations", "post"): CalibrationRequest,
+BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/traces", "post"): TracesPost,
+          ("/v1/calibrations", "post"): CalibrationRequest,
           ("/v1/apps/{app}/policy", "put"): SamplingPolicy}
 """Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
 ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
-    ("/v1/batches", "post"): (400, 401, 413, 415, 422, 503),
+    ("/v1/batches", "post"): (400, 401, 413, 415, 422, 429, 503),
+    ("/v1/traces", "post"): (400, 401, 413, 415, 422, 429, 503),
+    ("/v1/traces/{trace_id}", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/results", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/retry", "post"): (400, 401, 404, 409, 503),
@@ -55,6 +58,7 @@ _WHY = {
     413: "The body, or the number of traces, exceeds a configured limit.",
     415: "The body does not say it is JSON: send `Content-Type: application/json`.",
     422: "The body is JSON but breaks the schema; `errors` lists every failing path (at most 100).",
+    429: "The tenant is over its ingest rate (RAGPULSE_TENANT_TRACES_PER_SECOND); retry after `Retry-After` seconds.",
     503: "Redis is unreachable or refused the write; retry after `Retry-After` seconds.",
 }
 _WHY_HERE = {
@@ -63,11 +67,17 @@ _WHY_HERE = {
     ("/v1/calibrations", "post", 400): "Malformed JSON, or the job has not finished (`errors` names `$.job_id`).",
     ("/v1/calibrations", "post", 422): "The body breaks the schema, or no label matches a judged trace of the job "
                                        "(`errors` names each `$.labels[i].trace_id`).",
+    ("/v1/traces/{trace_id}", "get", 404): "No record of this trace for this tenant: it was not sampled (only "
+                                            "counted), its record expired, or it is another tenant's.",
+    ("/v1/traces", "post", 503): "Redis is unreachable or refused the write, or the online stream holds "
+                                 "RAGPULSE_ONLINE_MAX_BACKLOG unprocessed posts (workers are behind); retry after "
+                                 "`Retry-After` seconds.",
     ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, an invalid app name, or the tenant already has the "
                                            "maximum number of app policies.",
 }
 _HEADERS = {
     401: {"WWW-Authenticate": "`Bearer`"},
+    429: {"Retry-After": "Seconds until the traces fit the tenant's ingest rate."},
     503: {"Retry-After": "Seconds to wait before retrying."},
 }
 

@@ -145,7 +145,7 @@ def test_rolling_window_rates_with_wilson_intervals(redis_client) -> None:
 
 
 def test_bucket_increments_skip_unjudged_traces() -> None:
-    assert bucket_increments(result("a", None)) == {"sampled": 1}
+    assert bucket_increments(result("a", None)) == {"processed": 1, "sampled": 1}
 
 
 def test_monitor_prometheus_and_report_share_one_hallucination_rate(redis_client) -> None:

@@ -150,3 +150,27 @@ MIN_CACHEABLE_TOKENS: dict[str, int] = {
 
 DEFAULT_MIN_CACHEABLE_TOKENS = 1024
 """Minimum cacheable length assumed for a model MIN_CACHEABLE_TOKENS does not know."""
+
+ONLINE_RESULT_TTL_SECONDS = 86400
+"""How long the record of a sampled online trace (GET /v1/traces/{trace_id}) stays in Redis."""
+
+MAX_TRACES_PER_POST = 1000
+"""Most traces in one POST /v1/traces (413 above it); larger sets go to POST /v1/batches."""
+
+ONLINE_MAX_BACKLOG = 200_000
+"""Posts the online stream may hold unprocessed; beyond it POST /v1/traces answers 503 with Retry-After, so a stalled
+pipeline pushes back instead of filling Redis."""
+
+ONLINE_CLAIM_IDLE_SECONDS = 60
+"""A post delivered to a worker that has not acknowledged it for this long (the worker died, or hangs) is claimed
+by another worker. Workers refresh the posts they are still judging, so a slow judge call is not claimed."""
+
+ONLINE_MAX_DELIVERIES = 5
+"""A post delivered this many times without being processed (it crashes every worker that reads it) is recorded as
+failed and acknowledged, rather than retried forever."""
+
+ONLINE_READ_COUNT = 256
+"""Posts a worker reads from the stream at once."""
+
+POLICY_CACHE_SECONDS = 5.0
+"""How long the API reuses an app's sampling policy for online ingest: a PUT takes effect within this."""

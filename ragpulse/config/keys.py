@@ -105,3 +105,20 @@ def tenant_ingest_bucket(tenant: str) -> str:
     """Hash: the tenant's ingest token bucket (`tokens` left, `at` Redis-clock ms of that count), shared by every API
     replica. Expires once it would have refilled (burst / rate seconds, plus one): a missing bucket is a full one."""
     return f"{PREFIX}:ingest:{tenant}"
+
+
+def online_stream(queue: str) -> str:
+    """Stream: online trace posts waiting for a worker, one entry per POST /v1/traces, read by the consumer group
+    ONLINE_GROUP. An entry is deleted in the same atomic step that acknowledges and counts it, so the stream holds
+    only unprocessed posts; its length is capped (settings.online_max_backlog), so it never grows without bound."""
+    return f"{PREFIX}:online:{queue}"
+
+
+ONLINE_GROUP = "workers"
+"""The consumer group every worker reads the online stream in."""
+
+
+def online_trace(tenant: str, trace_id: str) -> str:
+    """String: msgpack record of one sampled (or failed) online trace; expires after settings.online_result_ttl_seconds.
+    The tenant is length-prefixed: trace ids may hold ':'."""
+    return f"{PREFIX}:trace:{len(tenant)}:{tenant}:{trace_id}"

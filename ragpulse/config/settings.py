@@ -53,6 +53,17 @@ class Settings:
     result_ttl_seconds: int = defaults.RESULT_TTL_SECONDS
     """RAGPULSE_RESULT_TTL_SECONDS: lifetime of a job's data in Redis (default 7 days)."""
 
+    online_result_ttl_seconds: int = defaults.ONLINE_RESULT_TTL_SECONDS
+    """RAGPULSE_ONLINE_RESULT_TTL_SECONDS: lifetime of a sampled online trace's record (default 1 day)."""
+
+    online_max_backlog: int = defaults.ONLINE_MAX_BACKLOG
+    """RAGPULSE_ONLINE_MAX_BACKLOG: unprocessed posts the online stream holds at most; beyond it POST /v1/traces
+    answers 503 with Retry-After (default 200,000)."""
+
+    online_claim_idle_seconds: int = defaults.ONLINE_CLAIM_IDLE_SECONDS
+    """RAGPULSE_ONLINE_CLAIM_IDLE_SECONDS: a post a worker took and has not finished or refreshed for this long is
+    claimed by another worker (default 60)."""
+
     chunk_size: int = defaults.CHUNK_SIZE
     """RAGPULSE_CHUNK_SIZE: traces per worker job (default 500)."""
 
@@ -186,6 +197,9 @@ class Settings:
             "tenant_traces_burst": _int(env, "RAGPULSE_TENANT_TRACES_BURST", cls.tenant_traces_burst),
             "result_ttl_seconds": _int(env, "RAGPULSE_RESULT_TTL_SECONDS", cls.result_ttl_seconds),
             "chunk_size": _int(env, "RAGPULSE_CHUNK_SIZE", cls.chunk_size),
+            "online_result_ttl_seconds": _int(env, "RAGPULSE_ONLINE_RESULT_TTL_SECONDS", cls.online_result_ttl_seconds),
+            "online_max_backlog": _int(env, "RAGPULSE_ONLINE_MAX_BACKLOG", cls.online_max_backlog),
+            "online_claim_idle_seconds": _int(env, "RAGPULSE_ONLINE_CLAIM_IDLE_SECONDS", cls.online_claim_idle_seconds),
             "queue_prefix": env.get("RAGPULSE_QUEUE", cls.queue_prefix),
             "judge_rpm": _int(env, "RAGPULSE_JUDGE_RPM", cls.judge_rpm, allow_zero=True),
             "judge_itpm": _int(env, "RAGPULSE_JUDGE_ITPM", cls.judge_itpm, allow_zero=True),

@@ -17,9 +17,10 @@ from ragpulse.config import defaults
 from ragpulse.exceptions import InputError, InvalidBody, MalformedBody, TooLarge
 from ragpulse.intake.duplicates import repeated_keys, step
 from ragpulse.intake.validate import MAX_ERRORS, collect_errors, split_message
-from ragpulse.model.trace import BatchRequest, Trace
+from ragpulse.model.trace import BatchRequest, Trace, TracesPost
 
 _batch_decoder = msgspec.json.Decoder(BatchRequest)
+_post_decoder = msgspec.json.Decoder(TracesPost)
 _any_decoder = msgspec.json.Decoder()
 T = TypeVar("T")
 
@@ -36,16 +37,26 @@ def decode_batch(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_BATCH) -
     walked against the schema (`validate.collect_errors`), so the 422 lists every failing trace index and field
     path rather than the first one msgspec stops at.
     """
-    batch = _decode(body, _batch_decoder, BatchRequest, "the batch does not match the schema")
-    if len(batch.traces) > max_traces:
-        raise TooLarge(f"batch holds {len(batch.traces)} traces; the limit is {max_traces}",
-                       [{"path": "$.traces", "message": f"at most {max_traces} traces per batch"}])
-    _check_repeated_keys(body, BatchRequest)
-    _check_traces(batch.traces)
-    for trace in batch.traces:
+    return _decode_traces(body, _batch_decoder, BatchRequest, max_traces, "batch")
+
+
+def decode_post(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_POST) -> TracesPost:
+    """Decode and validate a POST /v1/traces body exactly as a batch is (same checks, same error paths)."""
+    return _decode_traces(body, _post_decoder, TracesPost, max_traces, "post")
+
+
+def _decode_traces(body: bytes, decoder: msgspec.json.Decoder, type_: type[T], max_traces: int, noun: str) -> T:
+    decoded = _decode(body, decoder, type_, f"the {noun} does not match the schema")
+    traces = decoded.traces
+    if len(traces) > max_traces:
+        raise TooLarge(f"{noun} holds {len(traces)} traces; the limit is {max_traces}",
+                       [{"path": "$.traces", "message": f"at most {max_traces} traces per {noun}"}])
+    _check_repeated_keys(body, type_)
+    _check_traces(traces)
+    for trace in traces:
         if trace.trace_id is None:
             trace.trace_id = uuid.uuid4().hex
-    return batch
+    return decoded
 
 
 def decode_body(body: bytes, type_: type[T]) -> T:

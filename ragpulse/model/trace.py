@@ -111,3 +111,10 @@ class BatchRequest(Base):
 
     traces: Annotated[list[Trace], Meta(min_length=1)]
     options: BatchOptions = msgspec.field(default_factory=BatchOptions)
+
+
+class TracesPost(Base):
+    """Body of POST /v1/traces: production traces as they happen (1 to 1,000), judged per the apps' sampling
+    policies. No options: online traces are always evaluated with the service's defaults."""
+
+    traces: Annotated[list[Trace], Meta(min_length=1)]

@@ -12,6 +12,8 @@ class ApiMetrics:
         self.registry = registry
         self.batches = Counter(
             "ragpulse_api_batches_total", "Batches accepted by the API.", registry=registry)
+        self.online_posts = Counter(
+            "ragpulse_api_online_posts_total", "POST /v1/traces requests accepted by the API.", registry=registry)
         self.rejected = Counter(
             "ragpulse_api_requests_rejected_total", "Requests answered with an error, by status code.",
             ["status"], registry=registry)

@@ -43,6 +43,10 @@ RATELIMIT_WAIT = MetricDef("ragpulse_ratelimit_wait_seconds", "counter",
                            "Seconds judge calls waited for the shared rate limit.", ("model",))
 JOB_DURATION = MetricDef("ragpulse_job_duration_seconds", "histogram", "Seconds from a job's creation to its report.",
                          ("queue",), JOB_DURATION_BUCKETS)
+ONLINE_POSTS_FAILED = MetricDef("ragpulse_online_posts_failed", "counter",
+                                "Online posts given up on: `undecodable` (the entry could not be read), `redelivered` "
+                                "(delivered 5 times without being processed; its traces are "
+                                "recorded as failed).", ("reason",))
 
 FAITHFULNESS = GENERATION_BY_NAME["faithfulness"].prometheus
 TRACES_HALLUCINATED = GENERATION_BY_NAME["hallucination_rate"].prometheus
@@ -54,11 +58,15 @@ UNANSWERABLE_HALLUCINATIONS = GENERATION_BY_NAME["unanswerable_hallucination_rat
 
 ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIMS, UNANSWERABLE, ABSTENTIONS,
        JUDGE_ERRORS, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
-       RATELIMIT_WAIT, JOB_DURATION, *prometheus_families())
+       RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}
 
 QUEUE_DEPTH = MetricDef("ragpulse_queue_depth", "gauge", "Chunk jobs waiting per queue.", ("queue",))
 WORKERS = MetricDef("ragpulse_workers", "gauge", "Live RQ workers listening to ragpulse's queues.", ())
+ONLINE_LAG = MetricDef("ragpulse_online_lag_seconds", "gauge",
+                       "Age of the oldest online trace post not yet processed (0 when none waits).", ("queue",))
+ONLINE_BACKLOG = MetricDef("ragpulse_online_backlog", "gauge",
+                           "Online trace posts accepted and not yet processed.", ("queue",))
 
-GAUGES = (QUEUE_DEPTH, WORKERS)
-"""Read from RQ at scrape time by service.monitoring.QueueCollector, not stored in Redis."""
+GAUGES = (QUEUE_DEPTH, WORKERS, ONLINE_LAG, ONLINE_BACKLOG)
+"""Read from RQ and the online stream at scrape time by service.monitoring.QueueCollector, not stored in Redis."""

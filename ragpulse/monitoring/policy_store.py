@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
+
 import msgspec
 import redis
+import redis.asyncio
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.monitoring.sampling import PolicyInForce, SamplingPolicy, policy_in_force
 
@@ -50,3 +54,38 @@ class PolicyStore:
             pipe.expire(apps_key, POLICY_TTL_SECONDS)
             pipe.execute()
         return policy
+
+
+class PolicyCache:
+    """Sampling policies for the online ingest path, read on the event loop and kept `ttl_seconds`: a PUT takes
+    effect on online posts within that long. Holds at most MAX_CACHED apps (cleared when full)."""
+
+    MAX_CACHED = 10_000
+
+    def __init__(self, client: redis.asyncio.Redis, default_rate: float,
+                 ttl_seconds: float = defaults.POLICY_CACHE_SECONDS) -> None:
+        self.redis = client
+        self.default = SamplingPolicy(sample_rate=default_rate)
+        self.ttl = ttl_seconds
+        self._cached: dict[tuple[str, str], tuple[float, SamplingPolicy]] = {}
+
+    async def policies(self, tenant: str, apps: Iterable[str]) -> dict[str, SamplingPolicy]:
+        """The policy of each app (stored, else the default), reading the stale or missing ones in one round trip."""
+        now = time.monotonic()
+        found, missing = {}, []
+        for app in set(apps):
+            hit = self._cached.get((tenant, app))
+            if hit is not None and hit[0] > now:
+                found[app] = hit[1]
+            else:
+                missing.append(app)
+        if missing:
+            names = [keys.app_policy(tenant, app) for app in missing]
+            raw = await self.redis.mget(names)
+            if len(self._cached) + len(missing) > self.MAX_CACHED:
+                self._cached.clear()
+            for app, value in zip(missing, raw):
+                policy = _decoder.decode(value) if value is not None else self.default
+                self._cached[(tenant, app)] = (now + self.ttl, policy)
+                found[app] = policy
+        return found

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 import redis
 
 from ragpulse.config.prices import call_cost
 from ragpulse.model.results import TraceResult
+from ragpulse.model.trace import Trace
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch
-from ragpulse.monitoring.rolling import queue_bucket
+from ragpulse.monitoring.rolling import queue_bucket, queue_received
 
 
 def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
@@ -69,6 +73,35 @@ def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenan
     queue_bucket(pipe, tenant, result)
 
 
+def queue_received_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenants: frozenset[str], tenant: str,
+                          traces: Iterable[Trace]) -> None:
+    """Queue the writes counting traces the API accepted, per app: ragpulse_traces_received_total and `received` in
+    the app's minute bucket (online posts and batches alike)."""
+    received = MetricsBatch(apps, tenants)
+    for app, count in Counter(trace.app for trace in traces).items():
+        received.inc(m.TRACES_RECEIVED, received.per_app(tenant, app), count)
+        queue_received(pipe, tenant, app, count)
+    received.queue_onto(pipe)
+
+
+def count_request(batch: MetricsBatch, prices: dict[str, tuple[float, float]], model: str, status: str,
+                  latency_seconds: float, input_tokens: int, output_tokens: int, *, cache_read_input_tokens: int = 0,
+                  cache_creation_input_tokens: int = 0) -> float:
+    """Metric increments for one provider request (outcome, latency; tokens and cost when ok); returns its cost."""
+    labels = {"model": model}
+    batch.inc(m.JUDGE_REQUESTS, {**labels, "status": status})
+    batch.observe(m.JUDGE_LATENCY, labels, latency_seconds)
+    if status != "ok":
+        return 0.0
+    tokens = {"input": input_tokens, "output": output_tokens, "cache_read": cache_read_input_tokens,
+              "cache_write": cache_creation_input_tokens}
+    for direction, count in tokens.items():
+        batch.inc(m.JUDGE_TOKENS, {**labels, "direction": direction}, count)
+    cost = call_cost(prices, model, input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens)
+    batch.inc(m.JUDGE_COST, labels, cost)
+    return cost
+
+
 class CallMetrics:
     """Judge request metrics: outcome, latency, tokens, cost and rate-limit waits."""
 
@@ -80,17 +113,9 @@ class CallMetrics:
                 cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
         """Count one provider request; prompt-cache reads and writes are token directions of their own."""
         batch = MetricsBatch(())
-        labels = {"model": model}
-        batch.inc(m.JUDGE_REQUESTS, {**labels, "status": status})
-        batch.observe(m.JUDGE_LATENCY, labels, latency_seconds)
-        if status == "ok":
-            tokens = {"input": input_tokens, "output": output_tokens, "cache_read": cache_read_input_tokens,
-                      "cache_write": cache_creation_input_tokens}
-            for direction, count in tokens.items():
-                batch.inc(m.JUDGE_TOKENS, {**labels, "direction": direction}, count)
-            cost = call_cost(self.prices, model, input_tokens, output_tokens, cache_read_input_tokens,
-                             cache_creation_input_tokens)
-            batch.inc(m.JUDGE_COST, labels, cost)
+        count_request(batch, self.prices, model, status, latency_seconds, input_tokens, output_tokens,
+                      cache_read_input_tokens=cache_read_input_tokens,
+                      cache_creation_input_tokens=cache_creation_input_tokens)
         batch.flush(self.client)
 
     def waited(self, model: str, seconds: float) -> None:

@@ -17,7 +17,9 @@ WINDOWS = {"5m": 5, "1h": 60, "24h": 1440}
 BUCKET_TTL_SECONDS = 25 * 3600
 """A minute bucket outlives the longest window by an hour."""
 FIELDS = ("judged", "answered", "hallucinated", "unanswerable", "unanswerable_hallucinated", "abstained",
-          "judge_errors", "faithfulness_sum", "faithfulness_n", "sampled", "not_sampled")
+          "judge_errors", "faithfulness_sum", "faithfulness_n", "sampled", "not_sampled", "received", "processed")
+"""`received` counts traces the API accepted (online posts and batches), `processed` traces whose result a worker
+stored and counted: a window where received outruns processed shows a lagging pipeline."""
 HALLUCINATION_RATE = GENERATION_BY_NAME["hallucination_rate"]
 """The report's metric: hallucinated among judged traces that made claims. `answered` counts its population."""
 
@@ -29,7 +31,7 @@ def minute(now: float | None = None) -> int:
 
 def bucket_increments(result: TraceResult) -> dict[str, float]:
     """What one trace result adds to its minute bucket."""
-    inc: dict[str, float] = {}
+    inc: dict[str, float] = {"processed": 1}
     if result.sampled is not None:
         inc["sampled" if result.sampled else "not_sampled"] = 1
     if result.status == "judge_error":
@@ -55,6 +57,13 @@ def queue_bucket(pipe: redis.client.Pipeline, tenant: str, result: TraceResult, 
     key = keys.monitor_bucket(tenant, result.app, minute(at))
     for name, value in bucket_increments(result).items():
         pipe.hincrbyfloat(key, name, value)
+    pipe.expire(key, BUCKET_TTL_SECONDS)
+
+
+def queue_received(pipe: redis.client.Pipeline, tenant: str, app: str, count: int, at: float | None = None) -> None:
+    """Count `count` traces of `app` accepted by the API in the current minute."""
+    key = keys.monitor_bucket(tenant, app, minute(at))
+    pipe.hincrbyfloat(key, "received", count)
     pipe.expire(key, BUCKET_TTL_SECONDS)
 
 
@@ -85,7 +94,8 @@ def monitor_view(totals: dict[str, float], app: str, window: str, sample_rate: f
     """
     judged = int(totals["judged"])
     return {
-        "app": app, "window": window, "judged": judged, "answered": int(totals["answered"]),
+        "app": app, "window": window, "traces_received": int(totals["received"]),
+        "traces_processed": int(totals["processed"]), "judged": judged, "answered": int(totals["answered"]),
         "sample_rate": sample_rate, "sampled": int(totals["sampled"]), "not_sampled": int(totals["not_sampled"]),
         "hallucination_rate": _rate(totals["hallucinated"], totals["answered"]),
         "unanswerable_hallucination_rate": _rate(totals["unanswerable_hallucinated"], totals["unanswerable"]),

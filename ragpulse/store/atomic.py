@@ -24,8 +24,8 @@ import redis
 import redis.asyncio
 import redis.client
 
-from ragpulse.exceptions import RateLimited, StoreRefused
-from ragpulse.store.scripts import TAKE_TOKENS, TOKEN_BUCKET
+from ragpulse.exceptions import Backlogged, RateLimited, StoreRefused
+from ragpulse.store.scripts import PACKED_COMMANDS, TAKE_TOKENS, TOKEN_BUCKET
 
 Command = Sequence[object]
 Group = list[Command]
@@ -37,30 +37,29 @@ token bucket (scripts.TOKEN_BUCKET) before the group's writes, and refuses the w
 the tokens and the writes they pay for are taken together or not at all."""
 RATE_LIMITED = "RATELIMITED "
 """Prefix of a group's result when its TAKE found too few tokens, followed by the milliseconds to wait."""
+ROOM = "ragpulse.room"
+"""Name of the pseudo-command `(ROOM, stream key, cap)`: refuse the whole group when the stream already holds `cap`
+entries, so a queue whose consumers stalled pushes back on its producers instead of filling Redis. A group opens
+with it (before a TAKE, so a refused post takes no tokens)."""
+BACKLOG = "BACKLOG "
+"""Prefix of a group's result when its ROOM found the stream full, followed by the stream's length."""
 
-_APPLY_GROUPS = TOKEN_BUCKET + r"""
-local find, sub, tonumber = string.find, string.sub, tonumber
+_APPLY_GROUPS = TOKEN_BUCKET + PACKED_COMMANDS + r"""
 local results = {}
 for g = 1, #ARGV do
-  local blob, pos, failed = ARGV[g], 1, false
-  while pos <= #blob and not failed do
-    local eol = find(blob, "\r\n", pos, true)
-    local args = {}
-    for a = 1, tonumber(sub(blob, pos + 1, eol - 1)) do
-      pos = eol + 2
-      eol = find(blob, "\r\n", pos, true)
-      local size = tonumber(sub(blob, pos + 1, eol - 1))
-      args[a] = sub(blob, eol + 2, eol + 1 + size)
-      eol = eol + size + 2
-    end
-    pos = eol + 2
+  local failed = false
+  for _, args in ipairs(packed(ARGV[g])) do
     if args[1] == "ragpulse.take" then
       local wait = take(args[2], tonumber(args[3]), tonumber(args[4]), tonumber(args[5]))
       if wait > 0 then failed = "RATELIMITED " .. wait end
+    elseif args[1] == "ragpulse.room" then
+      local held = redis.call('XLEN', args[2])
+      if held >= tonumber(args[3]) then failed = "BACKLOG " .. held end
     else
       local reply = redis.pcall(unpack(args))
       if type(reply) == "table" and reply.err then failed = reply.err end
     end
+    if failed then break end
   end
   results[g] = failed or ""
 end
@@ -69,7 +68,8 @@ return results
 """ARGV: one string per group, its commands in RESP as hiredis packs them (`*<argc>`, then `$<size>` and the bytes
 of each argument). Returns one string per group: "" when every command succeeded, else the error of the first
 that failed (the rest of that group skipped), or RATE_LIMITED and the milliseconds to wait when the group's TAKE
-found too few tokens (nothing of that group written)."""
+found too few tokens (nothing of that group written), or BACKLOG and the stream's length when its ROOM found the
+stream full (nothing of that group written: a ROOM goes first)."""
 
 MAX_COMMAND_ARGS = 7000
 """Lua's unpack() takes at most ~8,000 values: a group with a longer command goes through MULTI/EXEC instead."""
@@ -83,6 +83,11 @@ def take_tokens(key: str, n: int, rate: float, burst: int) -> Command:
     return (TAKE, key, n, rate, burst)
 
 
+def room_in(stream: str, cap: int) -> Command:
+    """The ROOM that guards a group: refuse it while `stream` holds `cap` entries or more."""
+    return (ROOM, stream, cap)
+
+
 def queued_commands(pipe: redis.client.Pipeline) -> Group:
     """Take the commands queued on `pipe` (never executed there) as one group, and clear the pipeline."""
     group = []
@@ -94,10 +99,15 @@ def queued_commands(pipe: redis.client.Pipeline) -> Group:
     return group
 
 
+def pack_group(group: Group) -> bytes:
+    """A group as one script argument: its commands packed by hiredis exactly as redis-py would send them, so
+    redis-py's own per-argument packing (pure Python in its asyncio client) runs once per group, not once per word.
+    Scripts unpack it with scripts.PACKED_COMMANDS."""
+    return b"".join([hiredis.pack_command(tuple(args)) for args in group])
+
+
 def _script_args(groups: Sequence[Group]) -> list[bytes]:
-    """One argument per group, its commands packed by hiredis exactly as redis-py would send them, so redis-py's
-    own per-argument packing (pure Python in its asyncio client) runs once per group, not once per word."""
-    return [b"".join([hiredis.pack_command(tuple(args)) for args in group]) for group in groups]
+    return [pack_group(group) for group in groups]
 
 
 def _fits_script(group: Group) -> bool:
@@ -122,7 +132,8 @@ class GroupCommitter:
 
     async def apply(self, group: Group, *, alone: bool = False) -> None:
         """Apply `group` atomically; StoreRefused when Redis refuses it, RateLimited when the group opens with a TAKE
-        whose bucket lacks the tokens (nothing written), redis errors as they come.
+        whose bucket lacks the tokens (nothing written), Backlogged when its ROOM finds the stream full (nothing but
+        the TAKE written), redis errors as they come.
 
         `alone=True` sends it in a call of its own, for large groups (megabytes of traces) that should not delay
         or bloat the shared call.
@@ -146,11 +157,16 @@ class GroupCommitter:
         await done
 
     async def _transaction(self, group: Group) -> None:
-        if group[0][0] == TAKE:  # a TAKE cannot run in MULTI/EXEC: take first, then write
-            wait = await self._take(args=list(group[0][1:]))
-            if wait:
-                raise RateLimited(int(wait) / 1000)
-            group = group[1:]
+        while group and group[0][0] in (TAKE, ROOM):  # neither runs in MULTI/EXEC: check first, then write
+            head, group = group[0], group[1:]
+            if head[0] == TAKE:
+                wait = await self._take(args=list(head[1:]))
+                if wait:
+                    raise RateLimited(int(wait) / 1000)
+            else:
+                held = await self._client.xlen(head[1])
+                if held >= int(head[2]):
+                    raise Backlogged(held)
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.command_stack.extend((args, {}) for args in group)
             await pipe.execute()
@@ -197,6 +213,8 @@ def _refusal(result: bytes) -> Exception:
     text = result.decode(errors="replace")
     if text.startswith(RATE_LIMITED):
         return RateLimited(int(text.removeprefix(RATE_LIMITED)) / 1000)
+    if text.startswith(BACKLOG):
+        return Backlogged(int(text.removeprefix(BACKLOG)))
     return refused(text)
 
 

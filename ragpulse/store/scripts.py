@@ -75,3 +75,49 @@ end
 TAKE_TOKENS = TOKEN_BUCKET + """
 return take(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
 """
+
+# Lua source of a function packed(blob) -> list of commands, each a list of its arguments: the inverse of hiredis'
+# pack_command over a run of commands (`*<argc>`, then `$<size>` and the bytes of each argument). Group writes travel
+# as one such blob per group, so redis-py packs one argument per group, not one per word.
+PACKED_COMMANDS = r"""
+local function packed(blob)
+  local find, sub, tonumber = string.find, string.sub, tonumber
+  local commands, pos = {}, 1
+  while pos <= #blob do
+    local eol = find(blob, "\r\n", pos, true)
+    local args = {}
+    for a = 1, tonumber(sub(blob, pos + 1, eol - 1)) do
+      pos = eol + 2
+      eol = find(blob, "\r\n", pos, true)
+      local size = tonumber(sub(blob, pos + 1, eol - 1))
+      args[a] = sub(blob, eol + 2, eol + 1 + size)
+      eol = eol + size + 2
+    end
+    pos = eol + 2
+    commands[#commands + 1] = args
+  end
+  return commands
+end
+"""
+
+# Acknowledge processed posts of the online stream and apply what each counts, exactly once: a post's writes are
+# applied only when this XACK is the one that acknowledged it (a post claimed by a second worker while the first
+# still worked on it is counted by whichever finishes first; the other's XACK returns 0 and its writes are dropped).
+# Acknowledged posts are deleted from the stream, which so holds only unprocessed posts. The shared writes (judge
+# request metrics, spend) are applied unconditionally: they count calls that were made.
+# KEYS: the stream. ARGV: group, shared writes (a packed blob, maybe empty), then pairs of post id and packed writes.
+# Returns one integer per post: 1 when this call counted it, 0 when it was already acknowledged.
+ACK_POSTS = PACKED_COMMANDS + """
+for _, args in ipairs(packed(ARGV[2])) do redis.call(unpack(args)) end
+local counted = {}
+for i = 3, #ARGV, 2 do
+  local id = ARGV[i]
+  local fresh = redis.call('XACK', KEYS[1], ARGV[1], id)
+  if fresh == 1 then
+    for _, args in ipairs(packed(ARGV[i + 1])) do redis.call(unpack(args)) end
+  end
+  redis.call('XDEL', KEYS[1], id)
+  counted[#counted + 1] = fresh
+end
+return counted
+"""

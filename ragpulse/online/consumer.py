@@ -1,0 +1,185 @@
+"""A worker's loop over the online stream: read posts, process them concurrently, acknowledge them in groups.
+
+Beside the reading loop run three small tasks: the acknowledger (one script call for every post finished since the
+last one, carrying the buffered judge metrics and spend), the refresher (keeps the posts still being judged from
+looking abandoned), and the claimer (takes over posts of a worker that died, gives up on a post that kept failing,
+and forgets consumers long gone so the group's consumer list stays bounded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+
+import msgspec
+import redis
+import redis.asyncio
+
+from ragpulse.config import defaults
+from ragpulse.config.settings import Settings
+from ragpulse.judges.kinds import make_judge
+from ragpulse.monitoring import catalog
+from ragpulse.monitoring.counters import MetricsBatch
+from ragpulse.online import post as posts
+from ragpulse.online.process import BufferedCallObserver, PostProcessor
+from ragpulse.online.stream import Entry, OnlineStream
+from ragpulse.store.atomic import Group, queued_commands
+from ragpulse.store.connection import RETRIED_ERRORS
+
+log = logging.getLogger("ragpulse.online")
+
+MAX_IN_FLIGHT = 4 * defaults.ONLINE_READ_COUNT
+"""Posts one worker holds at once (being evaluated or waiting for their acknowledgement); it reads no more until
+some are done, so a slow judge bounds the worker's memory, not the stream's length."""
+READ_BLOCK_MS = 500
+"""How long one read waits for a new post; also how quickly a stopping worker notices."""
+ACK_EVERY_SECONDS = 0.05
+"""Longest a finished post waits for its acknowledgement (posts finished meanwhile share the call)."""
+GONE_CONSUMER_SECONDS = 3600
+"""A consumer of the group with nothing pending, idle this long, is deleted (a worker that stopped)."""
+STOP_GRACE_SECONDS = 10.0
+"""How long a stopping worker lets posts in flight finish; the rest stay pending and are claimed by another."""
+
+
+class OnlineConsumer:
+    """One worker's consumer of the online stream."""
+
+    def __init__(self, settings: Settings, stream: OnlineStream, processor: PostProcessor,
+                 observer: BufferedCallObserver, recorder: redis.Redis) -> None:
+        self.settings, self.stream, self.processor, self.observer = settings, stream, processor, observer
+        self.recorder = recorder
+        self.claim_idle_ms = settings.online_claim_idle_seconds * 1000
+        self.in_flight: dict[bytes, asyncio.Task[None]] = {}
+        self.finished: list[tuple[bytes, Group]] = []
+        self._unsent_shared: Group = []
+        self._finished_event = asyncio.Event()
+        self._room = asyncio.Event()
+
+    async def run(self, stop: threading.Event) -> None:
+        """Consume until `stop` is set; then let the posts in flight finish (up to STOP_GRACE_SECONDS) and
+        acknowledge them. Redis outages propagate: the caller reconnects and runs a new consumer."""
+        await self.stream.ensure_group()
+        helpers = [asyncio.create_task(coro) for coro in (self._acknowledger(), self._refresher(), self._claimer())]
+        try:
+            while not stop.is_set():
+                await self._raise_if_failed(helpers)
+                if len(self.in_flight) >= MAX_IN_FLIGHT:
+                    self._room.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._room.wait(), READ_BLOCK_MS / 1000)
+                    continue
+                count = min(defaults.ONLINE_READ_COUNT, MAX_IN_FLIGHT - len(self.in_flight))
+                for entry in await self.stream.read(count, READ_BLOCK_MS):
+                    self._start(entry)
+            await self._finish_in_flight()
+        finally:
+            for task in (*helpers, *self.in_flight.values()):
+                task.cancel()
+            await asyncio.gather(*helpers, *self.in_flight.values(), return_exceptions=True)
+
+    def _start(self, entry: Entry, deliveries: int = 1) -> None:
+        entry_id, fields = entry
+        if entry_id in self.in_flight:
+            return
+        self.in_flight[entry_id] = asyncio.create_task(self._process(entry_id, fields, deliveries))
+
+    async def _process(self, entry_id: bytes, fields: dict[bytes, bytes], deliveries: int) -> None:
+        try:
+            writes = await self._writes(entry_id, fields, deliveries)
+        except RETRIED_ERRORS as exc:
+            # Redis went away mid-post: leave it pending; once it is idle long enough, a worker claims it again.
+            log.warning("online post %s left pending, Redis unreachable: %s", entry_id.decode(), exc)
+            del self.in_flight[entry_id]
+            self._room.set()
+            return
+        self.finished.append((entry_id, writes))
+        self._finished_event.set()
+
+    async def _writes(self, entry_id: bytes, fields: dict[bytes, bytes], deliveries: int) -> Group:
+        """The post's writes: its traces evaluated and counted; or, when it cannot be read or has failed too often,
+        its failure recorded and counted."""
+        try:
+            post = posts.decode(fields[posts.POST_FIELD])
+        except (KeyError, msgspec.DecodeError) as exc:
+            log.error("online post %s cannot be read, dropped: %s", entry_id.decode(), exc)
+            return self._failed_post_count("undecodable")
+        if deliveries > defaults.ONLINE_MAX_DELIVERIES:
+            error = f"delivered {deliveries - 1} times without being processed (its worker died each time)"
+            log.error("online post %s: %s; its traces are recorded as failed", entry_id.decode(), error)
+            return self._failed_post_count("redelivered") + self.processor.failed_writes(post, error)
+        return await self.processor.process(post)
+
+    def _failed_post_count(self, reason: str) -> Group:
+        batch = MetricsBatch(())
+        batch.inc(catalog.ONLINE_POSTS_FAILED, {"reason": reason})
+        pipe = self.recorder.pipeline(transaction=False)
+        batch.queue_onto(pipe)
+        return queued_commands(pipe)
+
+    async def _acknowledger(self) -> None:
+        while True:
+            await self._finished_event.wait()
+            await asyncio.sleep(ACK_EVERY_SECONDS)
+            await self._acknowledge()
+
+    async def _acknowledge(self) -> None:
+        """Acknowledge every finished post in one call. On a Redis error the posts stay finished and are sent again
+        (a post whose first acknowledgement did land is not counted twice: its XACK then finds it acknowledged)."""
+        self._finished_event.clear()
+        batch, self.finished = self.finished, []
+        pipe = self.recorder.pipeline(transaction=False)
+        self.observer.drain(pipe)
+        shared, self._unsent_shared = self._unsent_shared + queued_commands(pipe), []
+        if not batch and not shared:
+            return
+        try:
+            await self.stream.acknowledge(batch, shared)
+        except BaseException:
+            self.finished[:0] = batch
+            self._unsent_shared = shared
+            raise
+        for entry_id, _ in batch:
+            self.in_flight.pop(entry_id, None)
+        self._room.set()
+
+    async def _refresher(self) -> None:
+        while True:
+            await asyncio.sleep(self.claim_idle_ms / 3000)
+            await self.stream.refresh(list(self.in_flight))
+
+    async def _claimer(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.2, self.claim_idle_ms / 4000))
+            claimed = await self.stream.claim_stale(self.claim_idle_ms, defaults.ONLINE_READ_COUNT)
+            for entry in claimed.entries:
+                log.warning("online post %s claimed from a worker that stopped acknowledging it", entry[0].decode())
+                self._start(entry, claimed.deliveries.get(entry[0], 1))
+            await self.stream.forget_gone_consumers(GONE_CONSUMER_SECONDS * 1000)
+
+    async def _finish_in_flight(self) -> None:
+        pending = list(self.in_flight.values())
+        if pending:
+            await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
+        await self._acknowledge()
+
+    @staticmethod
+    async def _raise_if_failed(helpers: list[asyncio.Task[None]]) -> None:
+        for task in helpers:
+            if task.done():
+                await task   # re-raises its error (a Redis outage): the caller starts over
+
+
+async def consume(settings: Settings, client: redis.asyncio.Redis, consumer: str, stop: threading.Event) -> None:
+    """Run one consumer of the online stream on `client` until `stop` is set."""
+    observer = BufferedCallObserver(dict(settings.judge_prices))
+    judge = make_judge(settings.default_judge, settings, observer)
+    recorder = redis.Redis()   # never connected: its pipelines only record commands
+    processor = PostProcessor(settings, client, recorder, judge, observer)
+    stream = OnlineStream(client, posts.stream_key(settings), consumer)
+    try:
+        await OnlineConsumer(settings, stream, processor, observer, recorder).run(stop)
+    finally:
+        if judge is not None:
+            await judge.aclose()

@@ -1,0 +1,91 @@
+"""One POST /v1/traces as it travels: the stream entry, and the writes that accept it (built in the API)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import msgspec
+import redis
+
+from ragpulse.config import keys
+from ragpulse.config.settings import Settings
+from ragpulse.model.trace import Trace
+from ragpulse.monitoring.recorder import queue_received_counts
+from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
+from ragpulse.online import records
+from ragpulse.online.records import OnlineTrace
+
+POST_FIELD = b"p"
+"""The one field of a stream entry: the msgpack-encoded Post."""
+
+
+class Decision(msgspec.Struct, array_like=True):
+    """What the API decided for one trace: judge it or not, why, and the cheap checks that flagged it."""
+
+    sampled: bool
+    reason: str
+    checks: list[str]
+
+
+class Post(msgspec.Struct, kw_only=True):
+    """A stream entry: one accepted POST of a tenant, its traces with their sampling decisions."""
+
+    tenant: str
+    received_at: str
+    traces: list[Trace]
+    decisions: list[Decision]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Post)
+
+
+def decode(raw: bytes) -> Post:
+    """A stream entry's post."""
+    return _decoder.decode(raw)
+
+
+def stream_key(settings: Settings) -> str:
+    """The online stream of this deployment's online queue."""
+    return keys.online_stream(settings.queues[0])
+
+
+def decide(trace: Trace, policy: SamplingPolicy) -> Decision:
+    """The cheap checks, then the sampling decision they feed (an always-judge rule, else the deterministic hash)."""
+    checks = cheap_checks(trace, policy)
+    sampled, reason = sampling_decision(trace, policy, checks)
+    return Decision(sampled, reason, checks)
+
+
+def pending_record(trace: Trace, decision: Decision, received_at: str) -> OnlineTrace:
+    """The record of a trace not processed yet."""
+    return OnlineTrace(trace_id=trace.trace_id or "", app=trace.app, status="pending", sampled=decision.sampled,
+                       sample_reason=decision.reason, checks=decision.checks, received_at=received_at)
+
+
+@dataclass
+class StagedPost:
+    """A post whose decisions are made and whose writes are queued, not yet applied."""
+
+    post: Post
+    sampled_ids: list[str]
+
+
+def stage_post(pipe: redis.client.Pipeline, settings: Settings, tenant: str, traces: Sequence[Trace],
+               policies: Mapping[str, SamplingPolicy], received_at: str) -> StagedPost:
+    """Queue onto `pipe` the writes that accept a post: the stream entry, a `pending` record per sampled trace, and
+    the received counts (Prometheus and the app's minute bucket). `policies` holds the policy of every app posted."""
+    decisions = [decide(trace, policies[trace.app]) for trace in traces]
+    post = Post(tenant=tenant, received_at=received_at, traces=list(traces), decisions=decisions)
+    pipe.xadd(stream_key(settings), {POST_FIELD: _encoder.encode(post)})
+    sampled_ids = []
+    for trace, decision in zip(traces, decisions, strict=True):
+        if decision.sampled:
+            record = pending_record(trace, decision, received_at)
+            sampled_ids.append(record.trace_id)
+            pipe.set(keys.online_trace(tenant, record.trace_id), records.encode(record),
+                     ex=settings.online_result_ttl_seconds)
+    queue_received_counts(pipe, settings.apps, settings.tenants, tenant, traces)
+    return StagedPost(post, sampled_ids)
+

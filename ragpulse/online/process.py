@@ -1,0 +1,162 @@
+"""What a worker does with one online post: evaluate each trace (judging the sampled ones), and build the writes
+that store the sampled traces' records and count every trace. The writes are applied by the acknowledgement that
+finds the post pending (stream.OnlineStream.acknowledge), so a post processed twice is counted once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import redis
+import redis.asyncio
+
+from ragpulse.config import keys
+from ragpulse.config.settings import Settings
+from ragpulse.evaluation.budget import budget_exhausted
+from ragpulse.evaluation.judge_input import JudgeInputLimits
+from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
+from ragpulse.judges import kinds
+from ragpulse.model.results import TraceResult
+from ragpulse.model.trace import BatchOptions, Trace
+from ragpulse.model.verdicts import Judge
+from ragpulse.monitoring.counters import MetricsBatch
+from ragpulse.monitoring.recorder import count_request, queue_result_counts
+from ragpulse.monitoring import catalog
+from ragpulse.online import records
+from ragpulse.online.post import Decision, Post, pending_record
+from ragpulse.store.atomic import Group, queued_commands
+from ragpulse.store.clock import utcday, utcnow
+from ragpulse.store.connection import RETRIED_ERRORS
+from ragpulse.store.spend import TENANT_DAY_TTL_SECONDS
+
+log = logging.getLogger("ragpulse.online")
+ONLINE_OPTIONS = BatchOptions(sample="policy", queue="online")
+"""How online traces are evaluated: the default cutoffs and gain, one judgment, the app's sampling policy."""
+_tenant: contextvars.ContextVar[str] = contextvars.ContextVar("ragpulse_online_tenant")
+"""The tenant whose trace the current task judges: the judge's observer charges its calls to it."""
+
+
+class BufferedCallObserver:
+    """Counts judge calls in memory (request metrics, and spend per tenant and day), for the next acknowledgement to
+    write: no Redis round trip on the event loop per call. Calls are counted as made, never rolled back."""
+
+    def __init__(self, prices: dict[str, tuple[float, float]]) -> None:
+        self.prices = prices
+        self.metrics = MetricsBatch(())
+        self.spend: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0, 0])
+
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
+        """Count one provider request against the metrics and, when it succeeded, its tenant's day."""
+        cost = count_request(self.metrics, self.prices, model, status, latency_seconds, input_tokens, output_tokens,
+                             cache_read_input_tokens=cache_read_input_tokens,
+                             cache_creation_input_tokens=cache_creation_input_tokens)
+        if status == "ok":
+            spent = self.spend[_tenant.get("unknown")]
+            spent[0] += cost
+            spent[1] += 1
+            spent[2] += input_tokens
+            spent[3] += output_tokens
+
+    def waited(self, model: str, seconds: float) -> None:
+        """Count time spent waiting for the shared rate limit."""
+        if seconds > 0:
+            self.metrics.inc(catalog.RATELIMIT_WAIT, {"model": model}, seconds)
+
+    def unwritten_spend(self, tenant: str) -> float:
+        """What this worker's calls for `tenant` cost since the last drain."""
+        return self.spend[tenant][0] if tenant in self.spend else 0.0
+
+    def drain(self, pipe: redis.client.Pipeline) -> None:
+        """Queue every counted increment onto `pipe`, and forget them."""
+        self.metrics.queue_onto(pipe)
+        day = utcday()
+        for tenant, (cost, calls, input_tokens, output_tokens) in self.spend.items():
+            key = keys.tenant_spend(tenant, day)
+            pipe.hincrbyfloat(key, "cost_usd", cost)
+            pipe.hincrby(key, "judge_calls", int(calls))
+            pipe.hincrby(key, "input_tokens", int(input_tokens))
+            pipe.hincrby(key, "output_tokens", int(output_tokens))
+            pipe.expire(key, TENANT_DAY_TTL_SECONDS)
+        self.spend.clear()
+
+
+@dataclass
+class PostProcessor:
+    """Evaluates online posts with one judge (or none), at most `settings.judge_concurrency` judge calls at once."""
+
+    settings: Settings
+    client: redis.asyncio.Redis
+    """The worker's async client: the budget check reads the tenant's spend through it."""
+    recorder: redis.Redis
+    """A client never connected: its pipelines only record the commands that the acknowledgement applies."""
+    judge: Judge | None
+    observer: BufferedCallObserver
+    _bound: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._bound = asyncio.Semaphore(self.settings.judge_concurrency)
+
+    @property
+    def limits(self) -> JudgeInputLimits:
+        """How much of each trace the judge sees (RAGPULSE_JUDGE_MAX_*_CHARS)."""
+        s = self.settings
+        return JudgeInputLimits(s.judge_max_answer_chars, s.judge_max_doc_chars, s.judge_max_context_chars)
+
+    async def process(self, post: Post) -> Group:
+        """Evaluate every trace of the post; the writes that record and count them. Redis outages propagate (the
+        post stays pending and is processed again); anything else fails only its trace, recorded as data."""
+        results = await asyncio.gather(*(self._evaluate(i, trace, decision, post.tenant)
+                                         for i, (trace, decision) in enumerate(zip(post.traces, post.decisions))))
+        return self.writes(post, results)
+
+    def writes(self, post: Post, results: list[TraceResult]) -> Group:
+        """The writes counting every trace of the post and storing the record of each sampled or failed one."""
+        pipe = self.recorder.pipeline(transaction=False)
+        processed_at = utcnow()
+        for trace, decision, result in zip(post.traces, post.decisions, results, strict=True):
+            queue_result_counts(pipe, self.settings.apps, self.settings.tenants, post.tenant, result)
+            if decision.sampled or result.status != "ok":
+                record = records.finished(pending_record(trace, decision, post.received_at), result, processed_at)
+                pipe.set(keys.online_trace(post.tenant, record.trace_id), records.encode(record),
+                         ex=self.settings.online_result_ttl_seconds)
+        return queued_commands(pipe)
+
+    def failed_writes(self, post: Post, error: str) -> Group:
+        """The writes recording every trace of a post that could not be processed as failed, with `error`."""
+        results = [self._labelled(failed_result(trace, i, error), decision)
+                   for i, (trace, decision) in enumerate(zip(post.traces, post.decisions))]
+        return self.writes(post, results)
+
+    async def _evaluate(self, index: int, trace: Trace, decision: Decision, tenant: str) -> TraceResult:
+        _tenant.set(tenant)
+        judge = self.judge if (decision.sampled and trace.answer) else None
+        try:
+            if judge is None:
+                result = await evaluate_trace(trace, index, ONLINE_OPTIONS)
+            elif reason := await self._budget_spent(judge, tenant):
+                result = skipped_result(trace, index, reason, ONLINE_OPTIONS)
+            else:
+                async with self._bound:
+                    result = await evaluate_trace(trace, index, ONLINE_OPTIONS, judge, self.limits)
+        except RETRIED_ERRORS:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data (JudgeAuthError included)
+            log.exception("online trace %s of tenant %s failed", trace.trace_id, tenant)
+            result = failed_result(trace, index, getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}")
+        return self._labelled(result, decision)
+
+    def _labelled(self, result: TraceResult, decision: Decision) -> TraceResult:
+        result.sampled, result.sample_reason, result.checks = decision.sampled, decision.reason, decision.checks
+        return result
+
+    async def _budget_spent(self, judge: Judge, tenant: str) -> str | None:
+        budget = self.settings.tenant_daily_budget_usd
+        if budget is None or not kinds.is_billable(judge.name):
+            return None
+        stored = await self.client.hget(keys.tenant_spend(tenant, utcday()), "cost_usd")
+        return budget_exhausted(0.0, float(stored or 0) + self.observer.unwritten_spend(tenant), None, budget)
+

@@ -1,0 +1,116 @@
+"""The online stream's consumer group, seen from one worker: read new posts, claim posts whose worker died, keep
+the posts it is still working on from being claimed, and acknowledge processed posts together with their counts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis
+import redis.asyncio
+
+from ragpulse.config import keys
+from ragpulse.store import scripts
+from ragpulse.store.atomic import Group, pack_group
+
+Entry = tuple[bytes, dict[bytes, bytes]]
+"""A stream entry: its id and its fields."""
+
+
+@dataclass
+class Claimed:
+    """Posts taken over from a worker that stopped acknowledging them, with how often each was delivered."""
+
+    entries: list[Entry]
+    deliveries: dict[bytes, int]
+
+
+class OnlineStream:
+    """One consumer of the online stream's group, on the worker's async Redis client."""
+
+    def __init__(self, client: redis.asyncio.Redis, key: str, consumer: str, group: str = keys.ONLINE_GROUP) -> None:
+        self.client, self.key, self.consumer, self.group = client, key, consumer, group
+        self._ack = client.register_script(scripts.ACK_POSTS)
+        self._claim_cursor = b"0-0"
+
+    async def ensure_group(self) -> None:
+        """Create the group (and the stream) unless it exists; a new group reads the stream from its start, so posts
+        accepted before the first worker ever ran are processed too."""
+        try:
+            await self.client.xgroup_create(self.key, self.group, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def read(self, count: int, block_ms: int) -> list[Entry]:
+        """Up to `count` posts never delivered to any consumer, waiting up to `block_ms` for the first."""
+        reply = await self.client.xreadgroup(self.group, self.consumer, {self.key: ">"}, count=count, block=block_ms)
+        return list(reply[0][1]) if reply else []
+
+    async def claim_stale(self, min_idle_ms: int, count: int) -> Claimed:
+        """Take over up to `count` posts that their consumer has not acknowledged nor refreshed for `min_idle_ms`
+        (it died), walking the pending list a page per call; and how often each has now been delivered."""
+        cursor, entries, *_ = await self.client.xautoclaim(self.key, self.group, self.consumer, min_idle_ms,
+                                                          start_id=self._claim_cursor, count=count)
+        self._claim_cursor = cursor
+        entries = [(entry_id, fields) for entry_id, fields in entries if fields is not None]
+        return Claimed(entries, await self.deliveries([entry_id for entry_id, _ in entries]))
+
+    async def deliveries(self, ids: Sequence[bytes]) -> dict[bytes, int]:
+        """How many times each pending post was delivered (XPENDING's counter)."""
+        if not ids:
+            return {}
+        async with self.client.pipeline(transaction=False) as pipe:
+            for entry_id in ids:
+                pipe.xpending_range(self.key, self.group, min=entry_id, max=entry_id, count=1)
+            replies = await pipe.execute()
+        return {entry_id: (reply[0]["times_delivered"] if reply else 0) for entry_id, reply in zip(ids, replies)}
+
+    async def refresh(self, ids: Sequence[bytes]) -> None:
+        """Reset the idle time of posts this consumer is still working on (a slow judge call), so no other worker
+        claims them; JUSTID leaves their delivery counters alone."""
+        if ids:
+            await self.client.xclaim(self.key, self.group, self.consumer, 0, list(ids), justid=True)
+
+    async def forget_gone_consumers(self, idle_ms: int) -> None:
+        """Delete the group's consumers with nothing pending that have been idle `idle_ms` (stopped workers), so the
+        consumer list does not grow with every worker ever started. A consumer holding posts is kept: they are
+        claimed from it first."""
+        for consumer in await self.client.xinfo_consumers(self.key, self.group):
+            name = consumer["name"]
+            name = name.encode() if isinstance(name, str) else name
+            if consumer["pending"] == 0 and consumer["idle"] >= idle_ms and name != self.consumer.encode():
+                await self.client.xgroup_delconsumer(self.key, self.group, name)
+
+    async def acknowledge(self, processed: Sequence[tuple[bytes, Group]], shared: Group) -> list[bool]:
+        """Acknowledge and delete processed posts, applying each post's writes only if this acknowledgement is the
+        one that found it pending (scripts.ACK_POSTS), and the `shared` writes in any case; one round trip.
+        Returns, per post, True when this call counted it."""
+        args: list[bytes | str] = [self.group, pack_group(shared)]
+        for entry_id, writes in processed:
+            args += [entry_id, pack_group(writes)]
+        counted = await self._ack(keys=[self.key], args=args)
+        return [bool(flag) for flag in counted]
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """What the online stream holds unprocessed."""
+
+    posts: int
+    oldest_age_seconds: float
+    """Age of the oldest unprocessed post (0 when there is none), on Redis's clock."""
+
+
+def backlog(client: redis.Redis, key: str) -> Backlog:
+    """The stream's unprocessed posts and the age of the oldest: acknowledged posts are deleted, so the first entry
+    is the oldest one still pending or undelivered. Its id is its arrival time in ms, on Redis's clock."""
+    with client.pipeline(transaction=False) as pipe:
+        pipe.xlen(key)
+        pipe.xrange(key, count=1)
+        pipe.time()
+        length, first, (seconds, micros) = pipe.execute()
+    if not first:
+        return Backlog(length, 0.0)
+    arrived_ms = int(first[0][0].split(b"-")[0])
+    return Backlog(length, max(0.0, seconds + micros / 1e6 - arrived_ms / 1000))

@@ -1,0 +1,96 @@
+"""POST /v1/traces: the online path (production traces as they happen, no job); GET /v1/traces/{trace_id}."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+import anyio.to_thread
+import msgspec
+from litestar import Controller, get, post
+from litestar.exceptions import ServiceUnavailableException, TooManyRequestsException
+from litestar.params import Parameter
+
+from ragpulse.config import defaults, keys
+from ragpulse.exceptions import Backlogged, RateLimited
+from ragpulse.intake.decode import decode_post
+from ragpulse.model.trace import TracesPost
+from ragpulse.online import records
+from ragpulse.online.post import stage_post, stream_key
+from ragpulse.online.records import OnlineTrace
+from ragpulse.store.atomic import Group, queued_commands, room_in, take_tokens
+from ragpulse.store.clock import utcnow
+from service.batches import INLINE_BODY_BYTES
+from service.context import Call
+
+
+class TracesAccepted(msgspec.Struct, kw_only=True):
+    """202 answer of POST /v1/traces: the traces are on the online stream; no job is created."""
+
+    accepted: int
+    trace_ids: list[str]
+    """In the order posted; ids the client left out were given one."""
+    sampled_trace_ids: list[str]
+    """Those the apps' sampling policies send to the judge: GET /v1/traces/{trace_id} answers for these (and for any
+    trace whose processing fails). The others are counted only."""
+
+
+TraceIdParam = Annotated[str, Parameter(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$",
+                                        description="trace_id as posted, or as POST /v1/traces returned it.")]
+
+
+def _decoded(body: bytes) -> TracesPost:
+    return decode_post(body, defaults.MAX_TRACES_PER_POST)
+
+
+async def accept_traces(body: bytes, call: Call) -> TracesAccepted:
+    """Decode and check the post, decide what is sampled, and apply its writes atomically (group-committed)."""
+    settings, services = call.settings, call.services
+    small = len(body) <= INLINE_BODY_BYTES
+    posted = _decoded(body) if small else await anyio.to_thread.run_sync(_decoded, body)
+    traces = posted.traces
+    policies = await services.online_policies.policies(call.tenant, (t.app for t in traces))
+    with call.store.redis.pipeline(transaction=False) as pipe:
+        staged = stage_post(pipe, settings, call.tenant, traces, policies, utcnow())
+        writes: Group = [room_in(stream_key(settings), settings.online_max_backlog), *queued_commands(pipe)]
+    if settings.tenant_traces_per_second:
+        writes.insert(1, take_tokens(keys.tenant_ingest_bucket(call.tenant), len(traces),
+                                     settings.tenant_traces_per_second, settings.tenant_traces_burst))
+    try:
+        await services.committer.apply(writes, alone=not small)
+    except RateLimited as exc:
+        raise TooManyRequestsException(
+            f"tenant {call.tenant!r} is over its ingest rate of {settings.tenant_traces_per_second} traces/s "
+            f"(bursts of {settings.tenant_traces_burst}); these {len(traces)} traces fit in {exc.retry_after:.1f} s",
+            headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))}) from exc
+    except Backlogged as exc:
+        raise ServiceUnavailableException(
+            f"{exc}: the workers are behind (RAGPULSE_ONLINE_MAX_BACKLOG={settings.online_max_backlog}); retry later",
+            headers={"Retry-After": str(defaults.RETRY_AFTER_SECONDS)}) from exc
+    services.api_metrics.online_posts.inc()
+    return TracesAccepted(accepted=len(traces), trace_ids=[t.trace_id or "" for t in traces],
+                          sampled_trace_ids=staged.sampled_ids)
+
+
+class TraceController(Controller):
+    """Online traces: posted as they happen, sampled, counted, judged when sampled."""
+
+    path = "/v1/traces"
+    tags = ["traces"]
+
+    @post("/", status_code=202, summary="Post production traces as they happen")
+    async def create(self, body: bytes, call: Call) -> TracesAccepted:
+        """Accept 1 to 1,000 traces onto the online stream, with no job: every trace gets the cheap checks and is
+        counted (ragpulse_traces_*, /v1/monitor/{app}); those the app's sampling policy picks are judged.
+
+        Same schema and errors as POST /v1/batches: 400 on malformed JSON, 422 listing every schema violation, 413
+        over the limits, 429 (with Retry-After) over the tenant's ingest rate; and 503 (with Retry-After) when the
+        online stream holds RAGPULSE_ONLINE_MAX_BACKLOG unprocessed posts."""
+        return await accept_traces(body, call)
+
+    @get("/{trace_id:str}", sync_to_thread=True, summary="An online trace's status and result")
+    def read(self, trace_id: TraceIdParam, call: Call) -> OnlineTrace:
+        """`pending`, `done` or `failed`, whether it was sampled and why, its checks and, once judged, the generation
+        result with its claims. Kept RAGPULSE_ONLINE_RESULT_TTL_SECONDS for sampled traces (and failed ones); 404 for
+        a trace that was not sampled (only counted), expired, or belongs to another tenant."""
+        return records.read(call.store.redis, call.tenant, trace_id)
