@@ -28,6 +28,10 @@ from ragpulse.store.connection import RETRIED_ERRORS, probe_client, reconnect_on
 # Imported here, before any fork or thread: RQ forks a work-horse per job, and a horse that had to import the job
 # module itself would pay for it on every job, or deadlock on an import lock held by the janitor thread at fork.
 import worker.jobs  # noqa: F401
+# The judges too: the online consumer thread builds one at start, and an import running in that thread while RQ
+# forks a work-horse would leave the horse holding a copy of a taken import lock.
+import ragpulse.judges.anthropic_judge  # noqa: F401
+import ragpulse.judges.local  # noqa: F401
 from worker.janitor import start_janitor
 from worker.online import start_online_consumer
 

@@ -1,0 +1,179 @@
+"""The online stream's consumer-group operations and a post's processing, against a real Redis (no API, no worker
+process): exactly-once counting on acknowledgement, claiming, refreshing, forgetting stopped consumers, giving up
+on a post that kept failing, and the backlog the lag gauge reads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+
+import msgspec
+import pytest
+import redis
+from redis.asyncio import Redis as AsyncRedis
+
+from ragpulse.config import keys
+from ragpulse.config.settings import Settings
+from ragpulse.model.trace import Trace
+from ragpulse.monitoring.sampling import SamplingPolicy
+from ragpulse.online import post as posts
+from ragpulse.online.consumer import OnlineConsumer
+from ragpulse.online.process import BufferedCallObserver, PostProcessor
+from ragpulse.online.stream import OnlineStream, backlog
+from ragpulse.store.atomic import queued_commands
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def stream_key() -> str:
+    return f"ragpulse:test:online:{uuid.uuid4().hex}"
+
+
+async def _stream(redis_url: str, key: str, consumer: str = "c1") -> OnlineStream:
+    stream = OnlineStream(AsyncRedis.from_url(redis_url), key, consumer)
+    await stream.ensure_group()
+    return stream
+
+
+def test_a_post_acknowledged_twice_is_counted_once(redis_url: str, redis_client: redis.Redis,
+                                                   stream_key: str) -> None:
+    counter = f"{stream_key}:count"
+
+    async def main() -> tuple[list[bool], list[bool]]:
+        first = await _stream(redis_url, stream_key, "slow")
+        second = await _stream(redis_url, stream_key, "claimer")
+        entry_id = await first.client.xadd(stream_key, {b"p": b"x"})
+        await first.read(10, 100)
+        # The first consumer looks dead; the second claims the post and finishes it first.
+        claimed = await second.claim_stale(0, 10)
+        assert [e for e, _ in claimed.entries] == [entry_id] and claimed.deliveries[entry_id] == 2
+        writes = [("INCR", counter)]
+        by_claimer = await second.acknowledge([(entry_id, writes)], [])
+        by_slow = await first.acknowledge([(entry_id, writes)], [])   # the slow one finishes after all
+        return by_claimer, by_slow
+
+    assert run(main()) == ([True], [False])
+    assert redis_client.get(counter) == b"1"
+    assert redis_client.xlen(stream_key) == 0, "an acknowledged post is deleted"
+
+
+def test_shared_writes_apply_even_when_no_post_is_new(redis_url: str, redis_client: redis.Redis,
+                                                      stream_key: str) -> None:
+    async def main() -> None:
+        stream = await _stream(redis_url, stream_key)
+        await stream.acknowledge([], [("INCRBYFLOAT", f"{stream_key}:spend", 0.25)])
+    run(main())
+    assert float(redis_client.get(f"{stream_key}:spend")) == 0.25
+
+
+def test_refreshed_posts_are_not_claimed(redis_url: str, stream_key: str) -> None:
+    async def main() -> tuple[int, int]:
+        owner = await _stream(redis_url, stream_key, "owner")
+        other = await _stream(redis_url, stream_key, "other")
+        entry_id = await owner.client.xadd(stream_key, {b"p": b"x"})
+        await owner.read(10, 100)
+        await asyncio.sleep(0.3)
+        await owner.refresh([entry_id])
+        kept = await other.claim_stale(200, 10)
+        await asyncio.sleep(0.3)
+        taken = await other.claim_stale(200, 10)
+        return len(kept.entries), len(taken.entries)
+
+    assert run(main()) == (0, 1)
+
+
+def test_stopped_consumers_are_forgotten_unless_they_hold_posts(redis_url: str, redis_client: redis.Redis,
+                                                               stream_key: str) -> None:
+    async def main() -> None:
+        holder = await _stream(redis_url, stream_key, "holder")
+        await holder.client.xadd(stream_key, {b"p": b"x"})
+        await holder.read(10, 100)
+        idle = await _stream(redis_url, stream_key, "idle")
+        await idle.read(10, 10)                                      # registers, holds nothing
+        me = await _stream(redis_url, stream_key, "me")
+        await asyncio.sleep(0.2)
+        await me.forget_gone_consumers(100)
+
+    run(main())
+    names = {c["name"] for c in redis_client.xinfo_consumers(stream_key, keys.ONLINE_GROUP)}
+    assert names == {b"holder"}
+
+
+def test_backlog_reads_the_oldest_unprocessed_posts_age(redis_client: redis.Redis, stream_key: str) -> None:
+    assert backlog(redis_client, stream_key).posts == 0
+    assert backlog(redis_client, stream_key).oldest_age_seconds == 0.0
+    redis_client.xadd(stream_key, {b"p": b"x"}, id=f"{int(time.time() * 1000) - 90_000}-0")
+    redis_client.xadd(stream_key, {b"p": b"y"})
+    waiting = backlog(redis_client, stream_key)
+    assert waiting.posts == 2 and 89 < waiting.oldest_age_seconds < 100
+
+
+def _consumer(redis_url: str, key: str, settings: Settings) -> OnlineConsumer:
+    client = AsyncRedis.from_url(redis_url)
+    observer = BufferedCallObserver({})
+    recorder = redis.Redis()
+    processor = PostProcessor(settings, client, recorder, None, observer)
+    return OnlineConsumer(settings, OnlineStream(client, key, "c"), processor, observer, recorder)
+
+
+def _post(tenant: str, n: int, sampled: bool) -> posts.Post:
+    traces = [Trace(query=f"q{i}", trace_id=f"{tenant}-{i}", answer="A.") for i in range(n)]
+    decisions = [posts.Decision(sampled, "sampled" if sampled else "not_sampled", []) for _ in traces]
+    return posts.Post(tenant=tenant, received_at="2026-11-30T00:00:00.000Z", traces=traces, decisions=decisions)
+
+
+def test_a_post_delivered_too_often_is_recorded_failed(redis_url: str, redis_client: redis.Redis) -> None:
+    tenant = f"t{uuid.uuid4().hex[:8]}"
+    settings = Settings(queue_prefix=f"q{uuid.uuid4().hex[:8]}")
+    consumer = _consumer(redis_url, posts.stream_key(settings), settings)
+    post = _post(tenant, 2, sampled=True)
+    fields = {posts.POST_FIELD: msgspec.msgpack.encode(post)}
+
+    writes = run(consumer._writes(b"1-0", fields, deliveries=6))
+    with redis_client.pipeline() as pipe:
+        pipe.command_stack.extend((args, {}) for args in writes)
+        pipe.execute()
+    record = msgspec.msgpack.decode(redis_client.get(keys.online_trace(tenant, f"{tenant}-0")))
+    assert record["status"] == "failed" and "delivered 5 times" in record["error"]
+    assert any(args[0] == "HINCRBYFLOAT" and "ragpulse_online_posts_failed" in str(args[2]) and
+               "redelivered" in str(args[2]) for args in writes)
+
+
+def test_an_unreadable_post_is_counted_and_dropped(redis_url: str) -> None:
+    settings = Settings(queue_prefix=f"q{uuid.uuid4().hex[:8]}")
+    consumer = _consumer(redis_url, posts.stream_key(settings), settings)
+    writes = run(consumer._writes(b"1-0", {posts.POST_FIELD: b"\xc1 not msgpack"}, deliveries=1))
+    assert [args[0] for args in writes] == ["HINCRBYFLOAT", "EXPIRE"]
+    assert "undecodable" in str(writes[0][2])
+
+
+def test_the_consumer_processes_counts_and_deletes_posts(redis_url: str, redis_client: redis.Redis) -> None:
+    tenant = f"t{uuid.uuid4().hex[:8]}"
+    settings = Settings(queue_prefix=f"q{uuid.uuid4().hex[:8]}")
+    key = posts.stream_key(settings)
+    with redis_client.pipeline(transaction=False) as pipe:
+        staged = posts.stage_post(pipe, settings, tenant, [Trace(query="q", trace_id=f"{tenant}-a", answer="A.")],
+                                  {"default": SamplingPolicy(sample_rate=0.0)}, "2026-11-30T00:00:00.000Z")
+        for args in queued_commands(pipe):
+            redis_client.execute_command(*args)
+    assert staged.sampled_ids == []
+    stop = threading.Event()
+
+    async def main() -> None:
+        consumer = _consumer(redis_url, key, settings)
+        task = asyncio.create_task(consumer.run(stop))
+        deadline = time.monotonic() + 10
+        while redis_client.xlen(key) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+
+    run(main())
+    assert redis_client.xlen(key) == 0
+    assert redis_client.get(keys.online_trace(tenant, f"{tenant}-a")) is None
+    assert redis_client.xpending(key, keys.ONLINE_GROUP)["pending"] == 0
