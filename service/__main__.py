@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 
@@ -12,6 +13,10 @@ from ragpulse.config.settings import Settings
 from service.app import create_app
 
 
+GC_GEN0_THRESHOLD = 10_000
+"""Net container allocations between two young-generation collections in the API (Python's default is 700)."""
+
+
 def main() -> None:
     """Validate settings, then serve with uvicorn until stopped."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -20,6 +25,11 @@ def main() -> None:
         app = create_app(settings)
     except ConfigError as exc:
         sys.exit(f"ragpulse api: {exc}")
+    # Every request allocates a few hundred short-lived objects (structs, dicts, the framework's per-request state):
+    # at the default gen-0 threshold of 700 the collector ran every couple of requests, walking the app's long-lived
+    # objects too. Freezing those and collecting less often cut ~0.08 ms of CPU per single-trace post (bench/online.py).
+    gc.freeze()
+    gc.set_threshold(GC_GEN0_THRESHOLD, 20, 20)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 

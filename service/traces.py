@@ -18,7 +18,7 @@ from ragpulse.model.trace import TracesPost
 from ragpulse.online import records
 from ragpulse.online.post import stage_post, stream_key
 from ragpulse.online.records import OnlineTrace
-from ragpulse.store.atomic import Group, queued_commands, room_in, take_tokens
+from ragpulse.store.atomic import Group, Writes, room_in, take_tokens
 from ragpulse.store.clock import utcnow
 from service.batches import INLINE_BODY_BYTES
 from service.context import Call
@@ -50,9 +50,9 @@ async def accept_traces(body: bytes, call: Call) -> TracesAccepted:
     posted = _decoded(body) if small else await anyio.to_thread.run_sync(_decoded, body)
     traces = posted.traces
     policies = await services.online_policies.policies(call.tenant, (t.app for t in traces))
-    with call.store.redis.pipeline(transaction=False) as pipe:
-        staged = stage_post(pipe, settings, call.tenant, traces, policies, utcnow())
-        writes: Group = [room_in(stream_key(settings), settings.online_max_backlog), *queued_commands(pipe)]
+    queued = Writes()
+    staged = stage_post(queued, settings, call.tenant, traces, policies, utcnow())
+    writes: Group = [room_in(stream_key(settings), settings.online_max_backlog), *queued.group]
     if settings.tenant_traces_per_second:
         writes.insert(1, take_tokens(keys.tenant_ingest_bucket(call.tenant), len(traces),
                                      settings.tenant_traces_per_second, settings.tenant_traces_burst))

@@ -22,7 +22,7 @@ from ragpulse.online import post as posts
 from ragpulse.online.consumer import OnlineConsumer
 from ragpulse.online.process import BufferedCallObserver, PostProcessor
 from ragpulse.online.stream import OnlineStream, backlog
-from ragpulse.store.atomic import queued_commands
+from ragpulse.store.atomic import Writes
 
 
 def run(coro):
@@ -116,9 +116,8 @@ def test_backlog_reads_the_oldest_unprocessed_posts_age(redis_client: redis.Redi
 def _consumer(redis_url: str, key: str, settings: Settings) -> OnlineConsumer:
     client = AsyncRedis.from_url(redis_url)
     observer = BufferedCallObserver({})
-    recorder = redis.Redis()
-    processor = PostProcessor(settings, client, recorder, None, observer)
-    return OnlineConsumer(settings, OnlineStream(client, key, "c"), processor, observer, recorder)
+    processor = PostProcessor(settings, client, None, observer)
+    return OnlineConsumer(settings, OnlineStream(client, key, "c"), processor, observer)
 
 
 def _post(tenant: str, n: int, sampled: bool) -> posts.Post:
@@ -156,11 +155,11 @@ def test_the_consumer_processes_counts_and_deletes_posts(redis_url: str, redis_c
     tenant = f"t{uuid.uuid4().hex[:8]}"
     settings = Settings(queue_prefix=f"q{uuid.uuid4().hex[:8]}")
     key = posts.stream_key(settings)
-    with redis_client.pipeline(transaction=False) as pipe:
-        staged = posts.stage_post(pipe, settings, tenant, [Trace(query="q", trace_id=f"{tenant}-a", answer="A.")],
-                                  {"default": SamplingPolicy(sample_rate=0.0)}, "2026-11-30T00:00:00.000Z")
-        for args in queued_commands(pipe):
-            redis_client.execute_command(*args)
+    writes = Writes()
+    staged = posts.stage_post(writes, settings, tenant, [Trace(query="q", trace_id=f"{tenant}-a", answer="A.")],
+                              {"default": SamplingPolicy(sample_rate=0.0)}, "2026-11-30T00:00:00.000Z")
+    for args in writes.group:
+        redis_client.execute_command(*args)
     assert staged.sampled_ids == []
     stop = threading.Event()
 

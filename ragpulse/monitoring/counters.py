@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 import redis
 
 from ragpulse.config import keys
+from ragpulse.store.atomic import WriteQueue
 from ragpulse.monitoring.catalog import BY_NAME, MetricDef
 
 SEP = "\x1f"
@@ -64,7 +65,7 @@ class MetricsBatch:
         self.pending[field(metric.name, "sum", labels)] += value
         self.pending[field(metric.name, "count", labels)] += 1
 
-    def queue_onto(self, pipe: redis.client.Pipeline) -> None:
+    def queue_onto(self, pipe: WriteQueue) -> None:
         """Add the pending increments to a pipeline the caller executes."""
         for name, value in self.pending.items():
             pipe.hincrbyfloat(keys.metrics(), name, value)

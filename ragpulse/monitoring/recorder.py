@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import redis
 
 from ragpulse.config.prices import call_cost
+from ragpulse.store.atomic import WriteQueue
 from ragpulse.model.results import TraceResult
 from ragpulse.model.trace import Trace
 from ragpulse.metrics.registry import GENERATION
@@ -62,7 +63,7 @@ def count_registered(batch: MetricsBatch, result: TraceResult, labels: dict[str,
             batch.inc(family, series, value)
 
 
-def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenants: frozenset[str], tenant: str,
+def queue_result_counts(pipe: WriteQueue, apps: frozenset[str], tenants: frozenset[str], tenant: str,
                         result: TraceResult) -> None:
     """Queue the writes counting one newly stored result (shared metrics, its app's rolling window) onto `pipe`;
     Results.record applies them in the same atomic step as the result itself, so a result is counted exactly once.
@@ -73,7 +74,7 @@ def queue_result_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenan
     queue_bucket(pipe, tenant, result)
 
 
-def queue_received_counts(pipe: redis.client.Pipeline, apps: frozenset[str], tenants: frozenset[str], tenant: str,
+def queue_received_counts(pipe: WriteQueue, apps: frozenset[str], tenants: frozenset[str], tenant: str,
                           traces: Iterable[Trace]) -> None:
     """Queue the writes counting traces the API accepted, per app: ragpulse_traces_received_total and `received` in
     the app's minute bucket (online posts and batches alike)."""

@@ -8,6 +8,7 @@ from typing import Any
 import redis
 
 from ragpulse.config import keys
+from ragpulse.store.atomic import WriteQueue
 from ragpulse.metrics.registry import GENERATION_BY_NAME
 from ragpulse.model.results import TraceResult
 from ragpulse.metrics.stats import WILSON_METHOD, wilson_interval
@@ -52,7 +53,7 @@ def bucket_increments(result: TraceResult) -> dict[str, float]:
     return inc
 
 
-def queue_bucket(pipe: redis.client.Pipeline, tenant: str, result: TraceResult, at: float | None = None) -> None:
+def queue_bucket(pipe: WriteQueue, tenant: str, result: TraceResult, at: float | None = None) -> None:
     """Add one result's counts to the current minute of its app."""
     key = keys.monitor_bucket(tenant, result.app, minute(at))
     for name, value in bucket_increments(result).items():
@@ -60,7 +61,7 @@ def queue_bucket(pipe: redis.client.Pipeline, tenant: str, result: TraceResult, 
     pipe.expire(key, BUCKET_TTL_SECONDS)
 
 
-def queue_received(pipe: redis.client.Pipeline, tenant: str, app: str, count: int, at: float | None = None) -> None:
+def queue_received(pipe: WriteQueue, tenant: str, app: str, count: int, at: float | None = None) -> None:
     """Count `count` traces of `app` accepted by the API in the current minute."""
     key = keys.monitor_bucket(tenant, app, minute(at))
     pipe.hincrbyfloat(key, "received", count)

@@ -25,7 +25,7 @@ from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.online import post as posts
 from ragpulse.online.process import BufferedCallObserver, PostProcessor
 from ragpulse.online.stream import Entry, OnlineStream
-from ragpulse.store.atomic import Group, queued_commands
+from ragpulse.store.atomic import Group, Writes
 from ragpulse.store.connection import RETRIED_ERRORS
 
 log = logging.getLogger("ragpulse.online")
@@ -33,6 +33,9 @@ log = logging.getLogger("ragpulse.online")
 MAX_IN_FLIGHT = 4 * defaults.ONLINE_READ_COUNT
 """Posts one worker holds at once (being evaluated or waiting for their acknowledgement); it reads no more until
 some are done, so a slow judge bounds the worker's memory, not the stream's length."""
+MAX_IN_FLIGHT_TRACES = 4096
+"""Traces one worker holds at once, whatever the size of the posts (a post holds up to 1,000): reads are sized by
+the traces per post seen so far, so 100-trace posts do not fill a worker with 100,000 decoded traces."""
 READ_BLOCK_MS = 500
 """How long one read waits for a new post; also how quickly a stopping worker notices."""
 ACK_EVERY_SECONDS = 0.05
@@ -47,11 +50,13 @@ class OnlineConsumer:
     """One worker's consumer of the online stream."""
 
     def __init__(self, settings: Settings, stream: OnlineStream, processor: PostProcessor,
-                 observer: BufferedCallObserver, recorder: redis.Redis) -> None:
+                 observer: BufferedCallObserver) -> None:
         self.settings, self.stream, self.processor, self.observer = settings, stream, processor, observer
-        self.recorder = recorder
         self.claim_idle_ms = settings.online_claim_idle_seconds * 1000
         self.in_flight: dict[bytes, asyncio.Task[None]] = {}
+        self.traces_in_flight = 0
+        self._sizes: dict[bytes, int] = {}
+        self._traces_per_post = 1.0
         self.finished: list[tuple[bytes, Group]] = []
         self._unsent_shared: Group = []
         self._finished_event = asyncio.Event()
@@ -65,12 +70,12 @@ class OnlineConsumer:
         try:
             while not stop.is_set():
                 await self._raise_if_failed(helpers)
-                if len(self.in_flight) >= MAX_IN_FLIGHT:
+                count = self._room_for()
+                if count <= 0:
                     self._room.clear()
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._room.wait(), READ_BLOCK_MS / 1000)
                     continue
-                count = min(defaults.ONLINE_READ_COUNT, MAX_IN_FLIGHT - len(self.in_flight))
                 for entry in await self.stream.read(count, READ_BLOCK_MS):
                     self._start(entry)
             await self._finish_in_flight()
@@ -78,6 +83,23 @@ class OnlineConsumer:
             for task in (*helpers, *self.in_flight.values()):
                 task.cancel()
             await asyncio.gather(*helpers, *self.in_flight.values(), return_exceptions=True)
+
+    def _room_for(self) -> int:
+        """How many posts to read now: within MAX_IN_FLIGHT posts and, at the traces per post seen so far, within
+        MAX_IN_FLIGHT_TRACES traces."""
+        posts_room = MAX_IN_FLIGHT - len(self.in_flight)
+        traces_room = int((MAX_IN_FLIGHT_TRACES - self.traces_in_flight) / self._traces_per_post)
+        return min(defaults.ONLINE_READ_COUNT, posts_room, traces_room)
+
+    def _hold(self, entry_id: bytes, traces: int) -> None:
+        self._sizes[entry_id] = traces
+        self.traces_in_flight += traces
+        self._traces_per_post = 0.9 * self._traces_per_post + 0.1 * max(1, traces)
+
+    def _release(self, entry_id: bytes) -> None:
+        self.in_flight.pop(entry_id, None)
+        self.traces_in_flight -= self._sizes.pop(entry_id, 0)
+        self._room.set()
 
     def _start(self, entry: Entry, deliveries: int = 1) -> None:
         entry_id, fields = entry
@@ -91,8 +113,7 @@ class OnlineConsumer:
         except RETRIED_ERRORS as exc:
             # Redis went away mid-post: leave it pending; once it is idle long enough, a worker claims it again.
             log.warning("online post %s left pending, Redis unreachable: %s", entry_id.decode(), exc)
-            del self.in_flight[entry_id]
-            self._room.set()
+            self._release(entry_id)
             return
         self.finished.append((entry_id, writes))
         self._finished_event.set()
@@ -105,6 +126,7 @@ class OnlineConsumer:
         except (KeyError, msgspec.DecodeError) as exc:
             log.error("online post %s cannot be read, dropped: %s", entry_id.decode(), exc)
             return self._failed_post_count("undecodable")
+        self._hold(entry_id, len(post.traces))
         if deliveries > defaults.ONLINE_MAX_DELIVERIES:
             error = f"delivered {deliveries - 1} times without being processed (its worker died each time)"
             log.error("online post %s: %s; its traces are recorded as failed", entry_id.decode(), error)
@@ -114,9 +136,9 @@ class OnlineConsumer:
     def _failed_post_count(self, reason: str) -> Group:
         batch = MetricsBatch(())
         batch.inc(catalog.ONLINE_POSTS_FAILED, {"reason": reason})
-        pipe = self.recorder.pipeline(transaction=False)
+        pipe = Writes()
         batch.queue_onto(pipe)
-        return queued_commands(pipe)
+        return pipe.group
 
     async def _acknowledger(self) -> None:
         while True:
@@ -129,9 +151,9 @@ class OnlineConsumer:
         (a post whose first acknowledgement did land is not counted twice: its XACK then finds it acknowledged)."""
         self._finished_event.clear()
         batch, self.finished = self.finished, []
-        pipe = self.recorder.pipeline(transaction=False)
+        pipe = Writes()
         self.observer.drain(pipe)
-        shared, self._unsent_shared = self._unsent_shared + queued_commands(pipe), []
+        shared, self._unsent_shared = self._unsent_shared + pipe.group, []
         if not batch and not shared:
             return
         try:
@@ -141,8 +163,7 @@ class OnlineConsumer:
             self._unsent_shared = shared
             raise
         for entry_id, _ in batch:
-            self.in_flight.pop(entry_id, None)
-        self._room.set()
+            self._release(entry_id)
 
     async def _refresher(self) -> None:
         while True:
@@ -175,11 +196,10 @@ async def consume(settings: Settings, client: redis.asyncio.Redis, consumer: str
     """Run one consumer of the online stream on `client` until `stop` is set."""
     observer = BufferedCallObserver(dict(settings.judge_prices))
     judge = make_judge(settings.default_judge, settings, observer)
-    recorder = redis.Redis()   # never connected: its pipelines only record commands
-    processor = PostProcessor(settings, client, recorder, judge, observer)
+    processor = PostProcessor(settings, client, judge, observer)
     stream = OnlineStream(client, posts.stream_key(settings), consumer)
     try:
-        await OnlineConsumer(settings, stream, processor, observer, recorder).run(stop)
+        await OnlineConsumer(settings, stream, processor, observer).run(stop)
     finally:
         if judge is not None:
             await judge.aclose()

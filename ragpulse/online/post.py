@@ -6,8 +6,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
-import redis
-
 from ragpulse.config import keys
 from ragpulse.config.settings import Settings
 from ragpulse.model.trace import Trace
@@ -15,6 +13,7 @@ from ragpulse.monitoring.recorder import queue_received_counts
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
 from ragpulse.online import records
 from ragpulse.online.records import OnlineTrace
+from ragpulse.store.atomic import Writes
 
 POST_FIELD = b"p"
 """The one field of a stream entry: the msgpack-encoded Post."""
@@ -72,7 +71,7 @@ class StagedPost:
     sampled_ids: list[str]
 
 
-def stage_post(pipe: redis.client.Pipeline, settings: Settings, tenant: str, traces: Sequence[Trace],
+def stage_post(pipe: Writes, settings: Settings, tenant: str, traces: Sequence[Trace],
                policies: Mapping[str, SamplingPolicy], received_at: str) -> StagedPost:
     """Queue onto `pipe` the writes that accept a post: the stream entry, a `pending` record per sampled trace, and
     the received counts (Prometheus and the app's minute bucket). `policies` holds the policy of every app posted."""

@@ -27,7 +27,7 @@ from ragpulse.monitoring.recorder import count_request, queue_result_counts
 from ragpulse.monitoring import catalog
 from ragpulse.online import records
 from ragpulse.online.post import Decision, Post, pending_record
-from ragpulse.store.atomic import Group, queued_commands
+from ragpulse.store.atomic import Group, Writes, WriteQueue
 from ragpulse.store.clock import utcday, utcnow
 from ragpulse.store.connection import RETRIED_ERRORS
 from ragpulse.store.spend import TENANT_DAY_TTL_SECONDS
@@ -70,7 +70,7 @@ class BufferedCallObserver:
         """What this worker's calls for `tenant` cost since the last drain."""
         return self.spend[tenant][0] if tenant in self.spend else 0.0
 
-    def drain(self, pipe: redis.client.Pipeline) -> None:
+    def drain(self, pipe: WriteQueue) -> None:
         """Queue every counted increment onto `pipe`, and forget them."""
         self.metrics.queue_onto(pipe)
         day = utcday()
@@ -91,8 +91,6 @@ class PostProcessor:
     settings: Settings
     client: redis.asyncio.Redis
     """The worker's async client: the budget check reads the tenant's spend through it."""
-    recorder: redis.Redis
-    """A client never connected: its pipelines only record the commands that the acknowledgement applies."""
     judge: Judge | None
     observer: BufferedCallObserver
     _bound: asyncio.Semaphore = field(init=False)
@@ -115,7 +113,7 @@ class PostProcessor:
 
     def writes(self, post: Post, results: list[TraceResult]) -> Group:
         """The writes counting every trace of the post and storing the record of each sampled or failed one."""
-        pipe = self.recorder.pipeline(transaction=False)
+        pipe = Writes()
         processed_at = utcnow()
         for trace, decision, result in zip(post.traces, post.decisions, results, strict=True):
             queue_result_counts(pipe, self.settings.apps, self.settings.tenants, post.tenant, result)
@@ -123,7 +121,7 @@ class PostProcessor:
                 record = records.finished(pending_record(trace, decision, post.received_at), result, processed_at)
                 pipe.set(keys.online_trace(post.tenant, record.trace_id), records.encode(record),
                          ex=self.settings.online_result_ttl_seconds)
-        return queued_commands(pipe)
+        return pipe.group
 
     def failed_writes(self, post: Post, error: str) -> Group:
         """The writes recording every trace of a post that could not be processed as failed, with `error`."""
