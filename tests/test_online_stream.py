@@ -101,7 +101,7 @@ def test_stopped_consumers_are_forgotten_unless_they_hold_posts(redis_url: str, 
 
     run(main())
     names = {c["name"] for c in redis_client.xinfo_consumers(stream_key, keys.ONLINE_GROUP)}
-    assert names == {b"holder"}
+    assert names == {b"holder", b"me"}   # the caller keeps itself
 
 
 def test_backlog_reads_the_oldest_unprocessed_posts_age(redis_client: redis.Redis, stream_key: str) -> None:

@@ -33,7 +33,7 @@ log = logging.getLogger("ragpulse.online")
 MAX_IN_FLIGHT = 4 * defaults.ONLINE_READ_COUNT
 """Posts one worker holds at once (being evaluated or waiting for their acknowledgement); it reads no more until
 some are done, so a slow judge bounds the worker's memory, not the stream's length."""
-MAX_IN_FLIGHT_TRACES = 4096
+MAX_IN_FLIGHT_TRACES = 2048
 """Traces one worker holds at once, whatever the size of the posts (a post holds up to 1,000): reads are sized by
 the traces per post seen so far, so 100-trace posts do not fill a worker with 100,000 decoded traces."""
 READ_BLOCK_MS = 500

@@ -31,16 +31,19 @@ class OnlineStream:
     def __init__(self, client: redis.asyncio.Redis, key: str, consumer: str, group: str = keys.ONLINE_GROUP) -> None:
         self.client, self.key, self.consumer, self.group = client, key, consumer, group
         self._ack = client.register_script(scripts.ACK_POSTS)
+        self._forget = client.register_script(scripts.FORGET_GONE_CONSUMERS)
         self._claim_cursor = b"0-0"
 
     async def ensure_group(self) -> None:
-        """Create the group (and the stream) unless it exists; a new group reads the stream from its start, so posts
-        accepted before the first worker ever ran are processed too."""
+        """Create the group (and the stream) unless it exists, and this consumer in it (so it is listed before its
+        first post: Redis 7.0 adds a consumer only once a read returns something). A new group reads the stream from
+        its start, so posts accepted before the first worker ever ran are processed too."""
         try:
             await self.client.xgroup_create(self.key, self.group, id="0", mkstream=True)
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
+        await self.client.xgroup_createconsumer(self.key, self.group, self.consumer)
 
     async def read(self, count: int, block_ms: int) -> list[Entry]:
         """Up to `count` posts never delivered to any consumer, waiting up to `block_ms` for the first."""
@@ -75,12 +78,9 @@ class OnlineStream:
     async def forget_gone_consumers(self, idle_ms: int) -> None:
         """Delete the group's consumers with nothing pending that have been idle `idle_ms` (stopped workers), so the
         consumer list does not grow with every worker ever started. A consumer holding posts is kept: they are
-        claimed from it first."""
-        for consumer in await self.client.xinfo_consumers(self.key, self.group):
-            name = consumer["name"]
-            name = name.encode() if isinstance(name, str) else name
-            if consumer["pending"] == 0 and consumer["idle"] >= idle_ms and name != self.consumer.encode():
-                await self.client.xgroup_delconsumer(self.key, self.group, name)
+        claimed from it first. (Redis 7.0 does not count a blocking read that returned nothing as activity, so a
+        live worker on a quiet stream may be deleted too; its next read that returns posts adds it back.)"""
+        await self._forget(keys=[self.key], args=[self.group, idle_ms, self.consumer])
 
     async def acknowledge(self, processed: Sequence[tuple[bytes, Group]], shared: Group) -> list[bool]:
         """Acknowledge and delete processed posts, applying each post's writes only if this acknowledgement is the

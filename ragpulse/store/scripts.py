@@ -121,3 +121,20 @@ for i = 3, #ARGV, 2 do
 end
 return counted
 """
+
+# Delete the group's consumers with nothing pending that have been idle ARGV[2] ms, except ARGV[3] (the caller), in
+# one atomic step: checked and deleted apart, a consumer that read a post in between would be deleted with it, and
+# a deleted consumer's pending posts are never delivered again. KEYS: the stream. ARGV: group, idle ms, caller.
+# Returns how many were deleted.
+FORGET_GONE_CONSUMERS = """
+local gone = 0
+for _, row in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local c = {}
+  for i = 1, #row, 2 do c[row[i]] = row[i + 1] end
+  if c['pending'] == 0 and c['idle'] >= tonumber(ARGV[2]) and c['name'] ~= ARGV[3] then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], c['name'])
+    gone = gone + 1
+  end
+end
+return gone
+"""
