@@ -196,3 +196,49 @@ def test_a_sigkilled_worker_loses_no_post_and_counts_none_twice(cluster_factory,
         view = cluster.http.get("/v1/monitor/kill", params={"window": "5m"}).json()
         assert view["traces_received"] == 40 and view["traces_processed"] == 40 and view["judged"] == 40
         assert pending() == 0
+
+
+def test_the_online_path_rides_out_a_redis_restart(tmp_path) -> None:
+    """A Redis that keeps its data goes away for 5 s while workers judge online posts: every post is processed
+    once it is back, each trace counted once, and no process exits."""
+    import sys  # noqa: PLC0415
+
+    from ragpulse.ops.redis_server import PrivateRedis, free_port  # noqa: PLC0415
+    from tests.support import child_env, spawn, wait_for_line  # noqa: PLC0415
+
+    app = f"onout{uuid.uuid4().hex[:6]}"
+    server = PrivateRedis(appendonly=True).start()
+    up = None
+    try:
+        with FakeAnthropic(latency=0.2) as fake:
+            port = free_port()
+            env = child_env(server.url, {"TMPDIR": str(tmp_path), "ANTHROPIC_API_KEY": "k", "RAGPULSE_APPS": app,
+                                         "RAGPULSE_JUDGE_BASE_URL": fake.url, "RAGPULSE_JUDGE_CONCURRENCY": "2"})
+            up = spawn([sys.executable, "-m", "ragpulse.ops.cli", "up", "--port", str(port), "--workers", "2"], env,
+                       tmp_path / "up.log")
+            wait_for_line(up, "ragpulse is up", timeout=60)
+            http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30, trust_env=False)
+            ids = []
+            for n in range(60):
+                response = http.post("/v1/traces", json={"traces": traces(1, f"{app}-{n}", app=app)})
+                assert response.status_code == 202, response.text
+                ids += response.json()["sampled_trace_ids"]
+            assert len(ids) == 60
+            wait_until(lambda: len(fake.requests) >= 5, what="judging under way")
+            server.halt()
+            time.sleep(5)
+            server.start()
+
+            def processed() -> int:
+                view = http.get(f"/v1/monitor/{app}", params={"window": "5m"})
+                return view.json()["traces_processed"] if view.status_code == 200 else -1
+            wait_until(lambda: processed() == 60, timeout=120, what="every post processed after the restart")
+            assert all(http.get(f"/v1/traces/{trace_id}").json()["status"] == "done" for trace_id in ids)
+            text = http.get("/metrics").text
+            assert metric(text, "ragpulse_traces_judged_total", app=app) == 60
+            assert metric(text, "ragpulse_traces_received_total", app=app) == 60
+            assert up.process.poll() is None, up.output()
+    finally:
+        if up is not None:
+            up.stop()
+        server.stop()
