@@ -1,5 +1,5 @@
-"""Worker entry point: the online stream's consumer (worker.online, a thread), and an RQ worker on the online then
-the batch queue (strict priority), JSON-serialised.
+"""Worker entry point: the online stream's consumer (worker.online, a child process), and an RQ worker on the online
+then the batch queue (strict priority), JSON-serialised.
 
 A worker outlives Redis outages. Its client retries every command with backoff for about
 WORKER_REDIS_OUTAGE_SECONDS, so a job in flight pauses through a Redis restart; a missed heartbeat while the
@@ -28,12 +28,11 @@ from ragpulse.store.connection import RETRIED_ERRORS, probe_client, reconnect_on
 # Imported here, before any fork or thread: RQ forks a work-horse per job, and a horse that had to import the job
 # module itself would pay for it on every job, or deadlock on an import lock held by the janitor thread at fork.
 import worker.jobs  # noqa: F401
-# The judges too: the online consumer thread builds one at start, and an import running in that thread while RQ
-# forks a work-horse would leave the horse holding a copy of a taken import lock.
+# The judges too: the online consumer process (forked at start) and every work-horse build one.
 import ragpulse.judges.anthropic_judge  # noqa: F401
 import ragpulse.judges.local  # noqa: F401
 from worker.janitor import start_janitor
-from worker.online import start_online_consumer
+from worker.online import start_online_consumer, stop_online_consumer
 
 log = logging.getLogger("ragpulse.worker")
 REDIS_WAIT_CAP_SECONDS = 10.0
@@ -193,9 +192,9 @@ def main(argv: list[str] | None = None) -> None:
         logging.getLogger("ragpulse.worker").debug(
             "no API keys configured: metrics label every tenant but %r as 'other'; give workers the API's "
             "RAGPULSE_API_KEYS or RAGPULSE_API_KEYS_FILE (only the tenant names are used)", "default")
+    online = start_online_consumer(settings)   # forked first, while this process has no other thread
     stop = threading.Event()
     start_janitor(settings, stop)
-    online = start_online_consumer(settings, stop)
     # Move everything imported so far out of the collector's reach: each forked work-horse otherwise pays a full
     # collection of it (measured ~120 ms), long enough to make one paced judge request late.
     gc.freeze()
@@ -203,4 +202,4 @@ def main(argv: list[str] | None = None) -> None:
         work(settings, rq_level, stop)
     finally:
         stop.set()
-        online.join(ONLINE_STOP_SECONDS)
+        stop_online_consumer(online, ONLINE_STOP_SECONDS)

@@ -1,15 +1,25 @@
-"""The online consumer in every worker process: a thread with its own event loop reading the online stream, beside
-RQ's loop in the main thread. Online traces never wait behind a batch job: the thread runs while a work-horse
-evaluates a chunk, and batch-queue work-horses run at a lower CPU priority (worker.main.BATCH_NICENESS)."""
+"""The online consumer of every worker: a process of its own, forked by the worker at start (before any thread
+exists), reading the online stream with its own event loop while the worker's RQ loop runs batch jobs.
+
+Not a thread of the worker: RQ forks a work-horse per job, and a fork taken while another thread held a lock (an
+import's module lock, say, as the consumer builds its judge client) leaves the horse waiting on it forever. A child
+process shares no lock with the horses, and has its own GIL. It stops when asked (SIGTERM/SIGINT: it lets the posts
+in flight finish) and when its worker goes away (even SIGKILLed): it watches its parent.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
+import multiprocessing
 import os
+import signal
 import socket
 import threading
 import uuid
+from multiprocessing.process import BaseProcess
 
 import redis
 
@@ -20,6 +30,8 @@ from ragpulse.store.connection import worker_async_client
 log = logging.getLogger("ragpulse.online")
 RESTART_CAP_SECONDS = 10.0
 """Longest pause before the consumer starts again after losing Redis or failing."""
+PARENT_CHECK_SECONDS = 0.5
+"""How often the consumer checks that its worker is still alive."""
 
 
 def consumer_name() -> str:
@@ -27,11 +39,40 @@ def consumer_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def start_online_consumer(settings: Settings, stop: threading.Event) -> threading.Thread:
-    """A thread consuming the online stream until `stop` is set; join it to let posts in flight finish."""
-    thread = threading.Thread(target=serve, args=(settings, stop), name="ragpulse-online", daemon=True)
-    thread.start()
-    return thread
+def start_online_consumer(settings: Settings) -> BaseProcess:
+    """Fork the consumer process. Call it before the worker starts any thread."""
+    process = multiprocessing.get_context("fork").Process(target=_consumer_main, args=(settings, os.getpid()),
+                                                          name="ragpulse-online", daemon=False)
+    process.start()
+    return process
+
+
+def stop_online_consumer(process: BaseProcess, timeout: float) -> None:
+    """Ask the consumer to stop (it finishes the posts in flight) and wait up to `timeout`, then kill it; the posts
+    it still held are claimed by another worker."""
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout)
+    if process.is_alive():
+        log.warning("online consumer did not stop within %.0f s; killing it", timeout)
+        process.kill()
+        process.join()
+
+
+def _consumer_main(settings: Settings, parent: int) -> None:
+    gc.freeze()   # what the worker imported stays out of this process's collections
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    threading.Thread(target=_watch_parent, args=(parent, stop), name="ragpulse-online-parent", daemon=True).start()
+    serve(settings, stop)
+
+
+def _watch_parent(parent: int, stop: threading.Event) -> None:
+    while not stop.wait(PARENT_CHECK_SECONDS):
+        if os.getppid() != parent:
+            log.warning("online consumer: its worker (pid %d) is gone; stopping", parent)
+            stop.set()
 
 
 def serve(settings: Settings, stop: threading.Event) -> None:
@@ -43,7 +84,7 @@ def serve(settings: Settings, stop: threading.Event) -> None:
             asyncio.run(_consume(settings, name, stop))
         except redis.RedisError as exc:
             log.warning("online consumer lost Redis: %s; starting again", exc)
-        except Exception:  # noqa: BLE001 - logged; the thread must outlive one bad loop, posts stay pending
+        except Exception:  # noqa: BLE001 - logged; the consumer must outlive one bad loop, posts stay pending
             log.exception("online consumer failed; starting again")
         else:
             return
@@ -56,4 +97,5 @@ async def _consume(settings: Settings, name: str, stop: threading.Event) -> None
     try:
         await consume(settings, client, name, stop)
     finally:
-        await client.aclose()
+        with contextlib.suppress(redis.RedisError):
+            await client.aclose()
