@@ -24,6 +24,7 @@ import redis
 import yaml
 from rq import Worker
 
+from ragpulse.config import keys
 from ragpulse.config.api_keys import parse_key_specs
 from ragpulse.exceptions import ConfigError
 from ragpulse.metrics.stats import wilson_interval
@@ -530,8 +531,12 @@ def test_k8s_scaledobject_scales_the_worker_deployment_on_the_rq_queues() -> Non
     assert scaled["minReplicaCount"] >= 1, "zero workers would trip the NoWorkers alert whenever idle"
     assert "replicas" not in worker["spec"], "the ScaledObject's HPA owns the replica count"
     triggers = scaled["triggers"]
-    assert {t["type"] for t in triggers} == {"redis"}
-    assert {t["metadata"]["listName"] for t in triggers} == RQ_QUEUE_LISTS
+    assert {t["type"] for t in triggers} == {"redis", "redis-streams"}
+    assert {t["metadata"]["listName"] for t in triggers if t["type"] == "redis"} == RQ_QUEUE_LISTS
+    streams = [t["metadata"] for t in triggers if t["type"] == "redis-streams"]
+    assert [s["stream"] for s in streams] == [keys.online_stream(Settings().queues[0])]
+    assert all("streamLength" in s and "consumerGroup" not in s for s in streams), \
+        "acknowledged posts are deleted, so the stream's length is the backlog"
     assert all(isinstance(v, str) for t in triggers for v in t["metadata"].values()), "KEDA wants string values"
     # KEDA resolves addressFromEnv in the worker container's environment.
     config = k8s_object("ConfigMap", "ragpulse-config")["data"]
