@@ -19,12 +19,14 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 
 import redis
 
 from ragpulse.config.settings import Settings
 from ragpulse.online.consumer import consume
+from ragpulse.ops.lifetime import die_with_parent
 from ragpulse.store.connection import worker_async_client
 
 log = logging.getLogger("ragpulse.online")
@@ -41,7 +43,9 @@ def consumer_name() -> str:
 
 def start_online_consumer(settings: Settings) -> BaseProcess:
     """Fork the consumer process. Call it before the worker starts any thread."""
-    process = multiprocessing.get_context("fork").Process(target=_consumer_main, args=(settings, os.getpid()),
+    tie_to_parent = die_with_parent(signal.SIGTERM)
+    process = multiprocessing.get_context("fork").Process(target=_consumer_main,
+                                                          args=(settings, os.getpid(), tie_to_parent),
                                                           name="ragpulse-online", daemon=False)
     process.start()
     return process
@@ -59,16 +63,18 @@ def stop_online_consumer(process: BaseProcess, timeout: float) -> None:
         process.join()
 
 
-def _consumer_main(settings: Settings, parent: int) -> None:
+def _consumer_main(settings: Settings, parent: int, tie_to_parent: Callable[[], None]) -> None:
     gc.freeze()   # what the worker imported stays out of this process's collections
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    tie_to_parent()   # Linux: the kernel sends SIGTERM when the worker dies, even by SIGKILL
     threading.Thread(target=_watch_parent, args=(parent, stop), name="ragpulse-online-parent", daemon=True).start()
     serve(settings, stop)
 
 
 def _watch_parent(parent: int, stop: threading.Event) -> None:
+    """The portable fallback of the kernel's parent-death signal."""
     while not stop.wait(PARENT_CHECK_SECONDS):
         if os.getppid() != parent:
             log.warning("online consumer: its worker (pid %d) is gone; stopping", parent)

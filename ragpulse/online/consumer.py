@@ -42,6 +42,8 @@ ACK_EVERY_SECONDS = 0.05
 """Longest a finished post waits for its acknowledgement (posts finished meanwhile share the call)."""
 GONE_CONSUMER_SECONDS = 3600
 """A consumer of the group with nothing pending, idle this long, is deleted (a worker that stopped)."""
+STOP_POLL_SECONDS = 0.1
+"""How often the consumer looks whether it was asked to stop."""
 STOP_GRACE_SECONDS = 10.0
 """How long a stopping worker lets posts in flight finish; the rest stay pending and are claimed by another."""
 
@@ -63,26 +65,37 @@ class OnlineConsumer:
         self._room = asyncio.Event()
 
     async def run(self, stop: threading.Event) -> None:
-        """Consume until `stop` is set; then let the posts in flight finish (up to STOP_GRACE_SECONDS) and
-        acknowledge them. Redis outages propagate: the caller reconnects and runs a new consumer."""
-        await self.stream.ensure_group()
-        helpers = [asyncio.create_task(coro) for coro in (self._acknowledger(), self._refresher(), self._claimer())]
+        """Consume until `stop` is set. Then a read in progress is dropped at once (even one retrying through a Redis
+        outage: it holds nothing), the posts in flight get up to STOP_GRACE_SECONDS to finish and be acknowledged,
+        and whatever is left stays pending for another worker to claim. Redis outages that outlast the client's
+        retries propagate: the caller runs a new consumer."""
+        helpers = [asyncio.create_task(coro) for coro in
+                   (self._read_loop(stop), self._acknowledger(), self._refresher(), self._claimer())]
         try:
             while not stop.is_set():
-                await self._raise_if_failed(helpers)
-                count = self._room_for()
-                if count <= 0:
-                    self._room.clear()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._room.wait(), READ_BLOCK_MS / 1000)
-                    continue
-                for entry in await self.stream.read(count, READ_BLOCK_MS):
-                    self._start(entry)
+                done, _ = await asyncio.wait(helpers, timeout=STOP_POLL_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    await task   # re-raises its error (a Redis outage): the caller starts over
+            for task in helpers:
+                task.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
             await self._finish_in_flight()
         finally:
             for task in (*helpers, *self.in_flight.values()):
                 task.cancel()
             await asyncio.gather(*helpers, *self.in_flight.values(), return_exceptions=True)
+
+    async def _read_loop(self, stop: threading.Event) -> None:
+        await self.stream.ensure_group()
+        while not stop.is_set():
+            count = self._room_for()
+            if count <= 0:
+                self._room.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._room.wait(), READ_BLOCK_MS / 1000)
+                continue
+            for entry in await self.stream.read(count, READ_BLOCK_MS):
+                self._start(entry)
 
     def _room_for(self) -> int:
         """How many posts to read now: within MAX_IN_FLIGHT posts and, at the traces per post seen so far, within
@@ -180,16 +193,15 @@ class OnlineConsumer:
             await self.stream.forget_gone_consumers(GONE_CONSUMER_SECONDS * 1000)
 
     async def _finish_in_flight(self) -> None:
+        """Let the posts in flight finish and acknowledge them, within STOP_GRACE_SECONDS in all."""
+        deadline = asyncio.get_running_loop().time() + STOP_GRACE_SECONDS
         pending = list(self.in_flight.values())
         if pending:
             await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
-        await self._acknowledge()
-
-    @staticmethod
-    async def _raise_if_failed(helpers: list[asyncio.Task[None]]) -> None:
-        for task in helpers:
-            if task.done():
-                await task   # re-raises its error (a Redis outage): the caller starts over
+        left = deadline - asyncio.get_running_loop().time()
+        if left > 0 and (self.finished or self._unsent_shared or self.observer.metrics.pending):
+            with contextlib.suppress(TimeoutError, *RETRIED_ERRORS):
+                await asyncio.wait_for(self._acknowledge(), left)
 
 
 async def consume(settings: Settings, client: redis.asyncio.Redis, consumer: str, stop: threading.Event) -> None:
