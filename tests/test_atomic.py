@@ -189,3 +189,24 @@ def test_a_bucket_refills_at_its_rate(redis_url: str, redis_client: redis.Redis,
 
     wait = run(scenario, redis_url)
     assert 0.05 < wait <= 0.1 and redis_client.exists(f"{prefix}:y")
+
+
+def test_writes_record_the_commands_a_pipeline_would_send() -> None:
+    """Writes stands in for a redis-py pipeline on the write-only paths: the same calls must give the same commands."""
+    import redis as sync_redis  # noqa: PLC0415
+
+    from ragpulse.store.atomic import Writes  # noqa: PLC0415
+
+    def calls(target) -> None:  # noqa: ANN001
+        target.hincrbyfloat("h", "f", 0.25)
+        target.hincrby("h", "n", 3)
+        target.expire("h", 60)
+        target.set("s", b"v")
+        target.set("s", b"v", ex=30)
+        target.xadd("x", {b"p": b"payload"})
+
+    writes = Writes()
+    calls(writes)
+    pipe = sync_redis.Redis().pipeline(transaction=False)   # never executed, never connected
+    calls(pipe)
+    assert writes.group == [args for args, _options in pipe.command_stack]
