@@ -431,13 +431,14 @@ end
 """
 
 
-def run_wrk(url: str, body_path: Path, connections: int, seconds: float, tmp: Path) -> LoadResult:
+def run_wrk(url: str, body_path: Path, connections: int, seconds: float, tmp: Path,
+            path: str = "/v1/batches") -> LoadResult:
     script = tmp / "post.lua"
     script.write_text(_WRK_LUA)
     env = {**os.environ, "BENCH_BODY": str(body_path)}
     # One wrk thread: on 2 cores every cycle the generator burns is taken from the API or Redis.
     argv = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout", "10s", "-s", str(script),
-            f"{url}/v1/batches"]
+            f"{url}{path}"]
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=seconds + 30)
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("BENCH_JSON ")), None)
     if line is None:
