@@ -63,3 +63,11 @@ def test_the_ingest_burst_must_hold_a_full_batch_unless_the_limit_is_off() -> No
     assert Settings.from_env({"RAGPULSE_MAX_TRACES": "50000", "RAGPULSE_TENANT_TRACES_PER_SECOND": "0"})
     with pytest.raises(ConfigError, match="RAGPULSE_TENANT_TRACES_PER_SECOND"):
         Settings.from_env({"RAGPULSE_TENANT_TRACES_PER_SECOND": "-1"})
+
+
+def test_judge_concurrency_is_from_1_to_1024() -> None:
+    assert Settings.from_env({"RAGPULSE_JUDGE_CONCURRENCY": "1"}).judge_concurrency == 1
+    assert Settings.from_env({"RAGPULSE_JUDGE_CONCURRENCY": "1024"}).judge_concurrency == 1024
+    for bad, reason in (("0", "positive"), ("-3", "positive"), ("1025", "at most 1,024"), ("abc", "an integer")):
+        with pytest.raises(ConfigError, match=f"RAGPULSE_JUDGE_CONCURRENCY must be {reason}"):
+            Settings.from_env({"RAGPULSE_JUDGE_CONCURRENCY": bad})

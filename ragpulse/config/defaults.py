@@ -94,6 +94,10 @@ an LLM judge."""
 JUDGE_CONCURRENCY = 8
 """Judge calls in flight at once inside one worker process."""
 
+MAX_JUDGE_CONCURRENCY = 1024
+"""Largest RAGPULSE_JUDGE_CONCURRENCY accepted: each call in flight may hold a Redis connection of the worker's
+async pools, and a socket to the provider."""
+
 LEASE_SECONDS = 30
 """A running chunk renews its lease every third of this; a chunk whose lease lapses is requeued."""
 

@@ -93,7 +93,7 @@ class Settings:
     100,000). A trace cut by any of the three is judged on what is left and flagged (`judge_input_truncated`)."""
 
     judge_concurrency: int = defaults.JUDGE_CONCURRENCY
-    """RAGPULSE_JUDGE_CONCURRENCY: judge calls in flight at once inside one worker process (default 8)."""
+    """RAGPULSE_JUDGE_CONCURRENCY: judge calls in flight at once inside one worker process (default 8, 1 to 1,024)."""
 
     judge_prices: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=lambda: parse_prices(None))
     """RAGPULSE_JUDGE_PRICES: JSON {model: [usd_per_mtok_in, usd_per_mtok_out]} over built-in list prices."""
@@ -205,7 +205,8 @@ class Settings:
             "judge_itpm": _int(env, "RAGPULSE_JUDGE_ITPM", cls.judge_itpm, allow_zero=True),
             "judge_otpm": _int(env, "RAGPULSE_JUDGE_OTPM", cls.judge_otpm, allow_zero=True),
             "judge_rate_window_seconds": _int(env, "RAGPULSE_JUDGE_RATE_WINDOW_SECONDS", cls.judge_rate_window_seconds),
-            "judge_concurrency": _int(env, "RAGPULSE_JUDGE_CONCURRENCY", cls.judge_concurrency),
+            "judge_concurrency": _int(env, "RAGPULSE_JUDGE_CONCURRENCY", cls.judge_concurrency,
+                                      most=defaults.MAX_JUDGE_CONCURRENCY),
             "judge_max_answer_chars": _int(env, "RAGPULSE_JUDGE_MAX_ANSWER_CHARS", cls.judge_max_answer_chars),
             "judge_max_doc_chars": _int(env, "RAGPULSE_JUDGE_MAX_DOC_CHARS", cls.judge_max_doc_chars),
             "judge_max_context_chars": _int(env, "RAGPULSE_JUDGE_MAX_CONTEXT_CHARS", cls.judge_max_context_chars),
@@ -245,7 +246,7 @@ def log_level(env: Mapping[str, str] | None = None, default: str = "INFO") -> st
     return raw.upper()
 
 
-def _int(env: Mapping[str, str], name: str, default: int, allow_zero: bool = False) -> int:
+def _int(env: Mapping[str, str], name: str, default: int, allow_zero: bool = False, most: int | None = None) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -255,6 +256,8 @@ def _int(env: Mapping[str, str], name: str, default: int, allow_zero: bool = Fal
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
     if value < 0 or (value == 0 and not allow_zero):
         raise ConfigError(f"{name} must be positive, got {value}")
+    if most is not None and value > most:
+        raise ConfigError(f"{name} must be at most {most:,}, got {value:,}")
     return value
 
 
