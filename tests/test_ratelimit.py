@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 from ragpulse.config import keys
 from ragpulse.judges.headers import pause_from_headers, retry_after
 from ragpulse.judges.ratelimit import JudgeLimiter, Limits
+from ragpulse.store.connection import worker_async_client
 
 
 def limiter(redis_url: str, model: str, limits: Limits) -> JudgeLimiter:
@@ -84,3 +85,32 @@ def test_retry_after_and_ratelimit_headers() -> None:
                "anthropic-ratelimit-tokens-remaining": "1000", "anthropic-ratelimit-tokens-reset": reset}
     assert 4.0 < pause_from_headers(headers) <= 5.0
     assert pause_from_headers({**headers, "anthropic-ratelimit-requests-remaining": "3"}) is None
+
+
+def test_a_call_no_limit_held_reports_no_wait(redis_url: str) -> None:
+    async def run() -> tuple[list[float], float]:
+        model = f"m-{uuid.uuid4().hex[:6]}"
+        free = limiter(redis_url, model, Limits())
+        roomy = limiter(redis_url, model, Limits(requests=10_000, input_tokens=10**9, output_tokens=10**9))
+        unheld = [await free.acquire(100, 100), await roomy.acquire(100, 100)]
+        await free.pause(0.3)
+        held = await free.acquire(100, 100)
+        for each in (free, roomy):
+            await each.aclose()
+        return unheld, held
+
+    unheld, held = asyncio.run(run())
+    assert unheld == [0.0, 0.0]         # the Redis round trips that found room are not a wait (nothing is recorded)
+    assert held >= 0.25                 # a pause that held the call is
+
+
+def test_more_concurrent_calls_than_redis_pys_default_pool_all_pass(redis_url: str) -> None:
+    async def run(concurrency: int) -> list[float]:
+        shared = JudgeLimiter(redis_url, worker_async_client(redis_url, concurrency), f"m-{uuid.uuid4().hex[:6]}",
+                              Limits(requests=10**6, input_tokens=10**9, output_tokens=10**9, window_seconds=1))
+        try:
+            return await asyncio.gather(*(shared.acquire(10, 10) for _ in range(concurrency)))
+        finally:
+            await shared.aclose()
+
+    assert len(asyncio.run(run(300))) == 300    # redis-py's default pool raised MaxConnectionsError past 100

@@ -83,16 +83,18 @@ class JudgeLimiter:
         self._pace = client.register_script(_PACE)
 
     async def acquire(self, input_tokens: int, output_tokens: int) -> float:
-        """Block until one request with these token estimates fits; returns the seconds spent waiting."""
+        """Block until one request with these token estimates fits; returns the seconds spent waiting, 0 when no
+        limit or pause held the call (the Redis round trips that found so are not waiting)."""
         start = time.monotonic()
-        await self._wait_for_pause()
-        await self._take(self.limits.input_tokens, "input", input_tokens)
-        await self._take(self.limits.output_tokens, "output", output_tokens)
+        waited = await self._wait_for_pause()
+        waited |= await self._take(self.limits.input_tokens, "input", input_tokens)
+        waited |= await self._take(self.limits.output_tokens, "output", output_tokens)
         while True:  # a pause that began while we waited for our slot sends us back for a slot after it
-            await self._request_slot()
+            waited |= await self._request_slot()
             if not await self._wait_for_pause():
                 break
-        return time.monotonic() - start
+            waited = True
+        return time.monotonic() - start if waited else 0.0
 
     async def settle(self, estimated: tuple[int, int], actual: tuple[int, int]) -> None:
         """Charge what the estimate missed, once the real usage is known (over-estimates are not refunded)."""
@@ -109,13 +111,15 @@ class JudgeLimiter:
         """Close this limiter's Redis connections."""
         await self.redis.aclose()
 
-    async def _request_slot(self) -> None:
+    async def _request_slot(self) -> bool:
+        """Wait for this call's request slot, if requests are limited; True when that meant sleeping."""
         if self.limits.requests <= 0:
-            return
+            return False
         spacing = self.limits.window_seconds / max(1, self.limits.requests - 1)
         wait = float(await self._pace(keys=[keys.judge_pacer(self.model)], args=[spacing]))
         if wait > 0:
             await asyncio.sleep(wait)
+        return wait > 0
 
     async def _wait_for_pause(self) -> bool:
         """Sleep out the shared pause, if any; True when there was one."""
@@ -125,11 +129,15 @@ class JudgeLimiter:
             await asyncio.sleep(left + random.uniform(0, 0.05))
         return paused
 
-    async def _take(self, limit: int, kind: str, cost: int) -> None:
+    async def _take(self, limit: int, kind: str, cost: int) -> bool:
+        """Take `cost` tokens from the `kind` window, waiting until they fit; True when that meant sleeping."""
         if limit <= 0 or cost <= 0:
-            return
+            return False
         item = RateLimitItemPerSecond(limit, self.limits.window_seconds)
         cost = min(cost, limit)  # a single call larger than the whole window can only wait for an empty window
+        slept = False
         while not await self._tokens.hit(item, self.model, kind, cost=cost):
             stats = await self._tokens.get_window_stats(item, self.model, kind)
             await asyncio.sleep(min(max(stats.reset_time - time.time(), 0.02), 1.0) * random.uniform(0.5, 1.0))
+            slept = True
+        return slept

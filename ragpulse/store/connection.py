@@ -27,6 +27,13 @@ BACKOFF_CAP_SECONDS = 2.0
 RETRIED_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 """What a worker's command retries on: a dropped or refused connection, and a Redis that stopped answering."""
 
+DEFAULT_POOL_CONNECTIONS = 100
+"""Connections of an async pool whose callers are not counted (redis-py's own default size)."""
+
+ASYNC_POOL_SPARE_CONNECTIONS = 8
+"""Connections a worker's async pool holds beyond one per concurrent caller: for its background writes (lease
+renewal, flushes of counted calls)."""
+
 
 def backoff_retries(seconds: float) -> int:
     """How many retries ExponentialBackoff(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS) takes to wait `seconds`."""
@@ -57,12 +64,21 @@ def worker_client(url: str, socket_timeout: float | None = None) -> redis.Redis:
                                 health_check_interval=defaults.REDIS_HEALTH_CHECK_SECONDS)
 
 
-def worker_async_client(url: str) -> redis.asyncio.Redis:
-    """The asyncio twin of worker_client (the judge's shared rate limiter): the same retries through an outage."""
+def worker_async_client(url: str, concurrency: int | None = None) -> redis.asyncio.Redis:
+    """The asyncio twin of worker_client (a chunk run's reads and writes, the judge's shared rate limiter, the online
+    consumer): the same retries through an outage.
+
+    Its pool holds a connection for each of `concurrency` callers (RAGPULSE_JUDGE_CONCURRENCY; None: redis-py's
+    default of 100), plus ASYNC_POOL_SPARE_CONNECTIONS, and a caller finding them all busy waits for one: redis-py's
+    default pool raises MaxConnectionsError instead.
+    """
     retry = AsyncRetry(ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=BACKOFF_BASE_SECONDS),
                        retries=backoff_retries(defaults.WORKER_REDIS_OUTAGE_SECONDS), supported_errors=RETRIED_ERRORS)
-    return redis.asyncio.Redis.from_url(url, retry=retry, socket_connect_timeout=defaults.REDIS_SOCKET_TIMEOUT,
-                                        health_check_interval=defaults.REDIS_HEALTH_CHECK_SECONDS)
+    callers = DEFAULT_POOL_CONNECTIONS if concurrency is None else concurrency
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url, max_connections=callers + ASYNC_POOL_SPARE_CONNECTIONS, timeout=None, retry=retry,
+        socket_connect_timeout=defaults.REDIS_SOCKET_TIMEOUT, health_check_interval=defaults.REDIS_HEALTH_CHECK_SECONDS)
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 def probe_client(url: str) -> redis.Redis:
