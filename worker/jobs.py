@@ -15,11 +15,10 @@ from dispatch.callbacks import enqueue_callback
 from ragpulse.reporting.callbacks import deliver
 from ragpulse.evaluation.trace import failed_result
 from ragpulse.exceptions import CallbackRejected, DeliveryFailed
-from ragpulse.judges.kinds import make_judge
 from ragpulse.monitoring.catalog import JOB_DURATION
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.reporting.build import build_report
-from ragpulse.evaluation.chunk import CallObserver, ChunkRun
+from ragpulse.evaluation.chunk import open_chunk, run_chunk
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 
@@ -41,20 +40,11 @@ def store_for(connection: redis.Redis | None = None) -> Store:
 def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
     """Evaluate one chunk of a job; the call that completes the last chunk builds the report."""
     store = store_for()
-    if asyncio.run(_run(store, job_id, chunk)):
+    work = open_chunk(store, settings(), job_id, chunk)
+    asyncio.run(run_chunk(store, settings(), work))
+    if store.chunks.complete(job_id, chunk):
         finalize(store, job_id)
     return {"chunk": chunk}
-
-
-async def _run(store: Store, job_id: str, chunk: int) -> bool:
-    record = store.jobs.get(job_id)
-    observer = CallObserver(store, job_id, record.tenant, settings())
-    judge = make_judge(record.options.judge or settings().default_judge, settings(), observer)
-    try:
-        return await ChunkRun(store, settings(), job_id, chunk, judge).run()
-    finally:
-        if judge is not None:
-            await judge.aclose()
 
 
 def finalize(store: Store, job_id: str) -> None:

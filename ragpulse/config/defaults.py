@@ -98,6 +98,15 @@ MAX_JUDGE_CONCURRENCY = 1024
 """Largest RAGPULSE_JUDGE_CONCURRENCY accepted: each call in flight may hold a Redis connection of the worker's
 async pools, and a socket to the provider."""
 
+JUDGE_CALLS_WRITE_SECONDS = 0.25
+"""How often a chunk run writes the judge calls it counted (their spend against the job and the tenant's day, and
+the judge request metrics) to Redis, in one transaction, instead of a round trip per call. Budget checks see the
+worker's own unwritten calls at once, other workers' within this."""
+
+JOB_FAILURE_CHECK_SECONDS = 0.5
+"""How often a chunk run reads whether its job has failed (another worker's judge was refused its credentials):
+traces that start later fail at once instead of being judged."""
+
 LEASE_SECONDS = 30
 """A running chunk renews its lease every third of this; a chunk whose lease lapses is requeued."""
 

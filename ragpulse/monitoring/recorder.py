@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-import redis
-
 from ragpulse.config.prices import call_cost
 from ragpulse.store.atomic import WriteQueue
 from ragpulse.model.results import TraceResult
@@ -104,24 +102,32 @@ def count_request(batch: MetricsBatch, prices: dict[str, tuple[float, float]], m
 
 
 class CallMetrics:
-    """Judge request metrics: outcome, latency, tokens, cost and rate-limit waits."""
+    """Judge request metrics: outcome, latency, tokens, cost and rate-limit waits, counted in memory until `take`
+    hands them over to be written (a chunk run writes them every few tenths of a second, not once per call)."""
 
-    def __init__(self, client: redis.Redis, prices: dict[str, tuple[float, float]]) -> None:
-        self.client = client
+    def __init__(self, prices: dict[str, tuple[float, float]]) -> None:
         self.prices = prices
+        self.counted = MetricsBatch(())
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
-                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
-        """Count one provider request; prompt-cache reads and writes are token directions of their own."""
-        batch = MetricsBatch(())
-        count_request(batch, self.prices, model, status, latency_seconds, input_tokens, output_tokens,
-                      cache_read_input_tokens=cache_read_input_tokens,
-                      cache_creation_input_tokens=cache_creation_input_tokens)
-        batch.flush(self.client)
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> float:
+        """Count one provider request (prompt-cache reads and writes are token directions of their own); returns its
+        cost."""
+        return count_request(self.counted, self.prices, model, status, latency_seconds, input_tokens, output_tokens,
+                             cache_read_input_tokens=cache_read_input_tokens,
+                             cache_creation_input_tokens=cache_creation_input_tokens)
 
     def waited(self, model: str, seconds: float) -> None:
-        """Count time spent waiting for the shared rate limit."""
+        """Count time spent waiting for the shared rate limit (a call that did not wait counts nothing)."""
         if seconds > 0:
-            batch = MetricsBatch(())
-            batch.inc(m.RATELIMIT_WAIT, {"model": model}, seconds)
-            batch.flush(self.client)
+            self.counted.inc(m.RATELIMIT_WAIT, {"model": model}, seconds)
+
+    def take(self) -> MetricsBatch:
+        """The increments counted so far, for the caller to write (MetricsBatch.queue_onto); counting starts afresh."""
+        taken, self.counted = self.counted, MetricsBatch(())
+        return taken
+
+    def give_back(self, increments: dict[str, float]) -> None:
+        """Count again increments that were taken but could not be written, so a later write has them."""
+        for name, value in increments.items():
+            self.counted.pending[name] += value

@@ -53,9 +53,11 @@ class ChunkLeases:
             pipe.hset(keys.job_chunk_states(job_id), chunk, "started")
             pipe.execute()
 
-    def renew(self, job_id: str, chunk: int, lease_seconds: int) -> None:
-        """Heartbeat: keep the chunk's lease alive while its worker runs."""
-        self.redis.set(keys.job_lease(job_id, chunk), "1", ex=lease_seconds)
+    @staticmethod
+    def queue_renew(pipe: redis.client.Pipeline, job_id: str, chunk: int, lease_seconds: int) -> None:
+        """Heartbeat: queue the write keeping the chunk's lease alive while its worker runs onto `pipe` (a sync or
+        an asyncio pipeline)."""
+        pipe.set(keys.job_lease(job_id, chunk), "1", ex=lease_seconds)
 
     def complete(self, job_id: str, chunk: int) -> bool:
         """Mark the chunk done; True for the one caller whose chunk completed the job (it must finalize)."""

@@ -79,9 +79,8 @@ class JobRecords:
         return _record(job_id, fields)
 
     def failure(self, job_id: str) -> str | None:
-        """The job's error when it has failed, else None (one cheap read, checked before every trace)."""
-        status, error = self.redis.hmget(keys.job(job_id), ["status", "error"])
-        return (error or b"failed").decode() if status == b"failed" else None
+        """The job's error when it has failed, else None (one cheap read)."""
+        return failure_from(self.redis.hmget(keys.job(job_id), FAILURE_FIELDS))
 
     def mark_started(self, job_id: str) -> None:
         """The first chunk start sets started_at and moves a queued job to running."""
@@ -90,10 +89,7 @@ class JobRecords:
 
     def finish(self, job_id: str, status: str, error: str | None = None) -> None:
         """Move the job to a terminal status (it stays watched by the janitor until its report is built)."""
-        mapping = {"status": status, "finished_at": utcnow()}
-        if error:
-            mapping["error"] = error
-        self.redis.hset(keys.job(job_id), mapping=mapping)
+        self.redis.hset(keys.job(job_id), mapping=finish_fields(status, error))
 
     def reopen(self, pipe: redis.client.Pipeline, job_id: str) -> None:
         """Queue the writes that start a new attempt of a finished job onto `pipe`, and watch it again."""
@@ -131,6 +127,24 @@ class JobRecords:
         record = self.get(job_id)
         return (record.status not in TERMINAL and record.finalizing_since is not None
                 and time.time() - record.finalizing_since > older_than_seconds)
+
+
+FAILURE_FIELDS = ("status", "error")
+"""The job hash's fields that `failure_from` reads."""
+
+
+def failure_from(values: list[bytes | None]) -> str | None:
+    """The job's error when it has failed, else None, from its FAILURE_FIELDS."""
+    status, error = values
+    return (error or b"failed").decode() if status == b"failed" else None
+
+
+def finish_fields(status: str, error: str | None = None) -> dict[str, str]:
+    """The job hash's fields that move it to a terminal status."""
+    mapping = {"status": status, "finished_at": utcnow()}
+    if error:
+        mapping["error"] = error
+    return mapping
 
 
 def _record(job_id: str, fields: dict[str, str]) -> JobRecord:

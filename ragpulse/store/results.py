@@ -17,6 +17,8 @@ _encoder = msgspec.msgpack.Encoder()
 _result_decoder = msgspec.msgpack.Decoder(TraceResult)
 TERMINAL_RESULT = {"ok": None, "skipped_budget": "skipped"}
 """Result status -> the index set it belongs to (None: neither failed nor skipped)."""
+Counting = Callable[[redis.client.Pipeline], None]
+"""Queues the writes that count one newly stored result onto a pipeline (monitoring.recorder.queue_result_counts)."""
 
 
 class Results:
@@ -35,14 +37,20 @@ class Results:
         present = self.redis.hmget(keys.job_results(job_id), [str(i) for i in wanted])
         return {i for i, raw in zip(wanted, present) if raw is not None}
 
-    def record(self, job_id: str, result: TraceResult,
-               counting: Callable[[redis.client.Pipeline], None] | None = None) -> bool:
+    def record(self, job_id: str, result: TraceResult, counting: Counting | None = None) -> bool:
         """Store one trace's result idempotently, filed under failed or skipped as its status says.
 
         True when no result was stored for this trace before. `counting` queues the writes that count a new
         result (metric increments) onto a pipeline; they are applied atomically with the store, and only when the
         result is new, so each trace is counted exactly once even when a retried call runs twice.
         """
+        keys_, args = self.record_script_call(job_id, result, counting)
+        return bool(self._record(keys=keys_, args=args))
+
+    def record_script_call(self, job_id: str, result: TraceResult,
+                           counting: Counting | None = None) -> tuple[list[str], list[object]]:
+        """The KEYS and ARGV of the RECORD_RESULT call that `record` makes (an asyncio client makes the same call):
+        `counting`'s writes are queued on a pipeline that is never executed, only read."""
         index = str(result.index)
         bucket = TERMINAL_RESULT.get(result.status, "failed") or ""
         writes: list[tuple[object, ...]] = []
@@ -53,7 +61,7 @@ class Results:
         touched = list(dict.fromkeys(str(args[1]) for args in writes))  # every counting write names its key first
         words = [word for args in writes for word in (len(args), *args)]
         keys_ = [keys.job_results(job_id), keys.job_failed(job_id), keys.job_skipped(job_id), *touched]
-        return bool(self._record(keys=keys_, args=[index, _encoder.encode(result), self.ttl, bucket, *words]))
+        return keys_, [index, _encoder.encode(result), self.ttl, bucket, *words]
 
     def counts(self, job_id: str) -> tuple[int, int, int]:
         """(stored, failed, skipped) result counts."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import redis
 
 from ragpulse.config import keys
+from ragpulse.model.results import Spend
 from ragpulse.store.clock import utcday
 
 TENANT_DAY_TTL_SECONDS = 2 * 86400
@@ -18,22 +19,32 @@ class SpendLedger:
     def __init__(self, client: redis.Redis) -> None:
         self.redis = client
 
-    def add(self, job_id: str, tenant: str, cost_usd: float, input_tokens: int, output_tokens: int) -> None:
-        """Count one judge call against the job and the tenant's day."""
+    @staticmethod
+    def queue_add(pipe: redis.client.Pipeline, job_id: str, tenant: str, spend: Spend) -> None:
+        """Queue the writes counting `spend` (any number of judge calls) against the job and the tenant's day onto
+        `pipe` (a sync or an asyncio pipeline; the caller executes it)."""
         day_key = keys.tenant_spend(tenant, utcday())
-        with self.redis.pipeline() as pipe:
-            for key in (keys.job(job_id), day_key):
-                pipe.hincrbyfloat(key, "cost_usd", cost_usd)
-                pipe.hincrby(key, "judge_calls", 1)
-                pipe.hincrby(key, "input_tokens", input_tokens)
-                pipe.hincrby(key, "output_tokens", output_tokens)
-            pipe.expire(day_key, TENANT_DAY_TTL_SECONDS)
-            pipe.execute()
+        for key in (keys.job(job_id), day_key):
+            pipe.hincrbyfloat(key, "cost_usd", spend.cost_usd)
+            pipe.hincrby(key, "judge_calls", spend.judge_calls)
+            pipe.hincrby(key, "input_tokens", spend.input_tokens)
+            pipe.hincrby(key, "output_tokens", spend.output_tokens)
+        pipe.expire(day_key, TENANT_DAY_TTL_SECONDS)
+
+    @staticmethod
+    def queue_spent(pipe: redis.client.Pipeline, job_id: str, tenant: str) -> None:
+        """Queue the reads of `spent_from` onto `pipe` (a sync or an asyncio pipeline)."""
+        pipe.hget(keys.job(job_id), "cost_usd")
+        pipe.hget(keys.tenant_spend(tenant, utcday()), "cost_usd")
+
+    @staticmethod
+    def spent_from(replies: list) -> tuple[float, float]:
+        """(job spend, tenant spend today) in USD from the replies of `queue_spent`."""
+        job_cost, day_cost = replies
+        return float(job_cost or 0), float(day_cost or 0)
 
     def spent(self, job_id: str, tenant: str) -> tuple[float, float]:
         """(job spend, tenant spend today) in USD, in one round trip."""
         with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hget(keys.job(job_id), "cost_usd")
-            pipe.hget(keys.tenant_spend(tenant, utcday()), "cost_usd")
-            job_cost, day_cost = pipe.execute()
-        return float(job_cost or 0), float(day_cost or 0)
+            self.queue_spent(pipe, job_id, tenant)
+            return self.spent_from(pipe.execute())

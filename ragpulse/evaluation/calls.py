@@ -1,0 +1,74 @@
+"""Count a chunk run's judge calls in memory; write the counts to Redis a few times a second, not once per call."""
+
+from __future__ import annotations
+
+from ragpulse.config.settings import Settings
+from ragpulse.model.results import Spend
+from ragpulse.monitoring.recorder import CallMetrics
+from ragpulse.store.aio import AsyncJobStore
+from ragpulse.store.spend import SpendLedger
+
+
+def no_spend() -> Spend:
+    """Spend of no call."""
+    return Spend(judge_calls=0, input_tokens=0, output_tokens=0, cost_usd=0.0)
+
+
+def add_spend(total: Spend, more: Spend) -> None:
+    """Add `more` to `total`."""
+    total.judge_calls += more.judge_calls
+    total.input_tokens += more.input_tokens
+    total.output_tokens += more.output_tokens
+    total.cost_usd += more.cost_usd
+
+
+class CallObserver:
+    """Counts every judge call: tokens and cost against its job and tenant-day, and in the shared request metrics.
+
+    Counting is in memory; `write` applies everything counted since the last write in one transaction (a chunk run
+    writes every JUDGE_CALLS_WRITE_SECONDS and once more before its chunk completes), so a judge call costs no Redis
+    round trip of its own. `unwritten_cost` lets a budget check add what is counted here and not yet written.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.prices = dict(settings.judge_prices)
+        self.metrics = CallMetrics(self.prices)
+        self.unwritten = no_spend()
+
+    @property
+    def unwritten_cost(self) -> float:
+        """USD of the calls counted here and not yet written to Redis."""
+        return self.unwritten.cost_usd
+
+    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
+        """Count one provider request (failed requests carry no usage); its cost prices cache reads and writes."""
+        cost = self.metrics.request(model, status, latency_seconds, input_tokens, output_tokens,
+                                    cache_read_input_tokens=cache_read_input_tokens,
+                                    cache_creation_input_tokens=cache_creation_input_tokens)
+        if status == "ok":
+            add_spend(self.unwritten, Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=output_tokens,
+                                            cost_usd=cost))
+
+    def waited(self, model: str, seconds: float) -> None:
+        """Count time spent waiting for the shared rate limit."""
+        self.metrics.waited(model, seconds)
+
+    async def write(self, job: AsyncJobStore) -> None:
+        """Write every call counted since the last write: the job's and the tenant's spend and the request metrics,
+        in one transaction. When Redis fails it, the calls stay counted for the next write, and the error is raised."""
+        spend, self.unwritten = self.unwritten, no_spend()
+        increments = self.metrics.take()
+        taken = dict(increments.pending)
+
+        def queue(pipe) -> None:  # noqa: ANN001 - an asyncio pipeline
+            if spend.judge_calls:
+                SpendLedger.queue_add(pipe, job.job_id, job.tenant, spend)
+            increments.queue_onto(pipe)
+
+        try:
+            await job.write(queue)
+        except BaseException:
+            add_spend(self.unwritten, spend)
+            self.metrics.give_back(taken)
+            raise

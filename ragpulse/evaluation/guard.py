@@ -1,0 +1,48 @@
+"""What stops a chunk run from judging its next trace: the job failed, or a budget ran out."""
+
+from __future__ import annotations
+
+import time
+
+from ragpulse.config import defaults
+from ragpulse.evaluation.budget import budget_exhausted
+from ragpulse.evaluation.calls import CallObserver
+from ragpulse.store.aio import AsyncJobStore
+
+
+class RunGuard:
+    """Asked before each trace of a chunk run; reads Redis without blocking the event loop, and only as often as the
+    answer can change."""
+
+    def __init__(self, job: AsyncJobStore, calls: CallObserver, job_budget: float | None,
+                 tenant_daily_budget: float | None) -> None:
+        self.job, self.calls = job, calls
+        self.job_budget, self.tenant_daily_budget = job_budget, tenant_daily_budget
+        self._failure: str | None = None
+        self._failure_read_at = float("-inf")
+
+    def fail(self, reason: str) -> None:
+        """This run failed the job: every later trace of the run sees it at once."""
+        self._failure = reason
+
+    async def failure(self) -> str | None:
+        """The job's error once it has failed, else None. Read from Redis at most every JOB_FAILURE_CHECK_SECONDS
+        (another worker may fail the job); known at once when this run failed it."""
+        now = time.monotonic()
+        if self._failure is None and now - self._failure_read_at >= defaults.JOB_FAILURE_CHECK_SECONDS:
+            self._failure_read_at = now
+            failure = await self.job.failure()
+            if self._failure is None:  # fail() may have come while the read was out
+                self._failure = failure
+        return self._failure
+
+    async def budget_spent(self) -> str | None:
+        """Which budget ran out, or None: read before every billable call, when there is a budget at all. This run's
+        calls not yet written count too, so it overshoots by its calls in flight (and those of a write under way, for
+        one round trip); other workers' calls count once they write them, within JUDGE_CALLS_WRITE_SECONDS."""
+        if self.job_budget is None and self.tenant_daily_budget is None:
+            return None
+        job_spent, tenant_spent = await self.job.spent()
+        unwritten = self.calls.unwritten_cost
+        return budget_exhausted(job_spent + unwritten, tenant_spent + unwritten, self.job_budget,
+                                self.tenant_daily_budget)

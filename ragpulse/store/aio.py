@@ -1,0 +1,59 @@
+"""One job's reads and writes while a chunk of it runs, awaited on redis.asyncio instead of blocking the event loop.
+
+With 32 judge calls in flight, the eight blocking round trips a trace made on the sync client were half of the
+work-horse's time, and every one of them held up every call in flight. Each operation here builds its commands with
+the same code as the sync store (`Store`'s nouns keep the one home of each key, field and script); only the round
+trip differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import redis.asyncio
+
+from ragpulse.config import keys
+from ragpulse.model.results import TraceResult
+from ragpulse.store import Store, scripts
+from ragpulse.store.chunks import ChunkLeases
+from ragpulse.store.records import FAILURE_FIELDS, failure_from, finish_fields
+from ragpulse.store.results import Counting
+from ragpulse.store.spend import SpendLedger
+
+
+class AsyncJobStore:
+    """The per-trace operations of a chunk run on one job: its failure flag, its spend, its results, its lease."""
+
+    def __init__(self, store: Store, client: redis.asyncio.Redis, job_id: str, tenant: str) -> None:
+        self.store, self.client, self.job_id, self.tenant = store, client, job_id, tenant
+        self._record = client.register_script(scripts.RECORD_RESULT)
+
+    async def failure(self) -> str | None:
+        """The job's error when it has failed, else None."""
+        return failure_from(await self.client.hmget(keys.job(self.job_id), FAILURE_FIELDS))
+
+    async def finish(self, status: str, error: str | None = None) -> None:
+        """Move the job to a terminal status (JobRecords.finish)."""
+        await self.client.hset(keys.job(self.job_id), mapping=finish_fields(status, error))
+
+    async def spent(self) -> tuple[float, float]:
+        """(job spend, tenant spend today) in USD, in one round trip."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            SpendLedger.queue_spent(pipe, self.job_id, self.tenant)
+            return SpendLedger.spent_from(await pipe.execute())
+
+    async def record(self, result: TraceResult, counting: Counting | None = None) -> bool:
+        """Store one trace's result idempotently and count it exactly once (Results.record, the same script call)."""
+        keys_, args = self.store.results.record_script_call(self.job_id, result, counting)
+        return bool(await self._record(keys=keys_, args=args))
+
+    async def renew(self, chunk: int, lease_seconds: int) -> None:
+        """Heartbeat: keep the chunk's lease alive (ChunkLeases.renew)."""
+        await self.write(lambda pipe: ChunkLeases.queue_renew(pipe, self.job_id, chunk, lease_seconds))
+
+    async def write(self, queue: Callable[[redis.asyncio.client.Pipeline], None]) -> None:
+        """Apply the writes `queue` puts on a pipeline, in one transaction (nothing is sent when it queues none)."""
+        async with self.client.pipeline(transaction=True) as pipe:
+            queue(pipe)
+            if pipe.command_stack:
+                await pipe.execute()
