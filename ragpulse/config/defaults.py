@@ -98,6 +98,10 @@ MAX_JUDGE_CONCURRENCY = 1024
 """Largest RAGPULSE_JUDGE_CONCURRENCY accepted: each call in flight may hold a Redis connection of the worker's
 async pools, and a socket to the provider."""
 
+JUDGE_PAUSE_READ_SECONDS = 0.1
+"""How often a worker's judge limiter reads the shared pause (set when any worker got a 429) instead of once per
+call: a pause that lasts seconds holds this worker's calls from at most this much later."""
+
 JUDGE_CALLS_WRITE_SECONDS = 0.25
 """How often a chunk run writes the judge calls it counted (their spend against the job and the tenant's day, and
 the judge request metrics) to Redis, in one transaction, instead of a round trip per call. Budget checks see the

@@ -21,7 +21,7 @@ from limits import RateLimitItemPerSecond
 from limits.aio.storage import RedisStorage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 
 # Reserve the next request slot: slots are `spacing` seconds apart on Redis's clock. Returns the seconds to wait
 # (as a string: Lua numbers would be truncated to integers in the reply). KEYS: pacer key. ARGV: spacing.
@@ -79,8 +79,11 @@ class JudgeLimiter:
                                connection_pool=client.connection_pool)
         self._tokens = SlidingWindowCounterRateLimiter(storage)
         self._pause = client.register_script(_EXTEND_PAUSE)
-        self._pause_left = client.register_script(_PAUSE_LEFT)
+        self._read_pause = client.register_script(_PAUSE_LEFT)
         self._pace = client.register_script(_PACE)
+        self._pause_ends = 0.0
+        """When the shared pause ends (time.monotonic()), as last read or set by this limiter."""
+        self._pause_read_at = float("-inf")
 
     async def acquire(self, input_tokens: int, output_tokens: int) -> float:
         """Block until one request with these token estimates fits; returns the seconds spent waiting, 0 when no
@@ -105,7 +108,9 @@ class JudgeLimiter:
 
     async def pause(self, seconds: float) -> None:
         """Make every worker wait `seconds` before its next call to this model (honours the longest pause)."""
-        await self._pause(keys=[keys.judge_pause(self.model), keys.judge_pacer(self.model)], args=[seconds])
+        left = float(await self._pause(keys=[keys.judge_pause(self.model), keys.judge_pacer(self.model)],
+                                       args=[seconds]))
+        self._pause_ends = max(self._pause_ends, time.monotonic() + left)
 
     async def aclose(self) -> None:
         """Close this limiter's Redis connections."""
@@ -124,10 +129,21 @@ class JudgeLimiter:
     async def _wait_for_pause(self) -> bool:
         """Sleep out the shared pause, if any; True when there was one."""
         paused = False
-        while (left := float(await self._pause_left(keys=[keys.judge_pause(self.model)]))) > 0:
+        while (left := await self._pause_left()) > 0:
             paused = True
             await asyncio.sleep(left + random.uniform(0, 0.05))
         return paused
+
+    async def _pause_left(self) -> float:
+        """Seconds left of the shared pause. Read from Redis at most every JUDGE_PAUSE_READ_SECONDS, by one call (the
+        others take its reading): a call that finds no pause costs no round trip of its own, and a pause another
+        worker set holds this one's calls from at most that much later."""
+        now = time.monotonic()
+        if now - self._pause_read_at >= defaults.JUDGE_PAUSE_READ_SECONDS:
+            self._pause_read_at = now
+            left = float(await self._read_pause(keys=[keys.judge_pause(self.model)]))
+            self._pause_ends = max(self._pause_ends, now + left)
+        return self._pause_ends - time.monotonic()
 
     async def _take(self, limit: int, kind: str, cost: int) -> bool:
         """Take `cost` tokens from the `kind` window, waiting until they fit; True when that meant sleeping."""
