@@ -12,13 +12,14 @@ from ragpulse.config import keys
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.results import ResultsPage, TraceResult
 from ragpulse.store import scripts
+from ragpulse.store.atomic import Writes, WriteQueue, pack_group
 
 _encoder = msgspec.msgpack.Encoder()
 _result_decoder = msgspec.msgpack.Decoder(TraceResult)
 TERMINAL_RESULT = {"ok": None, "skipped_budget": "skipped"}
 """Result status -> the index set it belongs to (None: neither failed nor skipped)."""
-Counting = Callable[[redis.client.Pipeline], None]
-"""Queues the writes that count one newly stored result onto a pipeline (monitoring.recorder.queue_result_counts)."""
+Counting = Callable[[WriteQueue], None]
+"""Queues the writes that count one newly stored result (monitoring.recorder.queue_result_counts)."""
 
 
 class Results:
@@ -50,18 +51,15 @@ class Results:
     def record_script_call(self, job_id: str, result: TraceResult,
                            counting: Counting | None = None) -> tuple[list[str], list[object]]:
         """The KEYS and ARGV of the RECORD_RESULT call that `record` makes (an asyncio client makes the same call):
-        `counting`'s writes are queued on a pipeline that is never executed, only read."""
+        `counting`'s writes are recorded (atomic.Writes), then packed into one argument."""
         index = str(result.index)
         bucket = TERMINAL_RESULT.get(result.status, "failed") or ""
-        writes: list[tuple[object, ...]] = []
+        writes = Writes()
         if counting is not None:
-            with self.redis.pipeline(transaction=False) as pipe:
-                counting(pipe)
-                writes = [tuple(args) for args, _options in pipe.command_stack]
-        touched = list(dict.fromkeys(str(args[1]) for args in writes))  # every counting write names its key first
-        words = [word for args in writes for word in (len(args), *args)]
+            counting(writes)
+        touched = list(dict.fromkeys(str(args[1]) for args in writes.group))  # every counting write names its key first
         keys_ = [keys.job_results(job_id), keys.job_failed(job_id), keys.job_skipped(job_id), *touched]
-        return keys_, [index, _encoder.encode(result), self.ttl, bucket, *words]
+        return keys_, [index, _encoder.encode(result), self.ttl, bucket, pack_group(writes.group)]
 
     def counts(self, job_id: str) -> tuple[int, int, int]:
         """(stored, failed, skipped) result counts."""

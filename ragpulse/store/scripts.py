@@ -25,13 +25,37 @@ MARK_RUNNING = """
 if redis.call('HGET', KEYS[1], 'status') == 'queued' then redis.call('HSET', KEYS[1], 'status', 'running') end
 """
 
+# Lua source of a function packed(blob) -> list of commands, each a list of its arguments: the inverse of hiredis'
+# pack_command over a run of commands (`*<argc>`, then `$<size>` and the bytes of each argument). Group writes travel
+# as one such blob per group, so redis-py packs one argument per group, not one per word.
+PACKED_COMMANDS = r"""
+local function packed(blob)
+  local find, sub, tonumber = string.find, string.sub, tonumber
+  local commands, pos = {}, 1
+  while pos <= #blob do
+    local eol = find(blob, "\r\n", pos, true)
+    local args = {}
+    for a = 1, tonumber(sub(blob, pos + 1, eol - 1)) do
+      pos = eol + 2
+      eol = find(blob, "\r\n", pos, true)
+      local size = tonumber(sub(blob, pos + 1, eol - 1))
+      args[a] = sub(blob, eol + 2, eol + 1 + size)
+      eol = eol + size + 2
+    end
+    pos = eol + 2
+    commands[#commands + 1] = args
+  end
+  return commands
+end
+"""
+
 # Store one trace's result and file its index under failed or skipped (or neither); only when the trace had no result
 # yet, also apply the writes that count it (HINCRBYFLOAT / EXPIRE of metric hashes), in the same atomic step: run
 # again after its reply was lost (a retried command), it neither loses nor doubles the count. Returns 1 when new.
 # KEYS: results hash, failed set, skipped set, then every key the counting writes touch.
-# ARGV: index, encoded result, ttl, bucket ('failed', 'skipped' or ''), then each counting write as its word count
-# followed by its words.
-RECORD_RESULT = """
+# ARGV: index, encoded result, ttl, bucket ('failed', 'skipped' or ''), then the counting writes packed into one blob
+# (PACKED_COMMANDS): one argument, not the hundred words redis-py would pack one by one in Python.
+RECORD_RESULT = PACKED_COMMANDS + """
 local new = redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call(ARGV[4] == 'failed' and 'SADD' or 'SREM', KEYS[2], ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
@@ -39,12 +63,7 @@ redis.call(ARGV[4] == 'skipped' and 'SADD' or 'SREM', KEYS[3], ARGV[1])
 redis.call('EXPIRE', KEYS[3], ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 if new == 1 then
-  local i = 5
-  while i <= #ARGV do
-    local n = tonumber(ARGV[i])
-    redis.call(unpack(ARGV, i + 1, i + n))
-    i = i + n + 1
-  end
+  for _, args in ipairs(packed(ARGV[5])) do redis.call(unpack(args)) end
 end
 return new
 """
@@ -74,30 +93,6 @@ end
 # the key is an argument, as in the group-commit script, which is given no keys either.
 TAKE_TOKENS = TOKEN_BUCKET + """
 return take(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
-"""
-
-# Lua source of a function packed(blob) -> list of commands, each a list of its arguments: the inverse of hiredis'
-# pack_command over a run of commands (`*<argc>`, then `$<size>` and the bytes of each argument). Group writes travel
-# as one such blob per group, so redis-py packs one argument per group, not one per word.
-PACKED_COMMANDS = r"""
-local function packed(blob)
-  local find, sub, tonumber = string.find, string.sub, tonumber
-  local commands, pos = {}, 1
-  while pos <= #blob do
-    local eol = find(blob, "\r\n", pos, true)
-    local args = {}
-    for a = 1, tonumber(sub(blob, pos + 1, eol - 1)) do
-      pos = eol + 2
-      eol = find(blob, "\r\n", pos, true)
-      local size = tonumber(sub(blob, pos + 1, eol - 1))
-      args[a] = sub(blob, eol + 2, eol + 1 + size)
-      eol = eol + size + 2
-    end
-    pos = eol + 2
-    commands[#commands + 1] = args
-  end
-  return commands
-end
 """
 
 # Acknowledge processed posts of the online stream and apply what each counts, exactly once: a post's writes are
