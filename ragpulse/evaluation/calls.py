@@ -6,6 +6,7 @@ from ragpulse.config.settings import Settings
 from ragpulse.model.results import Spend
 from ragpulse.monitoring.recorder import CallMetrics
 from ragpulse.store.aio import AsyncJobStore
+from ragpulse.store.connection import RETRIED_ERRORS
 from ragpulse.store.spend import SpendLedger
 
 
@@ -56,7 +57,9 @@ class CallObserver:
 
     async def write(self, job: AsyncJobStore) -> None:
         """Write every call counted since the last write: the job's and the tenant's spend and the request metrics,
-        in one transaction. When Redis fails it, the calls stay counted for the next write, and the error is raised."""
+        in one transaction. When Redis stays unreachable through the client's retries, the calls stay counted for the
+        next write and the error is raised; a write cut off by cancellation is not repeated (it may have been
+        applied)."""
         spend, self.unwritten = self.unwritten, no_spend()
         increments = self.metrics.take()
         taken = dict(increments.pending)
@@ -68,7 +71,7 @@ class CallObserver:
 
         try:
             await job.write(queue)
-        except BaseException:
+        except RETRIED_ERRORS:
             add_spend(self.unwritten, spend)
             self.metrics.give_back(taken)
             raise

@@ -97,15 +97,18 @@ class ChunkRun:
 
     async def run(self) -> None:
         """Evaluate every pending trace, then write the judge calls still counted in memory."""
-        background = [asyncio.create_task(self._heartbeat()), asyncio.create_task(self._write_calls())]
+        judged = asyncio.Event()
+        heartbeat = asyncio.create_task(self._heartbeat())
+        writer = asyncio.create_task(self._write_calls(judged))
         try:
             bound = asyncio.Semaphore(self.settings.judge_concurrency)
             await asyncio.gather(*(self._one(index, trace, bound) for index, trace in self.work.pending))
         finally:
-            for task in background:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            judged.set()  # the writer finishes its write in progress (cancelled, it could not say whether it landed)
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+            await writer
         await self.calls.write(self.job)
 
     async def _one(self, index: int, trace: Trace, bound: asyncio.Semaphore) -> None:
@@ -160,15 +163,20 @@ class ChunkRun:
         lease = self.settings.lease_seconds
         await _every(lease / 3, lambda: self.job.renew(self.work.chunk, lease), "renew the chunk's lease")
 
-    async def _write_calls(self) -> None:
-        await _every(defaults.JUDGE_CALLS_WRITE_SECONDS, lambda: self.calls.write(self.job), "write the judge calls")
+    async def _write_calls(self, judged: asyncio.Event) -> None:
+        await _every(defaults.JUDGE_CALLS_WRITE_SECONDS, lambda: self.calls.write(self.job), "write the judge calls",
+                     until=judged)
 
 
-async def _every(seconds: float, action: Callable[[], Awaitable[None]], what: str) -> None:
-    """Run `action` every `seconds` until cancelled; a Redis outage that outlasts the client's own retries skips one
-    turn (logged), it does not end the loop."""
-    while True:
-        await asyncio.sleep(seconds)
+async def _every(seconds: float, action: Callable[[], Awaitable[None]], what: str,
+                 until: asyncio.Event | None = None) -> None:
+    """Run `action` every `seconds` until cancelled, or until `until` is set (a turn in progress is finished, no
+    other begun); a Redis outage that outlasts the client's own retries skips one turn (logged)."""
+    until = until or asyncio.Event()
+    while not until.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(until.wait(), seconds)
+            return
         try:
             await action()
         except RETRIED_ERRORS as exc:
