@@ -1,0 +1,137 @@
+"""The batch judge path in one process: a chunk run against real Redis and the fake Messages API on loopback.
+
+The run must never block its event loop on Redis (every sync round trip held up every call in flight), and must keep
+what the blocking path guaranteed: each result stored and counted once, spend and request metrics written, a failed
+job and a spent budget stopping the judge, and any number of calls in flight up to RAGPULSE_JUDGE_CONCURRENCY.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+import redis
+
+from ragpulse.config.settings import Settings
+from ragpulse.evaluation.chunk import open_chunk, run_chunk
+from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace
+from ragpulse.monitoring.counters import read_samples
+from ragpulse.store import Store
+from tests.fake_anthropic import FakeAnthropic, Fault
+
+PRICES = (3.0, 15.0)
+"""USD per million input and output tokens of the test model."""
+
+
+@dataclass
+class Judged:
+    """A staged job and what its chunk run left in Redis."""
+
+    store: Store
+    job_id: str
+    model: str
+
+    def results(self) -> list:
+        return self.store.results.all(self.job_id)
+
+    def samples(self, metric: str) -> list[tuple[str, dict[str, str], float]]:
+        """This job's model's samples of `metric` (the metrics hash is shared by every test on this Redis)."""
+        return [s for s in read_samples(self.store.redis).get(metric, []) if s[1].get("model") == self.model]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with FakeAnthropic(latency=0.05) as server:
+        yield server
+
+
+def traces(n: int) -> list[Trace]:
+    return [Trace(trace_id=f"t{i}", query=f"question {i}", answer=f"Fact {i} holds.", gold_doc_ids=["d"],
+                  retrieved_docs=[RetrievedDoc(id="d", text=f"Fact {i} holds. Nothing else.")]) for i in range(n)]
+
+
+def judge_chunk(redis_client: redis.Redis, fake: FakeAnthropic, n: int, options: BatchOptions | None = None,
+                forbid_blocking: pytest.MonkeyPatch | None = None, **settings: object) -> Judged:
+    """Stage a one-chunk job of `n` traces and run it as a worker does (open_chunk, then run_chunk on a loop).
+
+    With `forbid_blocking`, every connection the sync client would take while the loop runs fails the test.
+    """
+    model = f"claude-test-{uuid.uuid4().hex[:8]}"
+    config = Settings(redis_url=redis_client.connection_pool.connection_kwargs and _url(redis_client),
+                      judge_base_url=fake.url, judge_model=model, judge_prices={model: PRICES}, chunk_size=n,
+                      **settings)
+    store, job_id = Store(redis_client, 600), uuid.uuid4().hex
+    with redis_client.pipeline() as pipe:
+        store.stage_job(pipe, job_id, "default", traces(n), options or BatchOptions(judge="anthropic", sample="all"),
+                        [], n, "batch", "q")
+        pipe.execute()
+    work = open_chunk(store, config, job_id, 0)
+    blocked: list[str] = []
+    if forbid_blocking is not None:
+        def refuse(*args: object, **kwargs: object) -> None:
+            blocked.append("a blocking Redis call on the chunk run's event loop")
+            raise AssertionError(blocked[-1])
+
+        forbid_blocking.setattr(redis_client.connection_pool, "get_connection", refuse)
+    asyncio.run(run_chunk(store, config, work))
+    if forbid_blocking is not None:
+        forbid_blocking.undo()
+    assert blocked == []
+    return Judged(store, job_id, model)
+
+
+def _url(client: redis.Redis) -> str:
+    kwargs = client.connection_pool.connection_kwargs
+    return f"redis://{kwargs['host']}:{kwargs['port']}/{kwargs.get('db', 0)}"
+
+
+def test_a_chunk_run_makes_no_blocking_redis_call_and_stores_and_counts_everything(
+        redis_client: redis.Redis, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
+    judged = judge_chunk(redis_client, fake, 40, forbid_blocking=monkeypatch, judge_concurrency=8)
+    results = judged.results()
+    assert [r.index for r in results] == list(range(40))
+    assert all(r.status == "ok" and r.generation is not None for r in results)
+    assert judged.store.results.counts(judged.job_id) == (40, 0, 0)
+    spend = judged.store.jobs.get(judged.job_id).spend          # written from memory before the run returned
+    assert spend.judge_calls == 40 == len(fake.requests) and spend.cost_usd > 0
+    [(_, labels, requests)] = [s for s in judged.samples("ragpulse_judge_requests") if s[0] == "total"]
+    assert labels["status"] == "ok" and requests == 40
+    assert judged.samples("ragpulse_ratelimit_wait_seconds") == []  # no limit held a call: no wait written
+
+
+def test_a_rejected_credential_fails_the_job_and_the_traces_after_it_are_not_judged(
+        redis_client: redis.Redis, fake: FakeAnthropic) -> None:
+    fake.push(Fault(status=401))
+    judged = judge_chunk(redis_client, fake, 30, judge_concurrency=1)
+    record = judged.store.jobs.get(judged.job_id)
+    assert record.status == "failed" and "rejected the credentials" in (record.error or "")
+    results = judged.results()
+    assert all(r.status == "failed" for r in results) and len(results) == 30
+    assert all((r.error or "").startswith("job failed: ") for r in results)
+    assert len(fake.requests) == 1                              # one call at a time: the first one fails the job
+
+
+def test_a_spent_job_budget_stops_the_judge(redis_client: redis.Redis, fake: FakeAnthropic) -> None:
+    concurrency = 4
+    options = BatchOptions(judge="anthropic", sample="all", budget_usd=0.001)
+    judged = judge_chunk(redis_client, fake, 40, options, judge_concurrency=concurrency)
+    statuses = [r.status for r in judged.results()]
+    spend = judged.store.jobs.get(judged.job_id).spend
+    per_call = spend.cost_usd / spend.judge_calls
+    within_budget = -(-0.001 // per_call)                       # calls until the budget is spent
+    assert statuses.count("skipped_budget") > 0
+    assert statuses.count("ok") == spend.judge_calls <= within_budget + concurrency   # at most the calls in flight over
+    skipped = [r for r in judged.results() if r.status == "skipped_budget"]
+    assert all("job budget" in (r.error or "") and r.retrieval is not None for r in skipped)  # kept, not scored
+
+
+def test_200_calls_in_flight_all_get_a_redis_connection(redis_client: redis.Redis, fake: FakeAnthropic) -> None:
+    # A request limit far above the load: every call still takes its slot from the shared pacer, 200 at once.
+    judged = judge_chunk(redis_client, fake, 200, judge_concurrency=200, judge_rpm=1_000_000,
+                         judge_rate_window_seconds=1)
+    results = judged.results()
+    assert len(results) == 200 and all(r.status == "ok" for r in results), {r.error for r in results}
