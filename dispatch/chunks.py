@@ -1,5 +1,5 @@
-"""Chunk jobs: ChunkEnqueuer, the one definition of a chunk job, and `requeue`, shared by the retry endpoint and
-the janitor."""
+"""Chunk jobs: ChunkEnqueuer, the one definition of a chunk job and of a batch's chunk size, and `requeue`, shared
+by the retry endpoint and the janitor."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import redis
 from rq import Callback, Queue
 
 from dispatch import paths
+from dispatch.fanout import LiveWorkers, chunk_size_for
 from dispatch.queues import queue_named
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
@@ -23,12 +24,21 @@ class ChunkEnqueuer:
         self._connection = connection
         self._settings = settings
         self._queues: dict[str, Queue] = {}
+        self._workers = LiveWorkers(connection)
 
     def _queue(self, name: str) -> Queue:
         queue = self._queues.get(name)
         if queue is None:
             queue = self._queues[name] = queue_named(name, self._connection)
         return queue
+
+    def chunk_size(self, rq_queue_name: str, traces: int) -> int:
+        """Traces per chunk for a batch of `traces` on this queue: RAGPULSE_CHUNK_SIZE, or fewer so that every live
+        worker gets a chunk (fanout.chunk_size_for). A batch of MIN_CHUNK_SIZE traces or fewer needs no count."""
+        most = self._settings.chunk_size
+        if traces <= defaults.MIN_CHUNK_SIZE:
+            return chunk_size_for(traces, 1, most)
+        return chunk_size_for(traces, self._workers.count(self._queue(rq_queue_name)), most)
 
     def enqueue(self, pipe: redis.client.Pipeline, rq_queue_name: str, job_id: str, chunks: Sequence[int],
                 fresh_ids: bool = False) -> None:

@@ -81,7 +81,7 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     with store.redis.pipeline(transaction=True) as pipe:
         rq_queue = rq_queue_name(settings, queue)
         chunks = store.stage_job(pipe, job_id, call.tenant, batch.traces, options, warnings,
-                                 settings.chunk_size, queue, rq_queue)
+                                 call.services.enqueuer.chunk_size(rq_queue, len(batch.traces)), queue, rq_queue)
         call.services.enqueuer.enqueue(pipe, rq_queue, job_id, range(chunks))
         queue_received_counts(pipe, settings.apps, settings.tenants, call.tenant, batch.traces)
         writes = queued_commands(pipe)

@@ -27,7 +27,16 @@ RESULT_TTL_SECONDS = 7 * 24 * 3600
 """How long traces, results and reports of a job stay in Redis."""
 
 CHUNK_SIZE = 500
-"""Traces per worker job; a batch fans out into ceil(n / CHUNK_SIZE) chunk jobs."""
+"""Traces per worker job at most; a batch fans out into ceil(n / CHUNK_SIZE) chunk jobs, or more so that every live
+worker gets one (MIN_CHUNK_SIZE)."""
+
+MIN_CHUNK_SIZE = 50
+"""A batch smaller than CHUNK_SIZE x the live workers is cut into one chunk per worker, but never into chunks of fewer
+traces than this: below it a chunk's start (a forked work-horse, its lease, its reads) outweighs what a second worker
+brings."""
+
+WORKER_COUNT_SECONDS = 5.0
+"""How long the API keeps its count of the live workers on a queue (RQ's worker registry) before reading it again."""
 
 QUEUE_PREFIX = "ragpulse"
 """Prefix of the two RQ queues: `ragpulse-online` (production traces, served first) and `ragpulse-batch`."""
