@@ -14,7 +14,7 @@ import redis
 
 from ragpulse.config import keys
 from tests.fake_anthropic import FakeAnthropic
-from tests.support import children_of, start_api, start_worker
+from tests.support import children_of
 
 pytestmark = pytest.mark.integration
 

@@ -199,7 +199,7 @@ class OnlineConsumer:
         if pending:
             await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
         left = deadline - asyncio.get_running_loop().time()
-        if left > 0 and (self.finished or self._unsent_shared or self.observer.metrics.pending):
+        if left > 0 and (self.finished or self._unsent_shared or self.observer.counted_anything):
             with contextlib.suppress(TimeoutError, *RETRIED_ERRORS):
                 await asyncio.wait_for(self._acknowledge(), left)
 

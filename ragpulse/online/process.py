@@ -7,30 +7,27 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections import defaultdict
 from dataclasses import dataclass, field
 
-import redis
 import redis.asyncio
 
 from ragpulse.config import keys
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.budget import budget_exhausted
+from ragpulse.evaluation.calls import add_spend, no_spend
 from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.judges import kinds
-from ragpulse.model.results import TraceResult
+from ragpulse.model.results import Spend, TraceResult
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.model.verdicts import Judge
-from ragpulse.monitoring.counters import MetricsBatch
-from ragpulse.monitoring.recorder import count_request, queue_result_counts
-from ragpulse.monitoring import catalog
+from ragpulse.monitoring.recorder import CallMetrics, queue_result_counts
 from ragpulse.online import records
 from ragpulse.online.post import Decision, Post, pending_record
 from ragpulse.store.atomic import Group, Writes, WriteQueue
 from ragpulse.store.clock import utcday, utcnow
 from ragpulse.store.connection import RETRIED_ERRORS
-from ragpulse.store.spend import TENANT_DAY_TTL_SECONDS
+from ragpulse.store.spend import SpendLedger
 
 log = logging.getLogger("ragpulse.online")
 ONLINE_OPTIONS = BatchOptions(sample="policy", queue="online")
@@ -41,46 +38,43 @@ _tenant: contextvars.ContextVar[str] = contextvars.ContextVar("ragpulse_online_t
 
 class BufferedCallObserver:
     """Counts judge calls in memory (request metrics, and spend per tenant and day), for the next acknowledgement to
-    write: no Redis round trip on the event loop per call. Calls are counted as made, never rolled back."""
+    write: no Redis round trip on the event loop per call. Calls are counted as made, never rolled back. The online
+    twin of evaluation.calls.CallObserver, whose calls belong to one job: these belong to the tenant of the trace
+    being judged (a context variable the processor sets)."""
 
     def __init__(self, prices: dict[str, tuple[float, float]]) -> None:
-        self.prices = prices
-        self.metrics = MetricsBatch(())
-        self.spend: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0, 0])
+        self.metrics = CallMetrics(prices)
+        self.spend: dict[str, Spend] = {}
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
                 cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
         """Count one provider request against the metrics and, when it succeeded, its tenant's day."""
-        cost = count_request(self.metrics, self.prices, model, status, latency_seconds, input_tokens, output_tokens,
-                             cache_read_input_tokens=cache_read_input_tokens,
-                             cache_creation_input_tokens=cache_creation_input_tokens)
+        cost = self.metrics.request(model, status, latency_seconds, input_tokens, output_tokens,
+                                    cache_read_input_tokens=cache_read_input_tokens,
+                                    cache_creation_input_tokens=cache_creation_input_tokens)
         if status == "ok":
-            spent = self.spend[_tenant.get("unknown")]
-            spent[0] += cost
-            spent[1] += 1
-            spent[2] += input_tokens
-            spent[3] += output_tokens
+            spent = self.spend.setdefault(_tenant.get("unknown"), no_spend())
+            add_spend(spent, Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=output_tokens,
+                                   cost_usd=cost))
 
     def waited(self, model: str, seconds: float) -> None:
         """Count time spent waiting for the shared rate limit."""
-        if seconds > 0:
-            self.metrics.inc(catalog.RATELIMIT_WAIT, {"model": model}, seconds)
+        self.metrics.waited(model, seconds)
 
     def unwritten_spend(self, tenant: str) -> float:
         """What this worker's calls for `tenant` cost since the last drain."""
-        return self.spend[tenant][0] if tenant in self.spend else 0.0
+        return self.spend[tenant].cost_usd if tenant in self.spend else 0.0
+
+    @property
+    def counted_anything(self) -> bool:
+        """True when something is counted and not yet drained."""
+        return bool(self.spend or self.metrics.counted.pending)
 
     def drain(self, pipe: WriteQueue) -> None:
         """Queue every counted increment onto `pipe`, and forget them."""
-        self.metrics.queue_onto(pipe)
-        day = utcday()
-        for tenant, (cost, calls, input_tokens, output_tokens) in self.spend.items():
-            key = keys.tenant_spend(tenant, day)
-            pipe.hincrbyfloat(key, "cost_usd", cost)
-            pipe.hincrby(key, "judge_calls", int(calls))
-            pipe.hincrby(key, "input_tokens", int(input_tokens))
-            pipe.hincrby(key, "output_tokens", int(output_tokens))
-            pipe.expire(key, TENANT_DAY_TTL_SECONDS)
+        self.metrics.take().queue_onto(pipe)
+        for tenant, spend in self.spend.items():
+            SpendLedger.queue_add(pipe, None, tenant, spend)
         self.spend.clear()
 
 

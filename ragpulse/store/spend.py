@@ -7,6 +7,7 @@ import redis
 
 from ragpulse.config import keys
 from ragpulse.model.results import Spend
+from ragpulse.store.atomic import WriteQueue
 from ragpulse.store.clock import utcday
 
 TENANT_DAY_TTL_SECONDS = 2 * 86400
@@ -20,11 +21,12 @@ class SpendLedger:
         self.redis = client
 
     @staticmethod
-    def queue_add(pipe: redis.client.Pipeline, job_id: str, tenant: str, spend: Spend) -> None:
-        """Queue the writes counting `spend` (any number of judge calls) against the job and the tenant's day onto
-        `pipe` (a sync or an asyncio pipeline; the caller executes it)."""
+    def queue_add(pipe: WriteQueue, job_id: str | None, tenant: str, spend: Spend) -> None:
+        """Queue the writes counting `spend` (any number of judge calls) against the job (None: calls of no job,
+        online traces) and the tenant's day onto `pipe` (a sync or an asyncio pipeline, or Writes; the caller
+        applies it)."""
         day_key = keys.tenant_spend(tenant, utcday())
-        for key in (keys.job(job_id), day_key):
+        for key in ([keys.job(job_id)] if job_id is not None else []) + [day_key]:
             pipe.hincrbyfloat(key, "cost_usd", spend.cost_usd)
             pipe.hincrby(key, "judge_calls", spend.judge_calls)
             pipe.hincrby(key, "input_tokens", spend.input_tokens)
