@@ -130,7 +130,7 @@ class Settings:
     callback_retry_seconds: tuple[int, ...] = defaults.CALLBACK_RETRY_SECONDS
     """RAGPULSE_CALLBACK_RETRY_SECONDS: waits before each retry of a failed callback delivery."""
 
-    @property
+    @functools.cached_property
     def queues(self) -> tuple[str, str]:
         """(online, batch) queue names, in the priority order workers listen to them."""
         return f"{self.queue_prefix}-online", f"{self.queue_prefix}-batch"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from ragpulse.config.prices import call_cost
 from ragpulse.store.atomic import WriteQueue
@@ -73,11 +73,12 @@ def queue_result_counts(pipe: WriteQueue, apps: frozenset[str], tenants: frozens
 
 
 def queue_received_counts(pipe: WriteQueue, apps: frozenset[str], tenants: frozenset[str], tenant: str,
-                          traces: Iterable[Trace]) -> None:
+                          traces: Sequence[Trace]) -> None:
     """Queue the writes counting traces the API accepted, per app: ragpulse_traces_received_total and `received` in
     the app's minute bucket (online posts and batches alike)."""
     received = MetricsBatch(apps, tenants)
-    for app, count in Counter(trace.app for trace in traces).items():
+    per_app = {traces[0].app: 1} if len(traces) == 1 else Counter(trace.app for trace in traces)
+    for app, count in per_app.items():
         received.inc(m.TRACES_RECEIVED, received.per_app(tenant, app), count)
         queue_received(pipe, tenant, app, count)
     received.queue_onto(pipe)

@@ -77,10 +77,11 @@ def hash_fraction(trace_id: str) -> float:
 
 def cheap_checks(trace: Trace, policy: SamplingPolicy) -> list[str]:
     """Programmatic checks run on every trace, judged or not."""
-    retrieved = {doc.id for doc in trace.retrieved_docs}
     flags = []
-    if any(doc_id not in retrieved for doc_id in trace.citations or ()):
-        flags.append("cited_not_retrieved")
+    if trace.citations:
+        retrieved = {doc.id for doc in trace.retrieved_docs}
+        if any(doc_id not in retrieved for doc_id in trace.citations):
+            flags.append("cited_not_retrieved")
     if not trace.retrieved_docs:
         flags.append("no_retrieved_docs")
     if not (trace.answer or "").strip():
@@ -88,9 +89,10 @@ def cheap_checks(trace: Trace, policy: SamplingPolicy) -> list[str]:
     if _negative_feedback(trace):
         flags.append("negative_feedback")
     threshold = policy.always_judge.top_score_below
-    scores = [doc.score for doc in trace.retrieved_docs if doc.score is not None]
-    if threshold is not None and scores and max(scores) < threshold:
-        flags.append("low_top_score")
+    if threshold is not None:
+        scores = [doc.score for doc in trace.retrieved_docs if doc.score is not None]
+        if scores and max(scores) < threshold:
+            flags.append("low_top_score")
     return flags
 
 
