@@ -48,7 +48,11 @@ def metric(text: str, name: str, **labels: str) -> float:
     return total
 
 
-def test_posted_traces_are_counted_and_sampled_ones_read_back(cluster_factory) -> None:
+def test_posted_traces_are_counted_and_sampled_ones_read_back(cluster_factory, redis_client: redis.Redis) -> None:
+    from ragpulse.store.clock import utcday  # noqa: PLC0415
+
+    spend_key = keys.tenant_spend("default", utcday())
+    calls_before = int(redis_client.hget(spend_key, "judge_calls") or 0)
     with FakeAnthropic() as fake:
         cluster = cluster_factory(fake, 1, RAGPULSE_APPS="shop", RAGPULSE_JUDGE="anthropic")
         http = cluster.http
@@ -77,6 +81,9 @@ def test_posted_traces_are_counted_and_sampled_ones_read_back(cluster_factory) -
             missing = http.get(f"/v1/traces/{tid}")
             assert missing.status_code == 404 and "only counted" in missing.json()["detail"]
         assert len(fake.requests) == len(sampled)
+        # Every judge call is charged to the tenant's day (online calls belong to no job).
+        wait_until(lambda: int(redis_client.hget(spend_key, "judge_calls") or 0) - calls_before == len(sampled),
+                   what="the judge calls charged to the tenant")
 
         view = http.get("/v1/monitor/shop", params={"window": "5m"}).json()
         assert view["traces_received"] == 31 and view["traces_processed"] == 31

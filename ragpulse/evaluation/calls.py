@@ -23,23 +23,13 @@ def add_spend(total: Spend, more: Spend) -> None:
     total.cost_usd += more.cost_usd
 
 
-class CallObserver:
-    """Counts every judge call: tokens and cost against its job and tenant-day, and in the shared request metrics.
+class CallCounter:
+    """Counts judge calls in memory as the judge's observer: the shared request metrics here, each successful call's
+    spend where `spent` puts it (a job's run, or the online traces' tenants), so a call costs no Redis round trip."""
 
-    Counting is in memory; `write` applies everything counted since the last write in one transaction (a chunk run
-    writes every JUDGE_CALLS_WRITE_SECONDS and once more before its chunk completes), so a judge call costs no Redis
-    round trip of its own. `unwritten_cost` lets a budget check add what is counted here and not yet written.
-    """
-
-    def __init__(self, settings: Settings) -> None:
-        self.prices = dict(settings.judge_prices)
-        self.metrics = CallMetrics(self.prices)
-        self.unwritten = no_spend()
-
-    @property
-    def unwritten_cost(self) -> float:
-        """USD of the calls counted here and not yet written to Redis."""
-        return self.unwritten.cost_usd
+    def __init__(self, prices: dict[str, tuple[float, float]]) -> None:
+        self.prices = prices
+        self.metrics = CallMetrics(prices)
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
                 cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
@@ -48,12 +38,38 @@ class CallObserver:
                                     cache_read_input_tokens=cache_read_input_tokens,
                                     cache_creation_input_tokens=cache_creation_input_tokens)
         if status == "ok":
-            add_spend(self.unwritten, Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=output_tokens,
-                                            cost_usd=cost))
+            self.spent(Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost))
 
     def waited(self, model: str, seconds: float) -> None:
         """Count time spent waiting for the shared rate limit."""
         self.metrics.waited(model, seconds)
+
+    def spent(self, spend: Spend) -> None:
+        """Keep the spend of one successful call until it is written."""
+        raise NotImplementedError
+
+
+class CallObserver(CallCounter):
+    """Counts every judge call of a chunk run: tokens and cost against its job and tenant-day, and in the shared
+    request metrics.
+
+    Counting is in memory; `write` applies everything counted since the last write in one transaction (a chunk run
+    writes every JUDGE_CALLS_WRITE_SECONDS and once more before its chunk completes), so a judge call costs no Redis
+    round trip of its own. `unwritten_cost` lets a budget check add what is counted here and not yet written.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(dict(settings.judge_prices))
+        self.unwritten = no_spend()
+
+    @property
+    def unwritten_cost(self) -> float:
+        """USD of the calls counted here and not yet written to Redis."""
+        return self.unwritten.cost_usd
+
+    def spent(self, spend: Spend) -> None:
+        """Add one call's spend to the job's unwritten spend."""
+        add_spend(self.unwritten, spend)
 
     async def write(self, job: AsyncJobStore) -> None:
         """Write every call counted since the last write: the job's and the tenant's spend and the request metrics,

@@ -14,14 +14,14 @@ import redis.asyncio
 from ragpulse.config import keys
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.budget import budget_exhausted
-from ragpulse.evaluation.calls import add_spend, no_spend
+from ragpulse.evaluation.calls import CallCounter, add_spend, no_spend
 from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.judges import kinds
 from ragpulse.model.results import Spend, TraceResult
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.model.verdicts import Judge
-from ragpulse.monitoring.recorder import CallMetrics, queue_result_counts
+from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.online import records
 from ragpulse.online.post import Decision, Post, pending_record
 from ragpulse.store.atomic import Group, Writes, WriteQueue
@@ -36,30 +36,19 @@ _tenant: contextvars.ContextVar[str] = contextvars.ContextVar("ragpulse_online_t
 """The tenant whose trace the current task judges: the judge's observer charges its calls to it."""
 
 
-class BufferedCallObserver:
+class BufferedCallObserver(CallCounter):
     """Counts judge calls in memory (request metrics, and spend per tenant and day), for the next acknowledgement to
-    write: no Redis round trip on the event loop per call. Calls are counted as made, never rolled back. The online
-    twin of evaluation.calls.CallObserver, whose calls belong to one job: these belong to the tenant of the trace
-    being judged (a context variable the processor sets)."""
+    write: no Redis round trip on the event loop per call. Calls are counted as made, never rolled back. Unlike a
+    chunk run's CallObserver, whose calls belong to one job, these belong to the tenant of the trace being judged (a
+    context variable the processor sets)."""
 
     def __init__(self, prices: dict[str, tuple[float, float]]) -> None:
-        self.metrics = CallMetrics(prices)
+        super().__init__(prices)
         self.spend: dict[str, Spend] = {}
 
-    def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
-                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
-        """Count one provider request against the metrics and, when it succeeded, its tenant's day."""
-        cost = self.metrics.request(model, status, latency_seconds, input_tokens, output_tokens,
-                                    cache_read_input_tokens=cache_read_input_tokens,
-                                    cache_creation_input_tokens=cache_creation_input_tokens)
-        if status == "ok":
-            spent = self.spend.setdefault(_tenant.get("unknown"), no_spend())
-            add_spend(spent, Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=output_tokens,
-                                   cost_usd=cost))
-
-    def waited(self, model: str, seconds: float) -> None:
-        """Count time spent waiting for the shared rate limit."""
-        self.metrics.waited(model, seconds)
+    def spent(self, spend: Spend) -> None:
+        """Add one call's spend to its tenant's unwritten spend."""
+        add_spend(self.spend.setdefault(_tenant.get("unknown"), no_spend()), spend)
 
     def unwritten_spend(self, tenant: str) -> float:
         """What this worker's calls for `tenant` cost since the last drain."""
