@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import uuid
 from dataclasses import dataclass
 
 import anyio.to_thread
 import msgspec
 from litestar import Controller, Response, post
-from litestar.exceptions import TooManyRequestsException
 
 from dispatch.queues import pick_queue, rq_queue_name
 from ragpulse.config import keys
@@ -23,6 +21,7 @@ from ragpulse.monitoring.recorder import queue_received_counts
 from ragpulse.intake.warnings import data_quality_warnings
 from ragpulse.config.settings import Settings
 from service.context import Call
+from service.errors import over_ingest_rate
 
 INLINE_BODY_BYTES = 256 * 1024
 """Bodies up to this size are decoded on the event loop (a thread hop costs more than the work); larger ones,
@@ -105,11 +104,7 @@ async def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Res
     try:
         await call.services.committer.apply(staged.writes, alone=not small)
     except RateLimited as exc:
-        settings = call.settings
-        raise TooManyRequestsException(
-            f"tenant {call.tenant!r} is over its ingest rate of {settings.tenant_traces_per_second} traces/s "
-            f"(bursts of {settings.tenant_traces_burst}); these {staged.accepted.trace_count} traces fit in "
-            f"{exc.retry_after:.1f} s", headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))}) from exc
+        raise over_ingest_rate(exc, call.tenant, call.settings, staged.accepted.trace_count) from exc
     metrics = call.services.api_metrics
     metrics.batches.inc()
     for code in staged.warning_codes:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import logging
+import math
 from http import HTTPStatus
 from typing import Any
 
 import msgspec
 import redis
 from litestar import Request, Response
-from litestar.exceptions import HTTPException
+from litestar.exceptions import HTTPException, TooManyRequestsException
 
 from ragpulse.config import defaults
+from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
-    Conflict, InputError, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable,
+    Conflict, InputError, RateLimited, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
@@ -102,6 +104,14 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         HTTPException: http,
         Exception: unexpected,
     }
+
+
+def over_ingest_rate(exc: RateLimited, tenant: str, settings: Settings, traces: int) -> TooManyRequestsException:
+    """The 429 of a post refused by the tenant's ingest token bucket (batches and online posts alike)."""
+    return TooManyRequestsException(
+        f"tenant {tenant!r} is over its ingest rate of {settings.tenant_traces_per_second} traces/s "
+        f"(bursts of {settings.tenant_traces_burst}); these {traces} traces fit in {exc.retry_after:.1f} s",
+        headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))})
 
 
 def rejection(exc: Exception, headers: dict[str, str] | None = None) -> Response[Any]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import anyio.to_thread
 import msgspec
 from litestar import Controller, get, post
-from litestar.exceptions import ServiceUnavailableException, TooManyRequestsException
+from litestar.exceptions import ServiceUnavailableException
 from litestar.params import Parameter
 
 from ragpulse.config import defaults, keys
@@ -22,6 +21,7 @@ from ragpulse.store.atomic import Group, Writes, room_in, take_tokens
 from ragpulse.store.clock import utcnow
 from service.batches import INLINE_BODY_BYTES
 from service.context import Call
+from service.errors import over_ingest_rate
 
 
 class TracesAccepted(msgspec.Struct, kw_only=True):
@@ -59,10 +59,7 @@ async def accept_traces(body: bytes, call: Call) -> TracesAccepted:
     try:
         await services.committer.apply(writes, alone=not small)
     except RateLimited as exc:
-        raise TooManyRequestsException(
-            f"tenant {call.tenant!r} is over its ingest rate of {settings.tenant_traces_per_second} traces/s "
-            f"(bursts of {settings.tenant_traces_burst}); these {len(traces)} traces fit in {exc.retry_after:.1f} s",
-            headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))}) from exc
+        raise over_ingest_rate(exc, call.tenant, settings, len(traces)) from exc
     except Backlogged as exc:
         raise ServiceUnavailableException(
             f"{exc}: the workers are behind (RAGPULSE_ONLINE_MAX_BACKLOG={settings.online_max_backlog}); retry later",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import abc
+
 from ragpulse.config.settings import Settings
 from ragpulse.model.results import Spend
 from ragpulse.monitoring.recorder import CallMetrics
@@ -23,7 +25,7 @@ def add_spend(total: Spend, more: Spend) -> None:
     total.cost_usd += more.cost_usd
 
 
-class CallCounter:
+class CallCounter(abc.ABC):
     """Counts judge calls in memory as the judge's observer: the shared request metrics here, each successful call's
     spend where `spent` puts it (a job's run, or the online traces' tenants), so a call costs no Redis round trip."""
 
@@ -44,9 +46,9 @@ class CallCounter:
         """Count time spent waiting for the shared rate limit."""
         self.metrics.waited(model, seconds)
 
+    @abc.abstractmethod
     def spent(self, spend: Spend) -> None:
         """Keep the spend of one successful call until it is written."""
-        raise NotImplementedError
 
 
 class CallObserver(CallCounter):

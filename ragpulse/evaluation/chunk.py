@@ -91,9 +91,7 @@ class ChunkRun:
         self.job, self.settings, self.work, self.judge, self.calls = job, settings, work, judge, calls
         self.options = work.record.options
         self.guard = RunGuard(job, calls, self.options.budget_usd, settings.tenant_daily_budget_usd)
-        s = settings
-        self.limits = JudgeInputLimits(s.judge_max_answer_chars, s.judge_max_doc_chars, s.judge_max_context_chars)
-        """How much of each trace the judge sees (RAGPULSE_JUDGE_MAX_*_CHARS)."""
+        self.limits = JudgeInputLimits.from_settings(settings)
 
     async def run(self) -> None:
         """Evaluate every pending trace, then write the judge calls still counted in memory."""

@@ -11,6 +11,7 @@ report counts the traces. Retrieval metrics never need the text and are computed
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -22,6 +23,9 @@ DOCUMENTS = "documents"
 PARTS = (ANSWER, DOCUMENTS)
 """What `judge_input_truncated` may name."""
 
+if TYPE_CHECKING:
+    from ragpulse.config.settings import Settings
+
 
 @dataclass(frozen=True)
 class JudgeInputLimits:
@@ -30,6 +34,11 @@ class JudgeInputLimits:
     answer_chars: int = defaults.JUDGE_MAX_ANSWER_CHARS
     doc_chars: int = defaults.JUDGE_MAX_DOC_CHARS
     context_chars: int = defaults.JUDGE_MAX_CONTEXT_CHARS
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> JudgeInputLimits:
+        """The limits RAGPULSE_JUDGE_MAX_ANSWER_CHARS, _DOC_CHARS and _CONTEXT_CHARS set."""
+        return cls(settings.judge_max_answer_chars, settings.judge_max_doc_chars, settings.judge_max_context_chars)
 
 
 def for_judging(trace: Trace, limits: JudgeInputLimits) -> tuple[Trace, list[str]]:

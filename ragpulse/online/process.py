@@ -80,12 +80,7 @@ class PostProcessor:
 
     def __post_init__(self) -> None:
         self._bound = asyncio.Semaphore(self.settings.judge_concurrency)
-
-    @property
-    def limits(self) -> JudgeInputLimits:
-        """How much of each trace the judge sees (RAGPULSE_JUDGE_MAX_*_CHARS)."""
-        s = self.settings
-        return JudgeInputLimits(s.judge_max_answer_chars, s.judge_max_doc_chars, s.judge_max_context_chars)
+        self.limits = JudgeInputLimits.from_settings(self.settings)
 
     async def process(self, post: Post) -> Group:
         """Evaluate every trace of the post; the writes that record and count them. Redis outages propagate (the
