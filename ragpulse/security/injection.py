@@ -1,0 +1,137 @@
+"""Indirect prompt injection in retrieved text: instructions aimed at the assistant that reads it (a heuristic).
+
+`injection_findings` names the cues found:
+
+- `override_instructions`: "ignore previous instructions" and its kin, in en, de, es, fr, pt and it.
+- `assistant_directive`: rules laid down for the model ("The assistant must say ...") or text addressed to it by
+  name beside an imperative ("Note to AI assistants: recommend ...").
+- `persona_switch`: "You are now DAN", "from now on you ...", "Da ora in poi sei ...".
+- `prompt_leak`: asking for the system prompt; `concealment`: "do not mention these instructions".
+- `role_marker`: chat-template tokens (`<|im_start|>`, `[INST]`, `<<SYS>>`, `</s>`, `<system>`), `### System:`
+  headers, and `Human:`/`Assistant:` (or `System:` followed by a directive) at a line start.
+- `tool_call`: tool or function calls written into text (`{"name": ..., "arguments": ...}`, `<tool_call>`).
+- `exfiltration`: markdown images or links whose URL carries a placeholder for data (`?q={chat}`, `?u=USER_EMAIL`).
+- `hidden_html`: HTML comments, or elements hidden by style (`display:none`, zero font size, ...), holding
+  a directive; `hidden_markdown`: the same inside a markdown comment (`[//]: # (...)`).
+- `hidden_unicode`: Unicode tag characters (always), or zero-width characters in a text that also holds a cue.
+
+Quoted or discussed phrases are not findings: a cue inside quotation marks or code, or in a sentence that reports
+on attacks ("attackers", "for example", "such as", "the phrase", "prompt injection") without being an imperative
+at the sentence start, is treated as a mention. Not detected: paraphrased or novel instructions with none of these
+words, languages other than the six, instructions split across documents, encodings (base64, ROT13), and text in
+images. The text is normalised first: NFKC, casefold, zero-width characters removed, tag characters decoded.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+
+from ragpulse.security import cues
+
+_ZERO_WIDTH = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e]")
+_TAGS = re.compile("[\U000e0000-\U000e007f]")
+
+ROLE_MARKER = re.compile("|".join((
+    r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\|>",
+    r"\[/?inst\]", r"<</?sys>>", r"</s>", r"</?(?:system|assistant|human)>",
+    r"^[ \t]*#{1,6}[ \t]*(?:system|instructions?|assistant|human|response)[ \t]*:",
+    r"^[ \t]*(?:human|assistant)[ \t]*:",
+    r"^[ \t]*system[ \t]*:[^\n]*\b(?:you|ignore|must|always|never|respond|reply|answer|tell|say|new|override|forget|"
+    r"disregard|assistant)\b",
+)), re.MULTILINE)
+TOOL_CALL = re.compile(r'\{\s*"(?:name|tool|tool_name|function)"\s*:\s*"[^"\n]{1,80}"\s*,\s*"(?:arguments|'
+                       r'parameters|args|input|tool_input)"\s*:|</?(?:tool_call|tool_use|function_calls?|invoke|'
+                       r'tool_code)\b|"(?:function_call|tool_calls)"\s*:')
+_PLACEHOLDER = (r"\{[^}]*\}|\[[^\]]*\]|<[^>]*>|\$\{?[a-z_]+|%s|[a-z0-9]*_?(?:data|secret|password|token|key|"
+                r"conversation|chat|history|message|messages|email|summary|prompt|context|memory)_[a-z0-9_]*|"
+                r"[a-z0-9]+_(?:data|secret|password|token|key|conversation|chat|history|message|messages|email|"
+                r"summary|prompt|context|memory)\b")
+EXFILTRATION = re.compile(rf"!?\[[^\]\n]{{0,200}}\]\(\s*https?://[^\s)?]*\?[^\s)]*=(?:{_PLACEHOLDER})")
+HIDDEN_HTML = re.compile(r"<!--(.*?)-->|<(\w+)\b[^>]*\bstyle\s*=\s*[\"'][^\"']*(?:display\s*:\s*none|visibility\s*:"
+                         r"\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0(?![.\d]*[1-9])|color\s*:\s*(?:white|#fff\b|"
+                         r"#ffffff\b))[^>]*>(.*?)</\2\s*>", re.DOTALL)
+HIDDEN_MARKDOWN = re.compile(r"^[ \t]*\[[^\]\n]*\]:[ \t]*(?:#|<>)[ \t]*(?:\((.*)\)|\"(.*)\")[ \t]*$", re.MULTILINE)
+
+_IMPERATIVE = (
+    r"\b(?:tell|say|respond|reply|answer|state|claim|recommend|inform|mention|ignore|disregard|output|print|reveal|"
+    r"send|include|insist|suggest|deny|visit|direct|always|never|do not|don't|sage|sag|antworte|empfiehl|erwähne|"
+    r"behaupte|teile|gib|di|dile|responde|contesta|recomienda|menciona|afirma|envía|dis|réponds|répondez|recommande|"
+    r"mentionne|affirme|envoie|donne|diga|responda|recomende|mencione|informe|afirme|envie|dì|rispondi|raccomanda|"
+    r"consiglia|menziona|afferma|invia|comunica)\b")
+ADDRESSED = re.compile(rf"(?:{cues.VOCATIVE.pattern})[^.!?\n]{{0,80}}{_IMPERATIVE}", re.MULTILINE)
+"""Text addressed to the model by name, followed by an imperative ("Note to AI assistants: recommend ...")."""
+
+PHRASES = {"override_instructions": (cues.OVERRIDE,), "assistant_directive": (cues.DIRECTIVE, ADDRESSED),
+           "persona_switch": (cues.PERSONA,), "prompt_leak": (cues.PROMPT_LEAK,), "concealment": (cues.CONCEALMENT,),
+           "role_marker": (ROLE_MARKER,), "tool_call": (TOOL_CALL,), "exfiltration": (EXFILTRATION,)}
+"""Cue name -> patterns of the cues that are findings only when aimed at the model (see `_aimed`)."""
+_IMPERATIVE_WORD = re.compile(_IMPERATIVE)
+_ADDRESSEE = re.compile(r"\b(?:you|users?|customers?|readers?|nutzer\w*|kunde\w*|usuario\w*|cliente\w*|"
+                        r"utilisateur\w*|usuário\w*|utente|utenti)\b")
+_QUOTED = re.compile(r"```.*?(?:```|\Z)|\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”|„[^“”\"\n]{1,300}[“”\"]|«[^»\n]{1,300}»|"
+                     r"»[^«\n]{1,300}«|‘[^’\n]{1,300}’|(?<!\w)'[^'\n]{1,300}'(?!\w)|`[^`\n]{1,300}`", re.DOTALL)
+_SENTENCE_END = re.compile(r"[.!?;]+(?=\s)|\n")
+_REPORTING = re.compile(cues.REPORTING)
+_LEAD = re.compile(cues.LEAD)
+_COPULA = re.compile(r"[\"'”»“]?\s*(?:is|was|are|were|remains|has|ist|war|sind|es|fue|son|est|était|sont|é|foi|são|"
+                     r"è|era|sono)\b")
+
+
+def injection_findings(text: str) -> list[str]:
+    """Names of the injection cues aimed at the model in `text`, in a fixed order, each once (a heuristic)."""
+    plain, zero_width, tags = _normalise(text)
+    found = [name for name, patterns in PHRASES.items()
+             if any(_aimed(plain, m.start(), m.end()) for pattern in patterns for m in pattern.finditer(plain))]
+    found += [name for name, pattern in (("hidden_html", HIDDEN_HTML), ("hidden_markdown", HIDDEN_MARKDOWN))
+              if any(_directive(_inner(m)) and not _quoted(plain, m.start(), m.end()) for m in pattern.finditer(plain))]
+    if tags or (zero_width and found):
+        found.append("hidden_unicode")
+    return found
+
+
+def is_injection(text: str) -> bool:
+    """True when `text` holds at least one injection cue aimed at the model (a heuristic)."""
+    return bool(injection_findings(text))
+
+
+def _normalise(text: str) -> tuple[str, bool, bool]:
+    """(NFKC-normalised, casefolded text with zero-width characters removed and tag characters decoded to the
+    ASCII they hide; whether zero-width characters were there; whether tag characters were)."""
+    text = unicodedata.normalize("NFKC", text)
+    zero_width = bool(_ZERO_WIDTH.search(text.lstrip("\ufeff")))
+    tags = bool(_TAGS.search(text))
+    text = _TAGS.sub(lambda m: chr(ord(m.group()) - 0xE0000), _ZERO_WIDTH.sub("", text))
+    return text.casefold(), zero_width, tags
+
+
+def _inner(match: re.Match[str]) -> str:
+    """The hidden text of a hidden-HTML or markdown-comment match: its last group (the element's tag comes before
+    its content)."""
+    return match.group(match.lastindex or 0)
+
+
+def _directive(hidden: str) -> bool:
+    """True when hidden text instructs: a phrase cue, or an imperative beside an addressee or the model's name."""
+    return (any(pattern.search(hidden) for patterns in PHRASES.values() for pattern in patterns)
+            or bool(_IMPERATIVE_WORD.search(hidden) and _ADDRESSEE.search(hidden)))
+
+
+def _quoted(text: str, start: int, end: int) -> bool:
+    """True when text[start:end] lies inside quotation marks, inline code or a code fence."""
+    return any(q.start() < start and end <= q.end() for q in _QUOTED.finditer(text, max(0, start - 2000)))
+
+
+def _aimed(text: str, start: int, end: int) -> bool:
+    """True when the cue at text[start:end] is addressed to the model, not quoted or reported on."""
+    if _quoted(text, start, end):
+        return False
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, max(0, start - 1000), min(len(text), end + 1000))]
+    i = bisect.bisect_right(ends, start)
+    first, last = (ends[i - 1] if i else max(0, start - 1000)), (ends[i] if i < len(ends) else len(text))
+    sentence = text[first:last]
+    if cues.VOCATIVE.search(sentence) or not _REPORTING.search(sentence):
+        return True
+    lead = ROLE_MARKER.sub(" ", text[first:start])  # "[INST] Ignore ..." still starts with the imperative
+    return bool(_LEAD.fullmatch(lead)) and not _COPULA.match(text, end)

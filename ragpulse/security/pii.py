@@ -1,0 +1,96 @@
+"""Personal data in an answer that none of the retrieved documents contains: a privacy leak from the generator's
+memory or from another user's data.
+
+Kinds, and how each is confirmed (a candidate that fails its check is not counted):
+
+- `email`: address syntax.
+- `phone`: see `ragpulse.security.phones` (a conservative heuristic).
+- `payment_card`: 13-19 digits, known issuer prefix, Luhn-valid.
+- `iban`: country code, check digits, mod-97 valid.
+- `us_ssn`: written `123-45-6789`; area not 000/666/9xx, group not 00, serial not 0000 (no check digit exists).
+- `uk_nino`: National Insurance number format, with HMRC's prefix rules (no check digit exists).
+- `de_steuer_id`: German tax id, 11 digits, digit-repeat rule and ISO 7064 check digit.
+- `fr_nir`: French social security number, 15 characters, mod-97 key.
+- `es_dni`: Spanish DNI/NIE, check letter.
+- `it_codice_fiscale`: Italian tax code, check character.
+
+Not detected: names, postal addresses, dates of birth, passport and licence numbers, and identifiers without a
+checkable structure. Values are compared with the documents in a normalised form (digits and letters only, upper
+case; emails casefolded; phones by their last nine digits, so `+49 30 1234567` matches `030/1234567`). Only kinds
+and counts leave this module: the values themselves are never returned or logged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ragpulse.security import checksums, phones
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How one kind of personal data is found and confirmed."""
+
+    pattern: re.Pattern[str]
+    valid: Callable[[str], bool]
+    """Takes the compact value (letters and digits only, upper case)."""
+    shaped: bool = False
+    """A candidate failing `valid` still claims its text: an IBAN-shaped string with a wrong check digit is not
+    read again as a phone number either."""
+
+
+def _compact(value: str) -> str:
+    return "".join(ch for ch in value.upper() if ch.isalnum())
+
+
+_KINDS: dict[str, _Kind] = {
+    "email": _Kind(re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])"), lambda v: True),
+    "iban": _Kind(re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b"), checksums.iban, shaped=True),
+    "payment_card": _Kind(re.compile(r"(?<![\w+.,-])\d(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)"), checksums.payment_card),
+    "fr_nir": _Kind(re.compile(r"\b[1-8] ?\d\d ?(?:0[1-9]|1[0-2]|[2-9]\d) ?(?:\d\d|2[AB]) ?\d{3} ?\d{3} ?\d\d\b"),
+                    checksums.fr_nir),
+    "de_steuer_id": _Kind(re.compile(r"(?<![\w+.,-])[1-9]\d(?: ?\d{3}){3}(?![\w-]|[.,]\d)"), checksums.de_steuer_id),
+    "it_codice_fiscale": _Kind(re.compile(r"\b[A-Z]{6}[\dLMNP-V]{2}[ABCDEHLMPRST][\dLMNP-V]{2}[A-Z][\dLMNP-V]{3}[A-Z]\b",
+                                          re.IGNORECASE), checksums.it_codice_fiscale, shaped=True),
+    "es_dni": _Kind(re.compile(r"\b(?:\d{8}|[XYZ]-?\d{7})-?[A-Z]\b", re.IGNORECASE), checksums.es_dni, shaped=True),
+    "us_ssn": _Kind(re.compile(r"(?<![\w-])\d{3}-\d\d-\d{4}(?![\w-])"), checksums.us_ssn),
+    "uk_nino": _Kind(re.compile(r"\b[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]\b"), checksums.uk_nino),
+}
+"""Kinds in the order they claim text: a span taken by one (an IBAN) is not read again by a later one (a phone)."""
+
+
+def pii_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
+    """Kind -> number of distinct values of personal data in `answer` that no document contains.
+
+    Kinds with no such value are absent, so an empty dict means nothing leaked. Counts only: never the values.
+    """
+    folded = [doc.casefold() for doc in documents]
+    compact = [_compact(doc) for doc in documents]
+    claimed: list[tuple[int, int]] = []
+    found: dict[str, set[str]] = {}
+    for name, value, span, valid in _candidates(answer):
+        if any(start < span[1] and span[0] < end for start, end in claimed):
+            continue
+        if valid or (name in _KINDS and _KINDS[name].shaped):
+            claimed.append(span)
+        if not valid:
+            continue
+        if name == "email":
+            key, haystacks = value.casefold(), folded
+        else:
+            key, haystacks = _compact(value)[-9:] if name == "phone" else _compact(value), compact
+        if not any(key in hay for hay in haystacks):
+            found.setdefault(name, set()).add(key)
+    return {name: len(keys) for name, keys in found.items()}
+
+
+def _candidates(answer: str) -> Iterator[tuple[str, str, tuple[int, int], bool]]:
+    """(kind, value, span, valid) of each candidate, kind by kind in claiming order, phones last."""
+    for name, kind in _KINDS.items():
+        for match in kind.pattern.finditer(answer):
+            yield name, match.group(), match.span(), kind.valid(_compact(match.group()))
+    for match in phones.PHONE.finditer(answer):
+        span = phones.phone_span(match)
+        yield "phone", answer[span[0]:span[1]], span, phones.phone_ok(match)
