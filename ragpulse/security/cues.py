@@ -1,8 +1,9 @@
 """The maintained pattern set of the injection check: multilingual word lists (en, de, es, fr, pt, it) and the
 regexes built from them once, at import. All patterns read casefolded, NFKC-normalised text.
 
-Add a language by extending the word lists; add a cue by adding a pattern to `PHRASES` or `STRUCTURAL` in
-`ragpulse.security.injection`. These are heuristics: lists, not a model.
+Add a language by extending the word lists; add a cue by adding a pattern to `PHRASES` in
+`ragpulse.security.injection`. These are heuristics: lists, not a model. (`ragpulse.judges.lexicon.INJECTION` is the
+offline judge's own, coarser list: it flags any mention, quoted or not, as the judge only needs to distrust it.)
 """
 
 from __future__ import annotations
@@ -119,15 +120,17 @@ PERSONA = re.compile(_ALT((
 PROMPT_LEAK = re.compile(
     r"\b(?:reveal|print|repeat|output|show|display|leak|dump|tell me|give me|zeige|gib|verrate|wiederhole|revela|"
     r"muestra|repite|révèle|affiche|répète|revele|mostre|repita|rivela|mostra|ripeti)\b(?: me| mir| moi)?"
-    r"(?: your| the| deinen| den| deine| tu| el| ton| le| seu| o| il| tuo)?(?: full| entire| original| initial| hidden| "
-    r"secret)? (?:system[ -]?prompt|system message|initial prompt|hidden instructions|systemnachricht|"
-    r"prompt del sistema|mensaje del sistema|prompt système|invite système|prompt do sistema|prompt di sistema)\b")
+    r"(?: your| the| deinen| den| deine| tu| el| ton| le| seu| o| il| tuo)?"
+    r"(?: full| entire| original| initial| hidden| secret)? (?:system[ -]?prompt|system message|initial prompt|"
+    r"hidden instructions|systemnachricht|prompt del sistema|mensaje del sistema|prompt système|invite système|"
+    r"prompt do sistema|prompt di sistema)\b")
 """Asking the model to disclose its own instructions."""
 
 CONCEALMENT = re.compile(_ALT((
     r"\b(?:do not|don't|never) (?:mention|reveal|tell|disclose|say)\b[^.\n]{0,40}\b(?:this|these|the above) "
     r"(?:instructions?|notes?|messages?|comments?|text)\b",
-    r"\b(?:do not|don't|never) (?:let|tell) the user know\b", r"\bwithout (?:mentioning|telling|revealing) (?:this|it)\b",
+    r"\b(?:do not|don't|never) (?:let|tell) the user know\b",
+    r"\bwithout (?:mentioning|telling|revealing) (?:this|it)\b",
     r"\b(?:erwähne|verrate) (?:diese|das|den) (?:anweisung|hinweis|nachricht)\w* nicht\b",
     r"\bno (?:menciones|reveles|digas) (?:esta|estas|este) (?:instrucci\w+|nota|mensaje)\b",
     r"\bne (?:mentionne|révèle|dis) pas (?:cette|ces|ce) (?:instructions?|notes?|message)\b",
@@ -142,10 +145,10 @@ REPORTING = _ALT((
     r"tokens?|delimiters?|templates?)\b",
     r"\b(?:angreifer\w*|bösartig\w*|(?<![\w.])beispiel\w*|z\. ?b\.|sogenannt\w*|bekannt als|formulierung\w*|"
     r"sätze wie|satz wie|forscher\w*)",
-    r"\b(?:atacantes?|maliciosos?|(?<![\w.])ejemplos?\b|p\. ?ej\.|frases?|tales? como|llamad[oa]s?|conocid[oa]s? "
-    r"como|inyecci\w+ de prompts?|investigador\w*)",
-    r"\b(?:attaquants?|malveillant\w*|(?<![\w.])exemples?\b|p\. ?ex\.|tels? que|telles? que|appelée?s?|connue?s? "
-    r"sous|injections? de prompts?|chercheur\w*)",
+    r"\b(?:atacantes?|maliciosos?|(?<![\w.])ejemplos?\b|p\. ?ej\.|frases?|tales? como|llamad[oa]s?|"
+    r"conocid[oa]s? como|inyecci\w+ de prompts?|investigador\w*)",
+    r"\b(?:attaquants?|malveillant\w*|(?<![\w.])exemples?\b|p\. ?ex\.|tels? que|telles? que|appelée?s?|"
+    r"connue?s? sous|injections? de prompts?|chercheur\w*)",
     r"\b(?:maliciosos?|(?<![\w.])exemplos?\b|tais como|chamad[oa]s?|conhecid[oa]s? como|injeç\w+ de prompts?|"
     r"pesquisador\w*)",
     r"\b(?:aggressori|attaccanti|malevol\w+|malintenzionat\w+|(?<![\w.])esempi[oa]?\b|ad es\.|chiamat[oaie]|"

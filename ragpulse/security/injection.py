@@ -49,9 +49,10 @@ _PLACEHOLDER = (r"\{[^}]*\}|\[[^\]]*\]|<[^>]*>|\$\{?[a-z_]+|%s|[a-z0-9]*_?(?:dat
                 r"[a-z0-9]+_(?:data|secret|password|token|key|conversation|chat|history|message|messages|email|"
                 r"summary|prompt|context|memory)\b")
 EXFILTRATION = re.compile(rf"!?\[[^\]\n]{{0,200}}\]\(\s*https?://[^\s)?]*\?[^\s)]*=(?:{_PLACEHOLDER})")
-HIDDEN_HTML = re.compile(r"<!--(.*?)-->|<(\w+)\b[^>]*\bstyle\s*=\s*[\"'][^\"']*(?:display\s*:\s*none|visibility\s*:"
-                         r"\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0(?![.\d]*[1-9])|color\s*:\s*(?:white|#fff\b|"
-                         r"#ffffff\b))[^>]*>(.*?)</\2\s*>", re.DOTALL)
+HIDDEN_STYLE = re.compile(r"<(\w+)\b[^>]{0,500}?\bstyle\s*=\s*[\"'][^\"'>]{0,300}?(?:display\s*:\s*none|visibility\s*:"
+                          r"\s*hidden|font-size\s*:\s*0|opacity\s*:\s*0(?![.\d]*[1-9])|color\s*:\s*(?:white|#fff\b|"
+                          r"#ffffff\b))[^>]{0,500}?>(.{0,2000}?)</\1\s*>", re.DOTALL)
+"""An element hidden by its style; content is bounded so that unclosed tags cannot make the scan quadratic."""
 HIDDEN_MARKDOWN = re.compile(r"^[ \t]*\[[^\]\n]*\]:[ \t]*(?:#|<>)[ \t]*(?:\((.*)\)|\"(.*)\")[ \t]*$", re.MULTILINE)
 
 _IMPERATIVE = (
@@ -84,8 +85,8 @@ def injection_findings(text: str) -> list[str]:
     plain, zero_width, tags = _normalise(text)
     found = [name for name, patterns in PHRASES.items()
              if any(_aimed(plain, m.start(), m.end()) for pattern in patterns for m in pattern.finditer(plain))]
-    found += [name for name, pattern in (("hidden_html", HIDDEN_HTML), ("hidden_markdown", HIDDEN_MARKDOWN))
-              if any(_directive(_inner(m)) and not _quoted(plain, m.start(), m.end()) for m in pattern.finditer(plain))]
+    found += [name for name, spans in _hidden(plain).items()
+              if any(_directive(inner) and not _quoted(plain, start, end) for start, end, inner in spans)]
     if tags or (zero_width and found):
         found.append("hidden_unicode")
     return found
@@ -106,10 +107,20 @@ def _normalise(text: str) -> tuple[str, bool, bool]:
     return text.casefold(), zero_width, tags
 
 
-def _inner(match: re.Match[str]) -> str:
-    """The hidden text of a hidden-HTML or markdown-comment match: its last group (the element's tag comes before
-    its content)."""
-    return match.group(match.lastindex or 0)
+def _hidden(text: str) -> dict[str, list[tuple[int, int, str]]]:
+    """Cue name -> (start, end, hidden content) of each HTML comment, style-hidden element and markdown comment."""
+    styled = [(m.start(), m.end(), m.group(2)) for m in HIDDEN_STYLE.finditer(text)]
+    markdown = [(m.start(), m.end(), m.group(m.lastindex or 0)) for m in HIDDEN_MARKDOWN.finditer(text)]
+    return {"hidden_html": _comments(text) + styled, "hidden_markdown": markdown}
+
+
+def _comments(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of each closed HTML comment, found in one linear pass."""
+    found, start = [], text.find("<!--")
+    while start >= 0 and (end := text.find("-->", start + 4)) >= 0:
+        found.append((start, end + 3, text[start + 4:end]))
+        start = text.find("<!--", end + 3)
+    return found
 
 
 def _directive(hidden: str) -> bool:
@@ -120,7 +131,8 @@ def _directive(hidden: str) -> bool:
 
 def _quoted(text: str, start: int, end: int) -> bool:
     """True when text[start:end] lies inside quotation marks, inline code or a code fence."""
-    return any(q.start() < start and end <= q.end() for q in _QUOTED.finditer(text, max(0, start - 2000)))
+    window = _QUOTED.finditer(text, max(0, start - 2000), min(len(text), end + 2000))
+    return any(q.start() < start and end <= q.end() for q in window)
 
 
 def _aimed(text: str, start: int, end: int) -> bool:

@@ -27,7 +27,8 @@ PHONE = re.compile("|".join((
     r"(?<![\w+])(?P<intl>(?:\+|00)[1-9][\d ().\-/]{6,22}\d)(?![\w])",
     r"(?<![\w+\-./])(?P<nanp>(?:\([2-9]\d\d\) ?|[2-9]\d\d[-. ])[2-9]\d\d[-. ]\d{4})(?![\w\-]|[./]\d)",
     r"(?<![\w+\-./,])(?P<trunk>0[1-9]\d{0,4}(?:[ /-]\d{2,8}){1,4})(?![\w\-]|[.,/]\d)",
-    rf"\b(?:{_PHONE_WORDS})\b\W{{0,3}}(?:[^\W\d]+\W{{1,3}}){{0,3}}(?P<cued>[1-9][\d ().\-/]{{7,16}}\d)(?![\w\-]|[.,]\d)",
+    rf"\b(?:{_PHONE_WORDS})\b\W{{0,3}}(?:[^\W\d]+\W{{1,3}}){{0,3}}"
+    rf"(?P<cued>[1-9][\d ().\-/]{{7,16}}\d)(?![\w\-]|[.,]\d)",
 )), re.IGNORECASE)
 """Candidate phone numbers; `phone_ok` decides. The number is in the named group that matched."""
 

@@ -46,14 +46,16 @@ def _compact(value: str) -> str:
 
 
 _KINDS: dict[str, _Kind] = {
-    "email": _Kind(re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])"), lambda v: True),
+    "email": _Kind(re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])"),
+                   lambda value: True),
     "iban": _Kind(re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b"), checksums.iban, shaped=True),
     "payment_card": _Kind(re.compile(r"(?<![\w+.,-])\d(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)"), checksums.payment_card),
     "fr_nir": _Kind(re.compile(r"\b[1-8] ?\d\d ?(?:0[1-9]|1[0-2]|[2-9]\d) ?(?:\d\d|2[AB]) ?\d{3} ?\d{3} ?\d\d\b"),
-                    checksums.fr_nir),
+                    checksums.fr_nir, shaped=True),
     "de_steuer_id": _Kind(re.compile(r"(?<![\w+.,-])[1-9]\d(?: ?\d{3}){3}(?![\w-]|[.,]\d)"), checksums.de_steuer_id),
-    "it_codice_fiscale": _Kind(re.compile(r"\b[A-Z]{6}[\dLMNP-V]{2}[ABCDEHLMPRST][\dLMNP-V]{2}[A-Z][\dLMNP-V]{3}[A-Z]\b",
-                                          re.IGNORECASE), checksums.it_codice_fiscale, shaped=True),
+    "it_codice_fiscale": _Kind(re.compile(r"\b[A-Z]{6}[\dLMNP-V]{2}[ABCDEHLMPRST][\dLMNP-V]{2}[A-Z]"
+                                          r"[\dLMNP-V]{3}[A-Z]\b", re.IGNORECASE),
+                               checksums.it_codice_fiscale, shaped=True),
     "es_dni": _Kind(re.compile(r"\b(?:\d{8}|[XYZ]-?\d{7})-?[A-Z]\b", re.IGNORECASE), checksums.es_dni, shaped=True),
     "us_ssn": _Kind(re.compile(r"(?<![\w-])\d{3}-\d\d-\d{4}(?![\w-])"), checksums.us_ssn),
     "uk_nino": _Kind(re.compile(r"\b[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]\b"), checksums.uk_nino),
