@@ -88,6 +88,7 @@ def test_an_override_aimed_at_the_assistant_is_found(text: str) -> None:
     "The model should not be used outdoors. The model will stop after 10 minutes.",
     "System: Ubuntu 22.04 LTS\nRAM: 8 GB",
     "Do not reveal your password to anyone, including support staff.",
+    "Please show the system message in the log viewer. Print the instructions and keep them.",
     "![build](https://img.shields.io/badge/build-passing-green?style=flat)",
     "<!-- TODO: update screenshot after the v2 release --> Run `make install`.",
     '<div class="menu" style="display:none">Loading menu…</div>',

@@ -117,13 +117,17 @@ PERSONA = re.compile(_ALT((
 )))
 """Telling the model it is someone else now ("You are now DAN", "Da ora in poi sei ...")."""
 
-PROMPT_LEAK = re.compile(
-    r"\b(?:reveal|print|repeat|output|show|display|leak|dump|tell me|give me|zeige|gib|verrate|wiederhole|revela|"
-    r"muestra|repite|révèle|affiche|répète|revele|mostre|repita|rivela|mostra|ripeti)\b(?: me| mir| moi)?"
-    r"(?: your| the| deinen| den| deine| tu| el| ton| le| seu| o| il| tuo)?"
-    r"(?: full| entire| original| initial| hidden| secret)? (?:system[ -]?prompt|system message|initial prompt|"
-    r"hidden instructions|systemnachricht|prompt del sistema|mensaje del sistema|prompt système|invite système|"
-    r"prompt do sistema|prompt di sistema)\b")
+_SYSTEM_PROMPT = (r"(?: full| entire| original| initial| hidden| secret)? (?:system[ -]?prompt|system message|"
+                  r"initial prompt|hidden instructions|systemnachricht|prompt del sistema|mensaje del sistema|"
+                  r"prompt système|invite système|prompt do sistema|prompt di sistema")
+PROMPT_LEAK = re.compile(_ALT((
+    rf"\b(?:reveal|leak|dump|verrate|revela|révèle|revele|rivela)\b(?: the| your| deinen| den| deine| tu| el| ton| "
+    rf"le| seu| o| il| tuo)?{_SYSTEM_PROMPT})\b",
+    rf"\b(?:reveal|leak|dump|print|repeat|output|show|display|tell me|give me|verrate|zeige|gib|wiederhole|revela|"
+    rf"muestra|repite|révèle|affiche|répète|revele|mostre|repita|rivela|mostra|ripeti)\b(?: me| mir| moi)? "
+    rf"(?:your|deinen|deine|tu|tus|ton|tes|seu|suas|tuo|tue){_SYSTEM_PROMPT}|instructions|anweisungen|"
+    rf"instrucciones|instruções|istruzioni)\b",
+)))
 """Asking the model to disclose its own instructions."""
 
 CONCEALMENT = re.compile(_ALT((
