@@ -25,8 +25,10 @@
     │   ├── CallbackRejected   the URL is not allowed (allowlist, scheme, internal address): never retried
     │   └── DeliveryFailed     the receiver is unreachable or did not answer 2xx: retried with backoff
     ├── ClientError            `ragpulse eval`: the service answered an error or could not be reached
-    │   └── TracesRejected     the service rejected the traces themselves (400, 413, 422), with every failing path
-    └── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
+    │   ├── TracesRejected     the service rejected the traces themselves (400, 413, 422), with every failing path
+    │   └── ServerUnreachable  no HTTP answer at all (connection refused, timeout, DNS)
+    ├── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
+    └── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
 """
 
 from __future__ import annotations
@@ -155,6 +157,11 @@ class DeliveryFailed(CallbackError):
 class ClientError(RagpulseError):
     """The service answered with an error, or could not be reached (the `ragpulse eval` client)."""
 
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        """The HTTP status the service answered with; None when there was no answer."""
+
 
 class TracesRejected(ClientError):
     """The service rejected the posted traces (malformed, schema violations, over a limit): the file must change."""
@@ -166,5 +173,13 @@ class TracesRejected(ClientError):
         """The problem details' `errors`: `{path, message}` with paths such as `$.traces[3].query`."""
 
 
+class ServerUnreachable(ClientError):
+    """No HTTP answer from the service at all: connection refused, timeout, name resolution."""
+
+
 class TraceFileError(RagpulseError):
     """`ragpulse eval`'s trace file cannot be read, is not valid JSON/JSONL, or holds no traces."""
+
+
+class GateConfigError(RagpulseError):
+    """`ragpulse gate`'s config cannot be read, is not TOML, or breaks the gate config's schema."""

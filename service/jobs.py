@@ -14,8 +14,10 @@ from dispatch.chunks import requeue
 from ragpulse.config import defaults
 from ragpulse.exceptions import Conflict
 from ragpulse.model.calibration import Calibration
+from ragpulse.model.compare import Comparison, RunInfo
 from ragpulse.model.report import Report
 from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
+from ragpulse.reporting.compare import compare
 from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.store import Store
 from service.context import Call
@@ -66,6 +68,27 @@ class JobController(Controller):
             requeue(store, call.services.enqueuer, job_id, chunks)
         return store.job(job_id, tenant)
 
+    @get("/{job_id:str}/compare", sync_to_thread=True, summary="Compare this job against a baseline job")
+    def compare(
+        self, job_id: JobId, call: Call,
+        baseline: Annotated[str, Parameter(max_length=64, description="The baseline's job id (yours, finished).")],
+        threshold: Annotated[float, Parameter(gt=0, le=1, description="Per-trace drop of recall@k or nDCG@k "
+                                              "listed as a regression.")] = defaults.COMPARE_REGRESSION_THRESHOLD,
+    ) -> Comparison:
+        """Paired deltas with bootstrap intervals (McNemar's exact test for proportions), the traces that got worse,
+        slices by question type and source, and the oracle gap or RAG lift when the baseline is such a run.
+
+        404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed."""
+        store, tenant = call.store, call.tenant
+        sides = {"path.job_id": store.job(job_id, tenant), "query.baseline": store.job(baseline, tenant)}
+        for path, job in sides.items():
+            if job.status not in TERMINAL or job.status == "failed":
+                what = "ended without results" if job.status == "failed" else "has not finished"
+                raise Conflict(f"job {job.job_id} is {job.status}; compare it once it has finished",
+                               [{"path": path, "message": f"job {what}"}])
+        return compare(_run_info(sides["query.baseline"]), _run_info(sides["path.job_id"]),
+                       store.results.all(baseline), store.results.all(job_id), threshold)
+
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job",
          responses={202: ResponseSpec(ReportPending, description="The job is still running; poll again."),
                     409: ResponseSpec(ReportPending, description="The job ended without a report.")})
@@ -97,6 +120,10 @@ class JobController(Controller):
 
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The report page needs inline styles and nothing else: no script, no fetch, no external asset."""
+
+
+def _run_info(job: JobView) -> RunInfo:
+    return RunInfo(job_id=job.job_id, run=job.run, variant=job.variant)
 
 
 def _pending(store: Store, job_id: str, tenant: str) -> ReportPending:

@@ -40,6 +40,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/jobs/{job_id}/retry", "post"): (400, 401, 404, 409, 503),
     ("/v1/jobs/{job_id}/report", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/report.html", "get"): (400, 401, 404, 503),
+    ("/v1/jobs/{job_id}/compare", "get"): (400, 401, 404, 409, 503),
     ("/v1/calibrations", "post"): (400, 401, 404, 413, 415, 422, 503),
     ("/v1/apps/{app}/policy", "get"): (400, 401, 503),
     ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 415, 422, 503),
@@ -64,6 +65,8 @@ _WHY = {
 _WHY_HERE = {
     ("/v1/jobs/{job_id}/retry", "post", 409): "The job is still queued or running; retry it once it has ended "
                                               "(`errors` names `path.job_id`).",
+    ("/v1/jobs/{job_id}/compare", "get", 409): "The job or the baseline is still queued or running, or failed "
+                                                "(`errors` names `path.job_id` or `query.baseline`).",
     ("/v1/calibrations", "post", 400): "Malformed JSON, or the job has not finished (`errors` names `$.job_id`).",
     ("/v1/calibrations", "post", 422): "The body breaks the schema, or no label matches a judged trace of the job "
                                        "(`errors` names each `$.labels[i].trace_id`).",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ragpulse.gate import command
 from ragpulse.ops import cli
 from tests.fake_anthropic import FakeAnthropic, Fault
 from tests.support import ROOT, child_env, start_api, start_worker
@@ -42,7 +43,7 @@ def options_of(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 # -- options, help and the README -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("command", ["up", "eval"])
+@pytest.mark.parametrize("command", ["up", "eval", "gate"])
 def test_every_option_has_help_showing_its_default(command: str) -> None:
     parser = subparsers()[command]
     formatter = parser.formatter_class(prog=parser.prog)
@@ -66,8 +67,8 @@ def test_eval_server_defaults_to_ragpulse_port(monkeypatch: pytest.MonkeyPatch) 
     assert cli._parser().parse_args(["eval", "f.jsonl"]).server == "http://127.0.0.1:9123"
 
 
-def test_readme_synopsis_names_every_eval_and_up_option() -> None:
-    for command in ("eval", "up"):
+def test_readme_synopsis_names_every_eval_up_and_gate_option() -> None:
+    for command in ("eval", "up", "gate"):
         synopsis = re.search(rf"`ragpulse {command} ([^`]*)`", README).group(1)
         for action in options_of(subparsers()[command]):
             assert action.option_strings[-1] in synopsis, f"README's `ragpulse {command}` lacks {action.option_strings}"
@@ -86,6 +87,9 @@ def test_readme_lists_every_exit_code() -> None:
     assert codes == {0, 1, 2, 3, 4}
     listed = {int(code) for code in re.findall(r"^- \*\*(\d)\*\* ", README, re.M)}
     assert listed == codes
+    gate = {value for name, value in vars(command).items() if name.startswith("GATE_")}
+    section = README[README.index("## Gate a release"):README.index("## Judges")]
+    assert {int(code) for code in re.findall(r"^\| (\d) \|", section, re.M)} == gate == {0, 1, 2, 3}
 
 
 # -- trace files: exit 2 ----------------------------------------------------------------------------------------

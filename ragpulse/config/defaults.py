@@ -53,6 +53,12 @@ RESULTS_PAGE_MAX = 1000
 WORST_TRACES = 20
 """At most how many failing traces (recall below 1) the report lists, worst first."""
 
+COMPARE_REGRESSION_THRESHOLD = 0.2
+"""A matched trace whose recall@k or nDCG@k drops by at least this much is listed as a regression."""
+
+COMPARE_REGRESSIONS_MAX = 100
+"""At most how many regressed traces a comparison lists, worst first (`regressions_total` counts all)."""
+
 BOOTSTRAP_RESAMPLES = 1000
 """Resamples for bootstrap confidence intervals of means."""
 

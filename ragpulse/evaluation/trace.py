@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from ragpulse.evaluation.judge_input import JudgeInputLimits, for_judging
@@ -64,7 +65,13 @@ def skipped_result(trace: Trace, index: int, reason: str, options: BatchOptions)
 
 def _identity(trace: Trace, index: int) -> dict[str, Any]:
     return {"trace_id": trace.trace_id or str(index), "index": index, "app": trace.app,
-            "question_type": trace.question_type, "source": trace.source, "answerable": trace.answerable}
+            "question_type": trace.question_type, "source": trace.source, "answerable": trace.answerable,
+            "query_hash": None if trace.trace_id else query_hash(trace.query)}
+
+
+def query_hash(query: str) -> str:
+    """A short stable hash of a query, whitespace-collapsed: what matches id-less traces across two jobs."""
+    return hashlib.blake2b(" ".join(query.split()).encode(), digest_size=10).hexdigest()
 
 
 def _retrieval(trace: Trace, options: BatchOptions) -> dict[str, Any]:

@@ -135,7 +135,7 @@ GENERATION: tuple[GenerationMetric, ...] = (
     GenerationMetric(
         "hallucination_rate", _generation(lambda g: float(g.hallucinated) if g.claims else None), "proportion",
         "share of judged traces that made claims with at least one unsupported or contradicted claim",
-        better="lower", breakdown=True, column="hallucination",
+        better="lower", target=0.10, breakdown=True, column="hallucination",
         prometheus=MetricDef("ragpulse_traces_hallucinated", "counter",
                              "Judged traces with at least one unsupported or contradicted claim.",
                              (*PER_APP, "judge")),
@@ -179,6 +179,32 @@ RETRIEVAL_BY_NAME: dict[str, RetrievalMetric] = {m.name: m for m in RETRIEVAL}
 def retrieval_metric(key: str) -> RetrievalMetric:
     """The retrieval metric behind a result or report key (`recall@5` -> recall, `mrr` -> mrr)."""
     return RETRIEVAL_BY_NAME[key.split("@", 1)[0]]
+
+
+Metric = RetrievalMetric | GenerationMetric
+
+
+def metric_for_key(key: str) -> Metric | None:
+    """The metric behind a report key (`recall@5`, `mrr`, `hallucination_rate`), None for an unknown key (`mrr@5`,
+    `recall` without a cutoff, a misspelling)."""
+    name, at, _k = key.partition("@")
+    if name in RETRIEVAL_BY_NAME:
+        metric = RETRIEVAL_BY_NAME[name]
+        return metric if bool(at) == metric.at_k else None
+    return GENERATION_BY_NAME.get(name) if not at else None
+
+
+def is_metric_key(key: str) -> bool:
+    """True when `key` names a reported metric."""
+    return metric_for_key(key) is not None
+
+
+def default_target(key: str) -> float | None:
+    """The documented starting target of a metric key (an `at_k` metric's target holds at k = 5 only)."""
+    metric = metric_for_key(key)
+    if metric is None or (isinstance(metric, RetrievalMetric) and metric.at_k and key != metric.key(5)):
+        return None
+    return metric.target
 
 
 def prometheus_families() -> tuple[MetricDef, ...]:

@@ -94,3 +94,21 @@ def bootstrap_intervals(
         means[start:stop] = matrix[idx].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5], axis=0)
     return [(float(lo), float(hi)) for lo, hi in zip(low, high)]
+
+
+def paired_delta_interval(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[float, float]:
+    """95% interval of the mean paired difference (candidate - baseline): a fixed-seed percentile bootstrap that
+    resamples pairs, so query difficulty, shared by both runs, cancels out."""
+    differences = np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float)
+    return bootstrap_intervals(differences[:, None])[0]
+
+
+def mcnemar_exact(worse: int, better: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pairs: `worse` pairs that flipped one way, `better` the
+    other. Under no change each discordant pair is a fair coin, so p = min(1, 2 * P[Binomial(b + c, 1/2) <=
+    min(b, c)]); 1.0 when no pair is discordant."""
+    n = worse + better
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(worse, better) + 1)) / 2 ** n  # exact ints, one rounding
+    return min(1.0, 2 * tail)

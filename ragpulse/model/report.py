@@ -178,6 +178,19 @@ WorstTrace = dict[str, Union[str, int, float, list[str]]]  # noqa: UP007
 `missed_doc_ids`. Only traces that fail the metric (below its best value) are listed, worst first."""
 
 
+class Target(Struct):
+    """The target a metric is held to, and whether the report's mean meets it."""
+
+    target: float
+    better: str
+    """`higher` (a floor) or `lower` (a ceiling)."""
+    source: str
+    """`options` (the batch's `options.targets`, e.g. from a gate config) or `default` (shared/DOMAIN.md's typical
+    thresholds, the registry's starting targets)."""
+    met: bool | None
+    """None when the metric has no value in this report (no trace in its population)."""
+
+
 class Report(Struct):
     """GET /v1/jobs/{job_id}/report: retrieval and generation apart, then crossed, then breakdowns."""
 
@@ -195,3 +208,10 @@ class Report(Struct):
     failures: list[Failure]
     calibration: Calibration | None = None
     """The judge's agreement with human labels, once POST /v1/calibrations has been called for this job."""
+    run: str | None = None
+    """The batch's `options.run`: a free name for the configuration evaluated."""
+    variant: str = "rag"
+    """The batch's `options.variant`: `rag`, `no_rag` or `oracle`."""
+    targets: dict[str, Target] = {}
+    """Each reported metric that has a target, keyed like `retrieval` and `generation`: its target, direction and
+    whether the mean meets it."""

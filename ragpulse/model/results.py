@@ -67,6 +67,10 @@ class JobView(msgspec.Struct, kw_only=True):
     queue: str = "batch"
     spend: Spend | None = None
     callback: CallbackState | None = None
+    run: str | None = None
+    """The batch's `options.run`."""
+    variant: str = "rag"
+    """The batch's `options.variant`: `rag`, `no_rag` or `oracle`."""
 
 
 class TraceResult(msgspec.Struct, kw_only=True):
@@ -103,6 +107,8 @@ class TraceResult(msgspec.Struct, kw_only=True):
     failed_calls: list[JudgeCall] = []
     """Judge calls of a trace that ended in judge_error, kept for audit."""
     error: str | None = None
+    query_hash: str | None = None
+    """For a trace posted without a `trace_id`: a hash of its query, so comparisons can match it by query text."""
 
 
 class ResultsPage(msgspec.Struct, kw_only=True):

@@ -34,6 +34,12 @@ QuestionType = Literal[
 Source = Literal["human", "synthetic", "production"]
 Gain = Literal["linear", "exponential"]
 JudgeName = Literal["none", "local", "anthropic"]
+RunName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9._:/+-]{1,128}$",
+                              description="A free name for the configuration evaluated, e.g. `reranker-v2`.")]
+Variant = Literal["rag", "no_rag", "oracle"]
+"""What a run measures: the system as built (`rag`), the same model without context (`no_rag`: what retrieval adds)
+or with the gold passages as context (`oracle`: the ceiling better retrieval could reach)."""
+MetricKey = Annotated[str, Meta(pattern=r"^[a-z_]+(@[0-9]{1,4})?$", max_length=64)]
 
 
 class RetrievedDoc(Base):
@@ -101,9 +107,29 @@ class BatchOptions(Base):
     """POSTed a signed summary when the job ends (the host must be in RAGPULSE_CALLBACK_ALLOWLIST)."""
     budget_usd: Annotated[float, Meta(gt=0)] | None = None
     """Judge spend cap of this job; traces left when it is reached are `skipped_budget` (re-runnable)."""
+    run: RunName | None = None
+    """A free name for what this job evaluates (`reranker-v2`); shown in the job's status, report and comparisons."""
+    variant: Variant = "rag"
+    """`rag` (default), `no_rag` or `oracle`: comparing against a `no_rag` or `oracle` job names the gap."""
+    targets: Annotated[dict[MetricKey, float], Meta(max_length=64)] | None = None
+    """Targets this job is held to, by report metric key (`recall@5`, `hallucination_rate`); the report shows each
+    metric against its target. Metrics not named keep the documented defaults."""
 
     def __post_init__(self) -> None:
         self.k = sorted(set(self.k))
+        for key in self.targets or ():
+            if not is_metric_key(key):
+                raise ValueError(f"`targets` names an unknown metric `{key}`")
+            cutoff = key.partition("@")[2]
+            if cutoff and int(cutoff) not in self.k:
+                raise ValueError(f"`targets` names `{key}` but `k` is {self.k}")
+
+
+def is_metric_key(key: str) -> bool:
+    """True for a report metric key: a retrieval metric (`recall@5`, `mrr`) or a generation metric."""
+    from ragpulse.metrics.registry import is_metric_key as registered  # noqa: PLC0415 - the registry imports models
+
+    return registered(key)
 
 
 class BatchRequest(Base):

@@ -5,22 +5,18 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-import msgspec
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings, log_level
 from ragpulse.exceptions import ClientError, ConfigError, TraceFileError, TracesRejected
 from ragpulse.judges import kinds
-from ragpulse.model.report import Report
-from ragpulse.model.results import TERMINAL, TraceResult
-from ragpulse.model.trace import BatchOptions
-from ragpulse.ops.client import Client, TraceFile, batches, read_traces
-from ragpulse.reporting.build import build_report
+from ragpulse.gate.command import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE, GateRequest, run_gate
+from ragpulse.ops.client import Client, TraceFile, read_traces
+from ragpulse.ops.evaluate import evaluate_file
 from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.reporting.render import render_report
 
@@ -36,9 +32,6 @@ EXIT_TRACES_FAILED = 3
 EXIT_REJECTED = 4
 """The service rejected the traces: schema violations (each named with its trace and line), or a batch over its
 limits. Nothing was evaluated."""
-
-_TRACE_PATH = re.compile(r"^\$\.traces\[(\d+)\](.*)$")
-
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows `(default: ...)` after every option that has one; options defaulting to None say theirs in words."""
@@ -102,9 +95,7 @@ def _parser() -> argparse.ArgumentParser:
                     f"{EXIT_REJECTED} the service rejected the traces (schema violations, limits).")
     ev.add_argument("file", type=Path, help="a .jsonl file (one trace per line) or a .json file (a list of traces, "
                                              "or an object with a \"traces\" list)")
-    ev.add_argument("--server", default=f"http://{defaults.DEFAULT_HOST}:"
-                                        f"{os.environ.get('RAGPULSE_PORT') or defaults.DEFAULT_PORT}",
-                    help="base URL of the service; its port follows RAGPULSE_PORT when that is set")
+    _server_arguments(ev)
     ev.add_argument("--k", type=_positive_int, nargs="+", metavar="K",
                     help="retrieval cutoffs (default: the service's, 1 3 5 10)")
     ev.add_argument("--gain", choices=["linear", "exponential"], help="nDCG gain (default: linear)")
@@ -118,9 +109,50 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--html", type=Path, metavar="FILE",
                     help="also write the report as one self-contained HTML page to FILE (no script, no external URL; "
                          "default: no page)")
-    ev.add_argument("--api-key", help="key sent as `Authorization: Bearer` (default: RAGPULSE_API_KEY)")
     ev.set_defaults(run=_eval)
+    _gate_parser(sub)
     return parser
+
+
+def _server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=f"http://{defaults.DEFAULT_HOST}:"
+                                            f"{os.environ.get('RAGPULSE_PORT') or defaults.DEFAULT_PORT}",
+                        help="base URL of the service; its port follows RAGPULSE_PORT when that is set")
+    parser.add_argument("--api-key", help="key sent as `Authorization: Bearer` (default: RAGPULSE_API_KEY)")
+
+
+def _gate_parser(sub: argparse._SubParsersAction) -> None:
+    gate = sub.add_parser(
+        "gate", formatter_class=_HelpFormatter,
+        help="evaluate a trace file and fail on thresholds or a regression against a baseline (for CI)",
+        description="Evaluate FILE against a running service, hold the report to floors and ceilings (a gate "
+                    "config, or the defaults recall@5 >= 0.80, hallucination_rate <= 0.10, "
+                    "unanswerable_hallucination_rate <= 0.15) and, with a baseline, fail when a metric regressed "
+                    f"significantly. Exit codes: {GATE_PASS} pass; {GATE_FAIL} a gate failed; {GATE_BAD_INPUT} bad "
+                    f"input or config; {GATE_UNREACHABLE} the service cannot be reached or a job failed.")
+    gate.add_argument("file", type=Path, help="the trace file to evaluate (.jsonl or .json, as for `eval`)")
+    _server_arguments(gate)
+    gate.add_argument("--config", type=Path, metavar="TOML",
+                      help="gate config: [options], [thresholds.\"metric\"], [baseline] (default: the built-in "
+                           "thresholds)")
+    baseline = gate.add_mutually_exclusive_group()
+    baseline.add_argument("--baseline", metavar="JOB_ID",
+                          help="compare against this finished job (default: no comparison)")
+    baseline.add_argument("--baseline-file", type=Path, metavar="FILE",
+                          help="evaluate this file first and compare against it (default: no comparison)")
+    gate.add_argument("--batch-size", type=_positive_int, default=defaults.MAX_TRACES_PER_BATCH, metavar="N",
+                      help="traces per job; a larger file is posted as several jobs")
+    gate.add_argument("--junit", type=Path, metavar="FILE", help="also write the verdicts as JUnit XML "
+                                                                 "(default: none)")
+    gate.add_argument("--github", action="store_true", help="also print GitHub Actions annotations")
+    gate.set_defaults(run=_gate)
+
+
+def _gate(args: argparse.Namespace) -> int:
+    return run_gate(GateRequest(
+        file=args.file, server=args.server, api_key=args.api_key or os.environ.get("RAGPULSE_API_KEY"),
+        config=args.config, baseline_job=args.baseline, baseline_file=args.baseline_file,
+        batch_size=args.batch_size, junit=args.junit, github=args.github))
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -151,6 +183,7 @@ def _eval(args: argparse.Namespace) -> int:
     try:
         return _evaluate(client, traces, options, args.batch_size, args.html)
     except TracesRejected:
+        print("ragpulse eval: nothing was evaluated", file=sys.stderr)
         return EXIT_REJECTED
     except ClientError as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)
@@ -158,88 +191,19 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int, html: Path | None = None) -> int:
-    """Post the traces (in several jobs when there are more than `size`), wait, print one report over all (and
-    write it as a page to `html`)."""
-    parts = list(batches(file.traces, size))
-    if len(parts) > 1:
-        print(f"posting {len(file.traces)} traces as {len(parts)} jobs of at most {size}; one report covers all",
-              file=sys.stderr)
-        for offset, part in parts:  # check every batch first, so a bad one does not leave the others running
-            _post(client, file, offset, part, options, dry_run=True)
-    posted = [(offset, _post(client, file, offset, part, options)) for offset, part in parts]
-    jobs = client.wait_all([job_id for _, job_id in posted], _progress_bar)
-    print(file=sys.stderr)
-    failed = [job for job in jobs if job["status"] == "failed"]
-    for job in failed:
+    """Evaluate the file, print one report over all of it (and write it as a page to `html`)."""
+    evaluation = evaluate_file(client, file, options, size, want_results=html is not None)
+    for job in evaluation.failed_jobs:
         print(f"job {job['job_id']} failed: {job['error']}", file=sys.stderr)
-    if failed:
+    if evaluation.report is None:
         return EXIT_FAILED
-    results = _all_results(client, posted) if html is not None or len(posted) > 1 else []
-    if len(posted) == 1:
-        report = msgspec.convert(client.report(posted[0][1]), Report)
-    else:
-        report = build_report(" + ".join(job_id for _, job_id in posted), msgspec.convert(options, BatchOptions),
-                              results)
-    print(render_report(report))
+    print(render_report(evaluation.report))
     if html is not None:
-        html.write_text(render_html(report, failing_traces(report, results)), encoding="utf-8")
+        html.write_text(render_html(evaluation.report, failing_traces(evaluation.report, evaluation.results)),
+                        encoding="utf-8")
         print(f"report page written to {html}", file=sys.stderr)
-    return EXIT_TRACES_FAILED if any(job["status"] == "finished_with_errors" for job in jobs) else EXIT_OK
+    return EXIT_TRACES_FAILED if evaluation.some_traces_failed else EXIT_OK
 
-
-def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any]], options: dict[str, Any],
-          dry_run: bool = False) -> str:
-    """POST one batch; returns its job id. A rejection is reported with each error's trace and line in the file."""
-    try:
-        accepted = client.submit(part, options, dry_run=dry_run)
-    except TracesRejected as exc:
-        print(f"ragpulse eval: the service rejected {file.path}: {exc}", file=sys.stderr)
-        for error in exc.errors[:50]:
-            print(f"  {_locate(error.get('path', ''), offset, file)}: {error.get('message', '')}", file=sys.stderr)
-        if exc.status == 413:
-            print("  (a smaller --batch-size sends fewer traces per request)", file=sys.stderr)
-        raise
-    if dry_run:
-        return ""
-    scope = f" (traces {offset + 1}-{offset + len(part)})" if len(part) < len(file.traces) else ""
-    for warning in accepted["warnings"]:
-        print(f"warning{scope}: {warning['message']}", file=sys.stderr)
-    return accepted["job_id"]
-
-
-def _locate(path: str, offset: int, file: TraceFile) -> str:
-    """`trace 7 (line 7): $.traces[6].query` for the batch path `$.traces[2].query` of a batch starting at 4."""
-    found = _TRACE_PATH.match(path)
-    if not found:
-        return path
-    index = offset + int(found.group(1))
-    return f"{file.where(index)}: $.traces[{index}]{found.group(2)}"
-
-
-def _all_results(client: Client, posted: list[tuple[int, str]]) -> list[TraceResult]:
-    """Every job's per-trace results, each trace's index its position in the file: one report over several jobs is
-    built from them exactly as a worker builds a job's report (ragpulse.reporting.build)."""
-    results = []
-    for offset, job_id in posted:
-        results += [msgspec.structs.replace(r, index=r.index + offset) for r in client.results(job_id)]
-    return results
-
-
-def _progress_bar(jobs: list[dict[str, Any]]) -> None:
-    total = max(sum(job["progress"]["total"] for job in jobs), 1)
-    finished = sum(job["progress"]["done"] + job["progress"]["failed"] + job["progress"].get("skipped", 0)
-                   for job in jobs)
-    filled = int(30 * min(finished, total) / total)
-    print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {finished}/{total} {_status(jobs):<22}",
-          end="", file=sys.stderr, flush=True)
-
-
-def _status(jobs: list[dict[str, Any]]) -> str:
-    """One status for several jobs: the worst terminal one once all ended, else running (or queued)."""
-    statuses = {job["status"] for job in jobs}
-    if statuses <= TERMINAL:
-        return next(s for s in ("failed", "finished_with_errors", "finished") if s in statuses)
-    return "queued" if statuses == {"queued"} else "running"
 
 if __name__ == "__main__":
     sys.exit(main())

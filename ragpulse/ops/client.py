@@ -13,7 +13,7 @@ import httpx
 import msgspec
 
 from ragpulse.config import defaults
-from ragpulse.exceptions import ClientError, TraceFileError, TracesRejected
+from ragpulse.exceptions import ClientError, ServerUnreachable, TraceFileError, TracesRejected
 from ragpulse.model.results import TERMINAL, ResultsPage, TraceResult
 
 REJECTED = {400, 413, 422}
@@ -158,16 +158,25 @@ class Client:
                 return items
             cursor = page.next_cursor
 
+    def compare(self, candidate: str, baseline: str, threshold: float) -> dict[str, Any]:
+        """GET /v1/jobs/{candidate}/compare?baseline=...: the paired comparison."""
+        return self._json(self._request("GET", f"/v1/jobs/{candidate}/compare",
+                                        params={"baseline": baseline, "threshold": threshold}))
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """The job's status view."""
+        return self._json(self._request("GET", f"/v1/jobs/{job_id}"))
+
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             return self.http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise ClientError(f"cannot reach {self.http.base_url}: {exc}") from None
+            raise ServerUnreachable(f"cannot reach {self.http.base_url}: {exc}") from None
 
     @staticmethod
     def _json(response: httpx.Response) -> dict[str, Any]:
         if response.status_code >= 400:
-            raise ClientError(_describe(response))
+            raise ClientError(_describe(response), response.status_code)
         return response.json()
 
 

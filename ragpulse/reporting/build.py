@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ragpulse.config import defaults
 from ragpulse.model.results import TraceResult
-from ragpulse.metrics.registry import RETRIEVAL_BY_NAME, RetrievalMetric, retrieval_metric
+from ragpulse.metrics.registry import (
+    GENERATION, RETRIEVAL_BY_NAME, RetrievalMetric, default_target, metric_for_key, retrieval_metric,
+)
 from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
 from ragpulse.reporting.diagnostics import diagnostic_matrix
 from ragpulse.reporting.generation_section import generation_section, group_generation
-from ragpulse.model.report import CiMethods, Counts, Failure, Group, Method, Report, WorstTrace
+from ragpulse.model.report import CiMethods, Counts, Failure, Group, Method, Report, Target, WorstTrace
 from ragpulse.model.trace import BatchOptions
 
 GAIN_FORMULAS = {"linear": "gain = grade", "exponential": "gain = 2^grade - 1"}
@@ -22,7 +24,7 @@ WORST_BY: RetrievalMetric = RETRIEVAL_BY_NAME["recall"]
 def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResult]) -> Report:
     """The aggregate view of a job."""
     labelled = [r for r in results if r.retrieval is not None]
-    return Report(
+    report = Report(
         job_id=job_id,
         method=_method(options),
         counts=_counts(results),
@@ -34,7 +36,25 @@ def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResu
         worst=_worst(labelled, max(options.k)),
         failures=[Failure(trace_id=r.trace_id, index=r.index, error=r.error)
                   for r in results if r.status != "ok"][: defaults.WORST_TRACES],
+        run=options.run,
+        variant=options.variant,
     )
+    report.targets = report_targets(report, options.targets or {})
+    return report
+
+
+def report_targets(report: Report, chosen: Mapping[str, float]) -> dict[str, Target]:
+    """Every reported metric's target: the batch's own (`options.targets`) else the documented default."""
+    values = {**report.retrieval, **{m.name: getattr(report.generation, m.name) for m in GENERATION}}
+    targets = {}
+    for key, est in values.items():
+        target, source = (chosen[key], "options") if key in chosen else (default_target(key), "default")
+        if target is None:
+            continue
+        better = metric_for_key(key).better  # type: ignore[union-attr] - every reported key is registered
+        met = None if est is None else (est.mean >= target if better == "higher" else est.mean <= target)
+        targets[key] = Target(target=target, better=better, source=source, met=met)
+    return targets
 
 
 def diagnostic_k(ks: Sequence[int]) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from ragpulse.metrics.registry import GENERATION, RETRIEVAL
+from ragpulse.metrics.registry import GENERATION, RETRIEVAL, default_target
 from ragpulse.metrics.stats import Estimate
 from ragpulse.model.report import DiagnosticMatrix, Group, Report
 from ragpulse.model.results import TraceResult
@@ -66,12 +66,12 @@ def render_html(report: Report, failing: Sequence[TraceResult] = ()) -> str:
         _judge_banner(report),
         "<div class=cols><section><h2>Retrieval</h2>",
         _bars([(m.key(kk) if m.at_k else m.name, report.retrieval.get(m.key(kk) if m.at_k else m.name),
-                m.target if (not m.at_k or kk == 5) else None, m.better, (0.0, 1.0))
+                _target(report, m.key(kk) if m.at_k else m.name), m.better, (0.0, 1.0))
                for m in RETRIEVAL for kk in (report.method.k if m.at_k else [0])]),
         "<p class=note>Macro-average over labelled traces with at least one relevant document. "
-        "Whiskers: 95% interval; tick: starting target.</p></section>",
+        "Whiskers: 95% interval; tick: target (the batch's own, else the documented starting one).</p></section>",
         "<section><h2>Generation</h2>",
-        _bars([(m.name, getattr(gen, m.name), m.target, m.better, m.scale) for m in GENERATION]),
+        _bars([(m.name, getattr(gen, m.name), _target(report, m.name), m.better, m.scale) for m in GENERATION]),
         f"<p class=note>{gen.n_judged} judged, {gen.n_abstained} abstained; unanswerable: {gen.unanswerable.n} "
         f"({gen.unanswerable.labelled} labelled), {gen.unanswerable.hallucinated} hallucinated.</p></section></div>",
         "<h2>Retrieval × generation</h2>", _matrix(report.diagnostic_matrix),
@@ -107,6 +107,11 @@ def _judge_banner(report: Report) -> str:
     if not report.generation.n_judged:
         return "<p class=banner>No trace was judged: generation metrics and the diagnostic matrix are empty.</p>"
     return ""
+
+
+def _target(report: Report, key: str) -> float | None:
+    """The target the report holds `key` to; a report stored before targets were recorded uses the default."""
+    return report.targets[key].target if key in report.targets else default_target(key)
 
 
 def _bars(rows: Sequence[tuple[str, Estimate | None, float | None, str, tuple[float, float]]]) -> str:

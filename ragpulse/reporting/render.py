@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
 from ragpulse.metrics.stats import Estimate
 from ragpulse.reporting.build import WORST_BY, diagnostic_k
-from ragpulse.model.report import DiagnosticMatrix, Group, Report
+from ragpulse.model.report import DiagnosticMatrix, Group, Report, Target
 
 NOTE_HEURISTIC = "  NOTE: `local` is an offline heuristic, not an LLM judge"
 
@@ -17,16 +17,18 @@ def render_report(report: Report) -> str:
     method = report.method
     counts = report.counts
     out = [
-        f"job {report.job_id}",
+        f"job {report.job_id}" + (f"  run {report.run}" if report.run else "")
+        + (f"  variant {report.variant}" if report.variant != "rag" else ""),
         f"traces: total {counts.total}, ok {counts.ok}, failed {counts.failed}, labelled {counts.labelled}, "
         f"no_relevant {counts.no_relevant}, unlabelled {counts.unlabelled}"
         + (f"; judged on cut input (RAGPULSE_JUDGE_MAX_*_CHARS) {counts.judge_input_truncated}"
            if counts.judge_input_truncated else ""),
         f"k = {method.k}, nDCG gain: {method.gain}; intervals: 95% ({method.ci95.means}; "
-        f"{method.ci95.proportions} for proportions)",
+        f"{method.ci95.proportions} for proportions); targets: the documented starting ones, * the batch's "
+        "own (options.targets)",
         "",
         "RETRIEVAL (macro-average over labelled traces with at least one relevant document)",
-        *_metric_table(report.retrieval),
+        *_metric_table(report.retrieval, report.targets),
         "",
         *_generation(report),
         "",
@@ -40,15 +42,27 @@ def render_report(report: Report) -> str:
     return "\n".join(out)
 
 
-def _metric_table(metrics: Mapping[str, Estimate | None]) -> list[str]:
-    rows = [f"  {'metric':<32}{'mean':>8}   {'95% CI':<17}{'n':>6}"]
+def _metric_table(metrics: Mapping[str, Estimate | None], targets: Mapping[str, Target] | None = None) -> list[str]:
+    targets = targets or {}
+    rows = [f"  {'metric':<32}{'mean':>8}   {'95% CI':<17}{'n':>6}   target"]
     for name, est in metrics.items():
+        target = _target(targets.get(name))
         if est is None:
-            rows.append(f"  {name:<32}{'-':>8}")
+            rows.append(f"  {name:<32}{'-':>8}{'':<26}{target}".rstrip())
             continue
         low, high = est.ci95
-        rows.append(f"  {name:<32}{est.mean:>8.3f}   [{low:.3f}, {high:.3f}]  {est.n:>6}")
+        rows.append(f"  {name:<32}{est.mean:>8.3f}   [{low:.3f}, {high:.3f}]  {est.n:>6}{target}".rstrip())
     return rows if len(rows) > 1 else ["  (no traces)"]
+
+
+def _target(target: Target | None) -> str:
+    """`   >= 0.75 met` / `   <= 0.10 MISSED`; a target from the batch's options is marked `*`."""
+    if target is None:
+        return ""
+    sign = ">=" if target.better == "higher" else "<="
+    verdict = {True: "met", False: "MISSED", None: ""}[target.met]
+    mark = "*" if target.source == "options" else ""
+    return f"   {sign} {target.target:g}{mark} {verdict}"
 
 
 def _generation(report: Report) -> list[str]:
@@ -56,7 +70,7 @@ def _generation(report: Report) -> list[str]:
     judges = ", ".join(f"{name} ({n})" for name, n in gen.judges.items()) or "none"
     rows = [f"GENERATION (judge: {judges}; {gen.n_judged} judged, {gen.n_abstained} abstained)",
             *([NOTE_HEURISTIC] if gen.heuristic else [])]
-    rows += _metric_table({m.name: getattr(gen, m.name) for m in GENERATION})
+    rows += _metric_table({m.name: getattr(gen, m.name) for m in GENERATION}, report.targets)
     rows += _metric_table({"abstention_precision": gen.abstention.precision,
                            "abstention_recall": gen.abstention.recall})[1:]
     una, cites, cost = gen.unanswerable, gen.citations, gen.cost

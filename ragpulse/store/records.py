@@ -46,7 +46,8 @@ class JobRecord(msgspec.Struct, kw_only=True):
         """The job as clients see it."""
         return JobView(job_id=self.job_id, status=self.status, queue=self.queue, progress=progress,
                        created_at=self.created_at, started_at=self.started_at, finished_at=self.finished_at,
-                       error=self.error, warnings=self.warnings, spend=self.spend, callback=self.callback)
+                       error=self.error, warnings=self.warnings, spend=self.spend, callback=self.callback,
+                       run=self.options.run, variant=self.options.variant)
 
 
 class JobRecords:

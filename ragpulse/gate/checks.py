@@ -1,0 +1,87 @@
+"""The gate's verdicts: each threshold against the report, the share of traces that did not evaluate, and each
+metric's paired change against a baseline."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from ragpulse.gate.config import GateConfig, Threshold
+from ragpulse.metrics.stats import Estimate
+from ragpulse.model.compare import Comparison
+from ragpulse.model.report import Report
+
+Verdict = Literal["pass", "fail", "no_data", "info"]
+
+
+class Row(msgspec.Struct, kw_only=True):
+    """One line of the gate's table."""
+
+    metric: str
+    value: float | None
+    interval: tuple[float, float] | None
+    threshold: str
+    verdict: Verdict
+    detail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == "fail"
+
+
+def check_report(report: Report, config: GateConfig) -> list[Row]:
+    """One row per threshold, then the failed-traces row."""
+    rows = [_threshold_row(key, _estimate(report, key), threshold)
+            for key, threshold in config.active_thresholds.items()]
+    counts = report.counts
+    share = counts.failed / counts.total if counts.total else 0.0
+    rows.append(Row(metric="failed_traces", value=share, interval=None,
+                    threshold=f"<= {config.max_failed_share:g}", verdict=_verdict(share <= config.max_failed_share),
+                    detail=f"{counts.failed} of {counts.total} traces did not evaluate (failed, judge_error, skipped)"))
+    return rows
+
+
+def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
+    """A row per metric that changed significantly, plus the thresholded metrics' deltas; regressions fail unless
+    ignored or `fail_on_regression` is off. The oracle gap or RAG lift, when there is one, as information."""
+    rules = config.baseline
+    watched = set(config.active_thresholds)
+    rows = []
+    for key, delta in {**comparison.retrieval, **comparison.generation}.items():
+        if delta.change == "unchanged" and key not in watched:
+            continue
+        fails = delta.change == "regressed" and rules.fail_on_regression and key not in rules.ignore
+        test = f", McNemar p={delta.mcnemar.p_value:.3g}" if delta.mcnemar else ""
+        rows.append(Row(metric=f"{key} vs baseline", value=delta.delta, interval=delta.ci95,
+                        threshold="no significant regression", verdict="fail" if fails else "pass",
+                        detail=f"{delta.change}: {delta.baseline:.3f} -> {delta.candidate:.3f} over {delta.n} "
+                               f"matched traces{test}"))
+    for name, gap in (("oracle_gap", comparison.oracle_gap), ("rag_lift", comparison.rag_lift)):
+        if gap is not None:
+            rows.append(Row(metric=f"{name} ({gap.metric})", value=gap.value, interval=gap.ci95, threshold="-",
+                            verdict="info", detail=gap.meaning))
+    return rows
+
+
+def _estimate(report: Report, key: str) -> Estimate | None:
+    if key in report.retrieval:
+        return report.retrieval[key]
+    return getattr(report.generation, key, None)
+
+
+def _threshold_row(key: str, est: Estimate | None, threshold: Threshold) -> Row:
+    sign = ">=" if threshold.min is not None else "<="
+    shown = f"{sign} {threshold.limit:g}" + ("" if threshold.on == "mean" else f" ({threshold.on})")
+    if est is None:
+        return Row(metric=key, value=None, interval=None, threshold=shown,
+                   verdict="fail" if threshold.required else "no_data",
+                   detail="no trace in this metric's population" + ("" if threshold.required else " (not required)"))
+    held = {"mean": est.mean, "ci_low": est.ci95[0], "ci_high": est.ci95[1]}[threshold.on]
+    ok = held >= threshold.limit if threshold.min is not None else held <= threshold.limit
+    return Row(metric=key, value=est.mean, interval=est.ci95, threshold=shown, verdict=_verdict(ok),
+               detail=f"n={est.n}" + ("" if threshold.on == "mean" else f", {threshold.on}={held:.3f}"))
+
+
+def _verdict(ok: bool) -> Verdict:
+    return "pass" if ok else "fail"

@@ -1,0 +1,143 @@
+"""`ragpulse gate FILE`: evaluate the file, check its report (and its change from a baseline), print the verdicts
+and exit 0 (pass), 1 (a gate failed), 2 (bad input or config) or 3 (the service cannot be reached or evaluate)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ragpulse.exceptions import ClientError, GateConfigError, ServerUnreachable, TraceFileError, TracesRejected
+from ragpulse.gate.checks import Row, check_comparison, check_report
+from ragpulse.gate.config import GateConfig, load_config
+from ragpulse.gate.output import github_annotations, summary, table, write_junit
+from ragpulse.model.compare import Comparison, RunInfo
+from ragpulse.ops.client import Client, TraceFile, read_traces
+from ragpulse.ops.evaluate import Evaluation, evaluate_file
+from ragpulse.reporting.compare import compare
+
+GATE_PASS = 0
+"""Every threshold held and nothing regressed significantly."""
+GATE_FAIL = 1
+"""A threshold failed, too many traces did not evaluate, or a metric regressed significantly against the baseline."""
+GATE_BAD_INPUT = 2
+"""Bad arguments, an unreadable trace file or gate config, traces the service rejected, or an unknown baseline."""
+GATE_UNREACHABLE = 3
+"""The service cannot be reached, answered a server error, or a job failed: nothing was judged."""
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """What `ragpulse gate` was asked to do."""
+
+    file: Path
+    server: str
+    api_key: str | None
+    config: Path | None
+    baseline_job: str | None
+    baseline_file: Path | None
+    batch_size: int
+    junit: Path | None
+    github: bool
+
+
+def run_gate(request: GateRequest) -> int:
+    """Run the gate; the exit code."""
+    try:
+        config = load_config(request.config)
+        candidate_file = read_traces(request.file)
+        baseline_file = read_traces(request.baseline_file) if request.baseline_file else None
+    except (GateConfigError, TraceFileError) as exc:
+        print(f"ragpulse gate: {exc}", file=sys.stderr)
+        return GATE_BAD_INPUT
+    client = Client(request.server, request.api_key)
+    try:
+        rows = _gate(client, request, config, candidate_file, baseline_file)
+    except TracesRejected:
+        print("ragpulse gate: nothing was evaluated", file=sys.stderr)
+        return GATE_BAD_INPUT
+    except ClientError as exc:
+        print(f"ragpulse gate: {exc}", file=sys.stderr)
+        unreachable = isinstance(exc, ServerUnreachable) or exc.status is None or exc.status >= 500
+        return GATE_UNREACHABLE if unreachable else GATE_BAD_INPUT
+    if rows is None:
+        return GATE_UNREACHABLE
+    _publish(rows, request)
+    return GATE_FAIL if any(row.failed for row in rows) else GATE_PASS
+
+
+def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_file: TraceFile,
+          baseline_file: TraceFile | None) -> list[Row] | None:
+    """Evaluate (the baseline file first, then the candidate), check, compare; None when a job failed."""
+    options = gate_options(config)
+    baseline = None
+    if request.baseline_job is not None:  # an unknown or foreign job fails here (404), before anything is posted
+        client.wait_all([request.baseline_job], lambda _jobs: None)
+    if baseline_file is not None:
+        print(f"evaluating the baseline {baseline_file.path}", file=sys.stderr)
+        baseline = evaluate_file(client, baseline_file, {**options, "run": config.baseline.run,
+                                                         "variant": config.baseline.variant},
+                                 request.batch_size, want_results=True)
+        if not _evaluated(baseline):
+            return None
+    print(f"evaluating {candidate_file.path}", file=sys.stderr)
+    several_jobs = len(candidate_file.traces) > request.batch_size or (baseline is not None and len(baseline.posted) > 1)
+    candidate = evaluate_file(client, candidate_file, options, request.batch_size,
+                              want_results=several_jobs and (baseline is not None or request.baseline_job is not None))
+    if not _evaluated(candidate):
+        return None
+    assert candidate.report is not None
+    rows = check_report(candidate.report, config)
+    comparison = _comparison(client, candidate, baseline, request.baseline_job, config)
+    if comparison is not None:
+        rows += check_comparison(comparison, config)
+    return rows
+
+
+def gate_options(config: GateConfig) -> dict[str, Any]:
+    """The batch options to evaluate with: the config's, with the thresholds as the report's targets."""
+    options = msgspec.to_builtins(config.options)
+    options["targets"] = {**{key: t.limit for key, t in config.active_thresholds.items()},
+                          **(config.options.targets or {})}
+    return options
+
+
+def _comparison(client: Client, candidate: Evaluation, baseline: Evaluation | None, baseline_job: str | None,
+                config: GateConfig) -> Comparison | None:
+    """The candidate against the baseline: the service's compare endpoint when each side is one job, else the same
+    comparison built here from both sides' per-trace results."""
+    threshold = config.baseline.regression_threshold
+    if baseline is None and baseline_job is None:
+        return None
+    base_jobs = [job_id for _, job_id in baseline.posted] if baseline else [baseline_job]
+    if len(base_jobs) == 1 and len(candidate.posted) == 1:
+        raw = client.compare(candidate.posted[0][1], base_jobs[0], threshold)  # type: ignore[arg-type]
+        return msgspec.convert(raw, Comparison)
+    base_results = baseline.results if baseline else client.results(baseline_job)  # type: ignore[arg-type]
+    base_view = baseline.jobs[0] if baseline else client.job(baseline_job)  # type: ignore[arg-type]
+    cand_view = candidate.jobs[0]
+    return compare(_info(base_view, base_jobs), _info(cand_view, [j for _, j in candidate.posted]), base_results,
+                   candidate.results, threshold)
+
+
+def _info(view: dict[str, Any], job_ids: list[str | None]) -> RunInfo:
+    return RunInfo(job_id=" + ".join(map(str, job_ids)), run=view.get("run"), variant=view.get("variant", "rag"))
+
+
+def _evaluated(evaluation: Evaluation) -> bool:
+    for job in evaluation.failed_jobs:
+        print(f"ragpulse gate: job {job['job_id']} failed: {job['error']}", file=sys.stderr)
+    return evaluation.report is not None
+
+
+def _publish(rows: list[Row], request: GateRequest) -> None:
+    print(table(rows))
+    print(summary(rows))
+    if request.junit is not None:
+        write_junit(rows, request.junit)
+        print(f"JUnit report written to {request.junit}", file=sys.stderr)
+    if request.github:
+        print(github_annotations(rows))

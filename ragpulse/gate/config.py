@@ -1,0 +1,117 @@
+"""The gate config (`gate.toml`): the batch options to evaluate with, the thresholds, and the baseline rules.
+
+    [options]                     # batch options, as POST /v1/batches takes them (run, variant, judge, k...)
+    run = "reranker-v2"
+
+    [thresholds."recall@5"]       # a floor...
+    min = 0.80
+    on = "ci_low"                 # held on the interval's lower bound, not only the mean
+
+    [thresholds.hallucination_rate]
+    max = 0.10                    # ...or a ceiling (on = "mean" | "ci_high")
+
+    [baseline]
+    fail_on_regression = true     # a metric significantly worse than the baseline fails the gate
+    regression_threshold = 0.2    # a trace's recall@k / nDCG@k drop listed as a regression
+    ignore = ["precision@10"]     # metrics whose regression does not fail
+
+Without a `[thresholds]` table the documented defaults apply (DEFAULT_THRESHOLDS); with one, exactly its entries.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from ragpulse.config import defaults
+from ragpulse.exceptions import GateConfigError
+from ragpulse.model.trace import Base, BatchOptions, MetricKey, RunName, Variant, is_metric_key
+
+Bound = Literal["mean", "ci_low", "ci_high"]
+
+
+class Threshold(Base):
+    """A floor (`min`) or a ceiling (`max`) on one metric, held on its mean or on its interval's bound."""
+
+    min: float | None = None
+    max: float | None = None
+    on: Bound = "mean"
+    """`mean`, or the interval's bound that must clear the threshold: `ci_low` for a floor, `ci_high` for a ceiling."""
+    required: bool = True
+    """A metric with no value (no trace in its population) fails the gate unless this is false."""
+
+    def __post_init__(self) -> None:
+        if (self.min is None) == (self.max is None):
+            raise ValueError("give exactly one of `min` (a floor) or `max` (a ceiling)")
+        if self.on == "ci_high" and self.min is not None or self.on == "ci_low" and self.max is not None:
+            raise ValueError("`on` must be `mean` or `ci_low` for a floor, `mean` or `ci_high` for a ceiling")
+
+    @property
+    def limit(self) -> float:
+        return self.min if self.min is not None else self.max  # type: ignore[return-value]
+
+
+class BaselineRules(Base):
+    """What a comparison against `--baseline` / `--baseline-file` fails on, and how a baseline file is labelled."""
+
+    fail_on_regression: bool = True
+    regression_threshold: Annotated[float, Meta(gt=0, le=1)] = defaults.COMPARE_REGRESSION_THRESHOLD
+    ignore: list[MetricKey] = []
+    run: RunName = "baseline"
+    """`options.run` of the job a `--baseline-file` is evaluated as (its other options are the candidate's)."""
+    variant: Variant = "rag"
+    """`options.variant` of that job: `oracle` or `no_rag` makes the comparison name the oracle gap or RAG lift."""
+
+
+class GateConfig(Base):
+    """The whole gate config."""
+
+    options: BatchOptions = msgspec.field(default_factory=BatchOptions)
+    thresholds: dict[MetricKey, Threshold] | None = None
+    max_failed_share: Annotated[float, Meta(ge=0, le=1)] = 0.0
+    """Share of traces that may end failed, judge_error or skipped: a gate on traces that did not evaluate is a
+    gate on less than the file."""
+    baseline: BaselineRules = msgspec.field(default_factory=BaselineRules)
+
+    def __post_init__(self) -> None:
+        if self.thresholds is None and 5 not in self.options.k:
+            raise ValueError("the default thresholds hold recall@5: add 5 to options.k or set [thresholds]")
+        for key in self.thresholds or ():
+            if not is_metric_key(key):
+                raise ValueError(f"`thresholds` names an unknown metric `{key}`")
+            cutoff = key.partition("@")[2]
+            if cutoff and int(cutoff) not in self.options.k:
+                raise ValueError(f"`thresholds` names `{key}` but options.k is {self.options.k}")
+
+    @property
+    def active_thresholds(self) -> dict[str, Threshold]:
+        return dict(DEFAULT_THRESHOLDS) if self.thresholds is None else dict(self.thresholds)
+
+
+DEFAULT_THRESHOLDS: dict[str, Threshold] = {
+    "recall@5": Threshold(min=0.80),
+    "hallucination_rate": Threshold(max=0.10),
+    "unanswerable_hallucination_rate": Threshold(max=0.15, required=False),
+}
+"""Release floors when the config sets none: recall@5 >= 0.80, hallucination rate <= 0.10, and on unanswerable
+questions <= 0.15 (not required: many evaluation sets hold no unanswerable question)."""
+
+
+def load_config(path: Path | None) -> GateConfig:
+    """The config at `path` (the defaults when None); GateConfigError naming the file and the failing key."""
+    if path is None:
+        return GateConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise GateConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise GateConfigError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        return msgspec.convert(data, GateConfig)
+    except msgspec.ValidationError as exc:
+        raise GateConfigError(f"{path}: {exc}") from None

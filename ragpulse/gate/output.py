@@ -1,0 +1,71 @@
+"""The gate's verdicts as a terminal table, JUnit XML (one test case per row) and GitHub Actions annotations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from ragpulse.gate.checks import Row
+
+MARKS = {"pass": "PASS", "fail": "FAIL", "no_data": "NO DATA", "info": "info"}
+
+
+def table(rows: Sequence[Row]) -> str:
+    """metric, value, interval, threshold, verdict: one line per row."""
+    width = max([len(r.metric) for r in rows] + [6]) + 2
+    lines = [f"{'metric':<{width}}{'value':>8}  {'95% CI':<18}{'threshold':<30}verdict"]
+    for row in rows:
+        value = "-" if row.value is None else f"{row.value:.3f}"
+        interval = "-" if row.interval is None else f"[{row.interval[0]:.3f}, {row.interval[1]:.3f}]"
+        lines.append(f"{row.metric:<{width}}{value:>8}  {interval:<18}{row.threshold:<30}{MARKS[row.verdict]}")
+    return "\n".join(lines)
+
+
+def summary(rows: Sequence[Row]) -> str:
+    failed = [r.metric for r in rows if r.failed]
+    if not failed:
+        return "gate PASSED"
+    return f"gate FAILED: {', '.join(failed)}"
+
+
+def write_junit(rows: Sequence[Row], path: Path) -> None:
+    """A JUnit XML report: one testsuite `ragpulse gate`, one testcase per row, a <failure> for each failed row and
+    <skipped> for rows without data or that only inform."""
+    suite = ET.Element("testsuite", name="ragpulse gate", tests=str(len(rows)),
+                       failures=str(sum(r.failed for r in rows)),
+                       skipped=str(sum(r.verdict in ("no_data", "info") for r in rows)))
+    for row in rows:
+        case = ET.SubElement(suite, "testcase", classname="ragpulse.gate", name=row.metric)
+        text = _sentence(row)
+        if row.failed:
+            ET.SubElement(case, "failure", message=text).text = row.detail
+        elif row.verdict in ("no_data", "info"):
+            ET.SubElement(case, "skipped", message=text)
+        ET.SubElement(case, "system-out").text = text
+    root = ET.Element("testsuites", name="ragpulse")
+    root.append(suite)
+    ET.indent(root)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def github_annotations(rows: Sequence[Row]) -> str:
+    """`::error` for each failed row, `::notice` for the others (workflow commands, one per line)."""
+    lines = []
+    for row in rows:
+        level = "error" if row.failed else "notice"
+        title = _escape(f"ragpulse gate: {row.metric}", prop=True)
+        lines.append(f"::{level} title={title}::{_escape(_sentence(row))}")
+    return "\n".join(lines)
+
+
+def _sentence(row: Row) -> str:
+    value = "no value" if row.value is None else f"{row.value:.3f}"
+    interval = "" if row.interval is None else f" [{row.interval[0]:.3f}, {row.interval[1]:.3f}]"
+    return f"{row.metric} = {value}{interval}, threshold {row.threshold}: {MARKS[row.verdict]}. {row.detail}".strip()
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    """GitHub workflow-command escaping (data: % CR LF; properties also : and ,)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text

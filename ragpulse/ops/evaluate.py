@@ -1,0 +1,122 @@
+"""Evaluate a trace file against a running service: post it (as several jobs when it exceeds a batch), wait, and
+build one report over all of it. `ragpulse eval` and `ragpulse gate` share this."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ragpulse.exceptions import TracesRejected
+from ragpulse.model.report import Report
+from ragpulse.model.results import TERMINAL, TraceResult
+from ragpulse.model.trace import BatchOptions
+from ragpulse.ops.client import Client, TraceFile, batches
+from ragpulse.reporting.build import build_report
+
+_TRACE_PATH = re.compile(r"^\$\.traces\[(\d+)\](.*)$")
+
+
+@dataclass
+class Evaluation:
+    """The jobs a file was posted as, their final views, and (unless a job failed) one report over all."""
+
+    posted: list[tuple[int, str]]
+    """(offset of the job's first trace in the file, job id)."""
+    jobs: list[dict[str, Any]]
+    report: Report | None = None
+    results: list[TraceResult] = field(default_factory=list)
+    """Every per-trace result, indexed by position in the file (fetched when asked for or when several jobs)."""
+
+    @property
+    def failed_jobs(self) -> list[dict[str, Any]]:
+        return [job for job in self.jobs if job["status"] == "failed"]
+
+    @property
+    def some_traces_failed(self) -> bool:
+        return any(job["status"] == "finished_with_errors" for job in self.jobs)
+
+
+def evaluate_file(client: Client, file: TraceFile, options: dict[str, Any], size: int,
+                  want_results: bool = False) -> Evaluation:
+    """Post the traces (in several jobs when there are more than `size`), wait, and build the report: the job's own
+    for one job, else built locally from every job's results exactly as a worker builds one.
+
+    Raises TracesRejected (each error printed with its trace and line) before anything is queued."""
+    parts = list(batches(file.traces, size))
+    if len(parts) > 1:
+        print(f"posting {len(file.traces)} traces as {len(parts)} jobs of at most {size}; one report covers all",
+              file=sys.stderr)
+        for offset, part in parts:  # check every batch first, so a bad one does not leave the others running
+            _post(client, file, offset, part, options, dry_run=True)
+    posted = [(offset, _post(client, file, offset, part, options)) for offset, part in parts]
+    evaluation = Evaluation(posted, client.wait_all([job_id for _, job_id in posted], _progress_bar))
+    print(file=sys.stderr)
+    if evaluation.failed_jobs:
+        return evaluation
+    if want_results or len(posted) > 1:
+        evaluation.results = _all_results(client, posted)
+    if len(posted) == 1:
+        evaluation.report = msgspec.convert(client.report(posted[0][1]), Report)
+    else:
+        evaluation.report = build_report(" + ".join(job_id for _, job_id in posted),
+                                         msgspec.convert(options, BatchOptions), evaluation.results)
+    return evaluation
+
+
+def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any]], options: dict[str, Any],
+          dry_run: bool = False) -> str:
+    """POST one batch; returns its job id. A rejection is reported with each error's trace and line in the file."""
+    try:
+        accepted = client.submit(part, options, dry_run=dry_run)
+    except TracesRejected as exc:
+        print(f"the service rejected {file.path}: {exc}", file=sys.stderr)
+        for error in exc.errors[:50]:
+            print(f"  {_locate(error.get('path', ''), offset, file)}: {error.get('message', '')}", file=sys.stderr)
+        if exc.status == 413:
+            print("  (a smaller --batch-size sends fewer traces per request)", file=sys.stderr)
+        raise
+    if dry_run:
+        return ""
+    scope = f" (traces {offset + 1}-{offset + len(part)})" if len(part) < len(file.traces) else ""
+    for warning in accepted["warnings"]:
+        print(f"warning{scope}: {warning['message']}", file=sys.stderr)
+    return accepted["job_id"]
+
+
+def _locate(path: str, offset: int, file: TraceFile) -> str:
+    """`trace 7 (line 7): $.traces[6].query` for the batch path `$.traces[2].query` of a batch starting at 4."""
+    found = _TRACE_PATH.match(path)
+    if not found:
+        return path
+    index = offset + int(found.group(1))
+    return f"{file.where(index)}: $.traces[{index}]{found.group(2)}"
+
+
+def _all_results(client: Client, posted: list[tuple[int, str]]) -> list[TraceResult]:
+    """Every job's per-trace results, each trace's index its position in the file: one report over several jobs is
+    built from them exactly as a worker builds a job's report (ragpulse.reporting.build)."""
+    results = []
+    for offset, job_id in posted:
+        results += [msgspec.structs.replace(r, index=r.index + offset) for r in client.results(job_id)]
+    return results
+
+
+def _progress_bar(jobs: list[dict[str, Any]]) -> None:
+    total = max(sum(job["progress"]["total"] for job in jobs), 1)
+    finished = sum(job["progress"]["done"] + job["progress"]["failed"] + job["progress"].get("skipped", 0)
+                   for job in jobs)
+    filled = int(30 * min(finished, total) / total)
+    print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {finished}/{total} {_status(jobs):<22}",
+          end="", file=sys.stderr, flush=True)
+
+
+def _status(jobs: list[dict[str, Any]]) -> str:
+    """One status for several jobs: the worst terminal one once all ended, else running (or queued)."""
+    statuses = {job["status"] for job in jobs}
+    if statuses <= TERMINAL:
+        return next(s for s in ("failed", "finished_with_errors", "finished") if s in statuses)
+    return "queued" if statuses == {"queued"} else "running"

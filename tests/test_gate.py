@@ -1,0 +1,189 @@
+"""`ragpulse gate`: config errors, verdicts, JUnit and GitHub output, and every exit code against real API and
+worker processes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+from xml.etree import ElementTree as ET
+
+import httpx
+import pytest
+import yaml
+
+from ragpulse.exceptions import GateConfigError
+from ragpulse.gate.checks import Row, check_report
+from ragpulse.gate.command import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE
+from ragpulse.gate.config import GateConfig, load_config
+from ragpulse.gate.output import github_annotations, write_junit
+from ragpulse.metrics.stats import Estimate
+from ragpulse.ops import cli
+from ragpulse.ops.redis_server import free_port
+from tests.support import ROOT, child_env, wait_for_job
+from tests.traces import dropped_for_a_third, faithful_traces
+
+if TYPE_CHECKING:
+    from tests.conftest import LiveStack
+
+LOCAL = '[options]\njudge = "local"\n'
+
+
+def ragpulse_gate(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "gate", *map(str, args)], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT, env=child_env("unused"))
+
+
+def write(path: Path, traces: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(t) + "\n" for t in traces))
+    return path
+
+
+# -- config --------------------------------------------------------------------------------------------------------
+
+def test_no_config_holds_the_documented_defaults() -> None:
+    thresholds = GateConfig().active_thresholds
+    assert {k: (t.min, t.max) for k, t in thresholds.items()} == {
+        "recall@5": (0.80, None), "hallucination_rate": (None, 0.10), "unanswerable_hallucination_rate": (None, 0.15)}
+
+
+@pytest.mark.parametrize(("toml", "says"), [
+    ('[thresholds."recal@5"]\nmin = 0.8\n', "unknown metric `recal@5`"),
+    ('[thresholds."recall@20"]\nmin = 0.8\n', "`recall@20` but options.k is [1, 3, 5, 10]"),
+    ('[thresholds.mrr]\nmin = 0.8\non = "ci_high"\n', "`on` must be `mean` or `ci_low` for a floor"),
+    ('[thresholds.mrr]\nmin = 0.8\nmax = 0.9\n', "exactly one of `min`"),
+    ('[thresholds.mrr]\nminimum = 0.8\n', "unknown field `minimum`"),
+    ('[options]\njudge = "gpt"\n', "$.options.judge"),
+    ('[baseline]\nregression_threshold = 2\n', "$.baseline.regression_threshold"),
+    ("[thresholds\n", "is not valid TOML"),
+])
+def test_a_bad_config_names_the_key(tmp_path: Path, toml: str, says: str) -> None:
+    path = tmp_path / "gate.toml"
+    path.write_text(toml)
+    with pytest.raises(GateConfigError, match=re.escape(says)):
+        load_config(path)
+
+
+def test_the_example_config_loads_and_its_thresholds_are_the_reports_targets() -> None:
+    config = load_config(ROOT / "examples" / "gate.toml")
+    assert config.active_thresholds["recall@5"].on == "ci_low"
+
+
+# -- verdicts and output -------------------------------------------------------------------------------------------
+
+def test_a_ci_low_floor_fails_a_mean_that_passes(tmp_path: Path) -> None:
+    from tests.test_compare import result
+    from ragpulse.model.trace import BatchOptions
+    from ragpulse.reporting.build import build_report
+
+    results = [result(f"t{i}", i, [f"d{i}"] if i % 6 else ["x"], [f"d{i}"]) for i in range(24)]   # recall@5 = 0.83
+    report = build_report("j", BatchOptions(), results)
+    path = tmp_path / "gate.toml"
+    path.write_text('[thresholds."recall@5"]\nmin = 0.8\n')
+    [mean_row, _failed] = check_report(report, load_config(path))
+    path.write_text('[thresholds."recall@5"]\nmin = 0.8\non = "ci_low"\n')
+    [low_row, _failed] = check_report(report, load_config(path))
+    assert mean_row.value == pytest.approx(20 / 24) and mean_row.verdict == "pass"
+    assert low_row.interval[0] < 0.8 and low_row.verdict == "fail"
+
+
+def test_junit_and_github_output_name_each_verdict(tmp_path: Path) -> None:
+    rows = [Row(metric="recall@5", value=0.62, interval=(0.5, 0.7), threshold=">= 0.8", verdict="fail",
+                detail="n=30"),
+            Row(metric="hallucination_rate", value=0.0, interval=(0.0, 0.1), threshold="<= 0.1", verdict="pass"),
+            Row(metric="unanswerable_hallucination_rate", value=None, interval=None, threshold="<= 0.15",
+                verdict="no_data")]
+    write_junit(rows, tmp_path / "gate.xml")
+    suite = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
+    [failed] = [case for case in suite if case.find("failure") is not None]
+    assert failed.get("name") == "recall@5" and "0.620" in failed.find("failure").get("message")
+    lines = github_annotations(rows).splitlines()
+    assert lines[0].startswith("::error title=ragpulse gate%3A recall@5::recall@5 = 0.620 [0.500, 0.700]")
+    assert [line.split(" ")[0] for line in lines] == ["::error", "::notice", "::notice"]
+
+
+def test_no_data_fails_a_required_threshold() -> None:
+    from ragpulse.model.trace import BatchOptions
+    from ragpulse.reporting.build import build_report
+    from tests.test_compare import result
+
+    report = build_report("j", BatchOptions(), [result("t", 0, ["d"], ["d"])])   # nothing judged
+    rows = {row.metric: row for row in check_report(report, GateConfig())}
+    assert rows["hallucination_rate"].verdict == "fail"                # required, and no judged answer
+    assert rows["unanswerable_hallucination_rate"].verdict == "no_data"   # not required by default
+    assert isinstance(report.retrieval["recall@5"], Estimate)
+
+
+# -- live: the issue's case and every exit code ------------------------------------------------------------------
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    config = tmp_path / "gate.toml"
+    config.write_text(LOCAL)
+    return (write(tmp_path / "good.jsonl", faithful_traces(30)),
+            write(tmp_path / "worse.jsonl", dropped_for_a_third(faithful_traces(30))), config)
+
+
+def test_a_dropped_document_fails_the_gate_and_the_unchanged_file_passes(
+        stack: LiveStack, files: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    good, worse, config = files
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        response = client.post("/v1/batches", json={"traces": faithful_traces(30), "options": {"judge": "local"}})
+        baseline = response.json()["job_id"]
+        wait_for_job(client, baseline)
+    unchanged = ragpulse_gate(good, "--server", stack.url, "--config", config, "--baseline", baseline)
+    assert unchanged.returncode == GATE_PASS, unchanged.stdout + unchanged.stderr
+    assert "gate PASSED" in unchanged.stdout and re.search(r"^recall@5 +1\.000 .*PASS$", unchanged.stdout, re.M)
+
+    junit = tmp_path / "gate.xml"
+    failed = ragpulse_gate(worse, "--server", stack.url, "--config", config, "--baseline", baseline,
+                           "--junit", junit, "--github")
+    assert failed.returncode == GATE_FAIL, failed.stdout + failed.stderr
+    assert re.search(r"^recall@5 +0\.667 .*>= 0\.8 .*FAIL$", failed.stdout, re.M)
+    assert re.search(r"^recall@5 vs baseline +-0\.333 .*FAIL$", failed.stdout, re.M)
+    assert "gate FAILED: recall@5" in failed.stdout
+    assert "::error title=ragpulse gate%3A recall@5::" in failed.stdout
+    names = {case.get("name") for case in ET.parse(junit).getroot().iter("testcase") if case.find("failure") is not None}
+    assert {"recall@5", "recall@5 vs baseline"} <= names
+
+
+def test_a_baseline_file_over_several_jobs_is_compared_locally(stack: LiveStack, files: tuple[Path, Path, Path]) -> None:
+    good, worse, config = files
+    run = ragpulse_gate(worse, "--server", stack.url, "--config", config, "--baseline-file", good,
+                        "--batch-size", "12")
+    assert run.returncode == GATE_FAIL, run.stdout + run.stderr
+    assert "posting 30 traces as 3 jobs" in run.stderr
+    assert re.search(r"^recall@5 vs baseline +-0\.333 .*FAIL$", run.stdout, re.M)
+
+
+def test_bad_input_exits_2_and_an_unreachable_server_exits_3(stack: LiveStack, files: tuple[Path, Path, Path],
+                                                              tmp_path: Path) -> None:
+    good, _worse, config = files
+    bad_config = tmp_path / "bad.toml"
+    bad_config.write_text("[thresholds.mrr]\nmin = 2\non = 'ci_high'\n")
+    run = ragpulse_gate(good, "--server", stack.url, "--config", bad_config)
+    assert run.returncode == GATE_BAD_INPUT and "`on` must be" in run.stderr
+    rejected = write(tmp_path / "rejected.jsonl", [{"query": ""}])
+    run = ragpulse_gate(rejected, "--server", stack.url, "--config", config)
+    assert run.returncode == GATE_BAD_INPUT and "$.traces[0].query" in run.stderr
+    run = ragpulse_gate(good, "--server", stack.url, "--config", config, "--baseline", "f" * 32)
+    assert run.returncode == GATE_BAD_INPUT and "404" in run.stderr
+    run = ragpulse_gate(good, "--server", f"http://127.0.0.1:{free_port()}", "--config", config)
+    assert run.returncode == GATE_UNREACHABLE and "cannot reach" in run.stderr
+    assert ragpulse_gate(good, "--baseline", "x", "--baseline-file", good).returncode == GATE_BAD_INPUT  # argparse
+
+
+def test_the_example_workflow_runs_a_gate_command_the_parser_accepts() -> None:
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "ragpulse-gate.yml").read_text())
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    commands = [line.strip() for step in steps for line in step.get("run", "").replace("\\\n", " ").splitlines()
+                if line.strip().startswith("ragpulse gate")]
+    assert commands, "the workflow never runs `ragpulse gate`"
+    for command in commands:
+        argv = command.split()[1:]
+        args = cli._parser().parse_args(argv)
+        assert args.run is cli._gate and args.junit and args.github
