@@ -15,6 +15,7 @@ from litestar.openapi.spec import (
     Components, OpenAPIHeader, OpenAPIMediaType, OpenAPIResponse, Reference, RequestBody, Schema, SecurityScheme,
 )
 
+from ragpulse.metrics.registry import metric_key_pattern
 from ragpulse.model.calibration import CalibrationRequest
 from ragpulse.model.results import Accepted
 from ragpulse.monitoring.sampling import SamplingPolicy
@@ -105,6 +106,8 @@ def document_bodies(app: Litestar, schemas: dict[str, Any]) -> None:
     # Trace.__post_init__ refuses both label kinds at once; say so, or a schema-valid trace would get a 422.
     found["Trace"]["not"] = {"required": ["gold_doc_ids", "relevance"],
                              "properties": {"gold_doc_ids": {"type": "array"}, "relevance": {"type": "object"}}}
+    # BatchOptions.targets takes metric keys of the registry only (a cutoff must also be in `k`, which no schema says).
+    found["BatchOptions"]["properties"]["targets"]["anyOf"][0]["propertyNames"]["pattern"] = metric_key_pattern()
     schemas.update(found)
     for (path, method), ref in zip(BODIES, refs):
         operation = _operation(app, path, method)

@@ -195,3 +195,20 @@ def test_an_oracle_baseline_reports_the_gap_live(client: httpx.Client) -> None:
     assert gap["metric"] == "faithfulness" and gap["value"] > 0.15 and "fix retrieval first" in gap["meaning"]
     assert body["rag_lift"] is None
     assert client.get(f"/v1/jobs/{rag}/report").json()["variant"] == "rag"
+
+
+def test_a_no_rag_baseline_reports_what_retrieval_adds() -> None:
+    from ragpulse.model.compare import MetricDelta
+
+    def delta(d: float, ci: tuple[float, float]) -> MetricDelta:
+        return MetricDelta(n=40, baseline=0.4, candidate=0.4 + d, delta=d, ci95=ci, excludes_zero=ci[0] > 0 or ci[1] < 0,
+                           better="higher", change="unchanged")
+
+    no_rag, rag = RunInfo(job_id="n", run=None, variant="no_rag"), RunInfo(job_id="r", run=None, variant="rag")
+    lift = baseline_gaps(no_rag, rag, {"correctness": delta(0.3, (0.2, 0.4)), "answer_relevance": delta(0, (-1, 1))})
+    assert lift["rag_lift"].metric == "correctness" and lift["rag_lift"].value == pytest.approx(0.3)
+    assert "retrieval adds to correctness" in lift["rag_lift"].meaning
+    flat = baseline_gaps(no_rag, rag, {"answer_relevance": delta(0.05, (-0.1, 0.2))})["rag_lift"]
+    assert flat.metric == "answer_relevance" and "no measurable lift" in flat.meaning
+    worse = baseline_gaps(rag, no_rag, {"correctness": delta(0.3, (0.2, 0.4))})["rag_lift"]   # no_rag as candidate
+    assert worse.value == pytest.approx(-0.3) and "misleads" in worse.meaning

@@ -37,6 +37,10 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$.traces[",
         "metadata nesting is bounded (64 levels), which the free-form metadata schema does not state",
     ),
+    "`targets` names `": (
+        "$.options",
+        "a target's cutoff (`recall@7`) must be one of the batch's `k`: a rule across two fields no JSON schema states",
+    ),
     "duplicate trace_id": (
         "$.traces[",
         "trace ids must be unique within a batch; JSON Schema cannot say a property is unique across array items",

@@ -199,6 +199,13 @@ def is_metric_key(key: str) -> bool:
     return metric_for_key(key) is not None
 
 
+def metric_key_pattern() -> str:
+    """A regular expression matching exactly the metric keys `metric_for_key` knows (for JSON schemas)."""
+    at_k = "|".join(m.name for m in RETRIEVAL if m.at_k)
+    whole = "|".join([m.name for m in RETRIEVAL if not m.at_k] + [m.name for m in GENERATION])
+    return rf"^(?:(?:{at_k})@[0-9]{{1,4}}|{whole})$"
+
+
 def default_target(key: str) -> float | None:
     """The documented starting target of a metric key (an `at_k` metric's target holds at k = 5 only)."""
     metric = metric_for_key(key)

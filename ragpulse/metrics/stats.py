@@ -91,7 +91,11 @@ def bootstrap_intervals(
     for start in range(0, resamples, block):
         stop = min(resamples, start + block)
         idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = matrix[idx].mean(axis=1)
+        # how often each row was drawn in each resample, then one matrix product: the column means of every
+        # resample without gathering resamples x rows x columns values
+        offsets = np.arange(stop - start)[:, None] * n
+        counts = np.bincount((idx + offsets).ravel(), minlength=(stop - start) * n).reshape(stop - start, n)
+        means[start:stop] = counts @ matrix / n
     low, high = np.percentile(means, [2.5, 97.5], axis=0)
     return [(float(lo), float(hi)) for lo, hi in zip(low, high)]
 

@@ -54,8 +54,8 @@ def retrieval_deltas(pairs: Sequence[Pair], keys: Sequence[str] | None = None) -
     labelled = [(b.retrieval, c.retrieval) for b, c in pairs if b.retrieval is not None and c.retrieval is not None]
     if not labelled:
         return {}
-    common = [key for key in labelled[0][1] if all(key in b and key in c for b, c in labelled)]
-    common = [key for key in common if keys is None or key in keys]
+    shared = set.intersection(*(set(b) & set(c) for b, c in labelled))
+    common = [key for key in labelled[0][1] if key in shared and (keys is None or key in keys)]
     if not common:
         return {}
     base = np.asarray([[b[key] for key in common] for b, _ in labelled], dtype=float)
