@@ -14,7 +14,9 @@ stay out of ALL and BY_NAME, which list the Redis-stored families.
 from __future__ import annotations
 
 from ragpulse.metrics.registry import GENERATION_BY_NAME, prometheus_families
-from ragpulse.monitoring.definitions import JOB_DURATION_BUCKETS, LATENCY_BUCKETS, PER_APP, MetricDef
+from ragpulse.monitoring.definitions import (
+    COST_BUCKETS, JOB_DURATION_BUCKETS, LATENCY_BUCKETS, PER_APP, PIPELINE_LATENCY_BUCKETS, TOKEN_BUCKETS, MetricDef,
+)
 
 TRACES_RECEIVED = MetricDef("ragpulse_traces_received", "counter", "Traces posted to the API.", PER_APP)
 TRACES_SAMPLED = MetricDef("ragpulse_traces_sampled", "counter", "Traces selected for judging.", PER_APP)
@@ -47,6 +49,38 @@ ONLINE_POSTS_FAILED = MetricDef("ragpulse_online_posts_failed", "counter",
                                 "Online posts given up on: `undecodable` (the entry could not be read), `redelivered` "
                                 "(delivered 5 times without being processed; its traces are "
                                 "recorded as failed).", ("reason",))
+SECURITY_CHECKED = MetricDef("ragpulse_security_checked", "counter",
+                             "Traces the security checks ran on, by check (acl: a principal and documents with an acl; "
+                             "injection: documents with text; pii: an answer; stale: dated documents and a "
+                             "max_source_age_days policy): the rates' denominators.", (*PER_APP, "check"))
+ACL_LEAKS = MetricDef("ragpulse_security_acl_leaks", "counter",
+                      "Traces that retrieved a document the principal may not read (its acl shares no group).",
+                      PER_APP)
+INJECTION_DOCS = MetricDef("ragpulse_security_injection_docs", "counter",
+                           "Traces with at least one retrieved document carrying instructions aimed at the model "
+                           "(a heuristic pattern check).", PER_APP)
+INJECTION_JUDGED = MetricDef("ragpulse_security_injection_judged", "counter",
+                             "Judged traces with injection documents whose judge said whether the answer followed "
+                             "them: injection_followed's denominator.", PER_APP)
+INJECTION_FOLLOWED = MetricDef("ragpulse_security_injection_followed", "counter",
+                               "Judged traces whose answer carried out an instruction injected in a document.",
+                               PER_APP)
+PII_ANSWERS = MetricDef("ragpulse_security_pii_answers", "counter",
+                        "Answers with personal data of this kind that no retrieved document holds.",
+                        (*PER_APP, "kind"))
+STALE_TRACES = MetricDef("ragpulse_security_stale_traces", "counter",
+                         "Traces that retrieved a document older than the app's max_source_age_days.", PER_APP)
+ATTRIBUTION = MetricDef("ragpulse_attribution", "counter",
+                        "Evaluated traces by the first pipeline stage that broke (`ok` when none, `unknown` without "
+                        "labels or a verdict).", (*PER_APP, "stage"))
+PIPELINE_LATENCY = MetricDef("ragpulse_pipeline_latency_seconds", "histogram",
+                             "The app's own per-stage latency, from the trace's latency_ms.", (*PER_APP, "stage"),
+                             PIPELINE_LATENCY_BUCKETS)
+PIPELINE_COST = MetricDef("ragpulse_pipeline_cost_usd", "histogram",
+                          "The app's own cost per query, from the trace's usage.cost_usd.", PER_APP, COST_BUCKETS)
+CONTEXT_TOKENS = MetricDef("ragpulse_context_tokens", "histogram",
+                           "Estimated tokens of retrieved document text per query (characters / 4).", PER_APP,
+                           TOKEN_BUCKETS)
 
 FAITHFULNESS = GENERATION_BY_NAME["faithfulness"].prometheus
 TRACES_HALLUCINATED = GENERATION_BY_NAME["hallucination_rate"].prometheus
@@ -58,7 +92,9 @@ UNANSWERABLE_HALLUCINATIONS = GENERATION_BY_NAME["unanswerable_hallucination_rat
 
 ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIMS, UNANSWERABLE, ABSTENTIONS,
        JUDGE_ERRORS, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
-       RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, *prometheus_families())
+       RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, SECURITY_CHECKED, ACL_LEAKS, INJECTION_DOCS,
+       INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, STALE_TRACES, ATTRIBUTION, PIPELINE_LATENCY, PIPELINE_COST,
+       CONTEXT_TOKENS, *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}
 
 QUEUE_DEPTH = MetricDef("ragpulse_queue_depth", "gauge", "Chunk jobs waiting per queue.", ("queue",))
