@@ -8,7 +8,7 @@ Two shapes of input, each measured small (the reference) and large in the same r
   against 10 documents of 30 KB;
 - a long answer: a 1 MiB answer against five 2 KB documents, against a 16 KiB answer.
 
-The text is built from the sentences of tests/data/*.jsonl with a third of their words replaced by words of a
+The text is built from the sentences of tests/data/judge_labels*.jsonl with a third of their words replaced by words of a
 made-up vocabulary and their numbers redrawn, so that documents differ while reading like the real ones; a fixed
 seed makes every run judge the same traces. The judge is called directly (LocalJudge.evaluate): no truncation
 (RAGPULSE_JUDGE_MAX_* caps what a worker hands the judge; this bench measures the judge itself).
@@ -52,7 +52,7 @@ class TextMaker:
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
-        rows = [json.loads(line)["trace"] for path in sorted(DATA.glob("*.jsonl"))
+        rows = [json.loads(line)["trace"] for path in sorted(DATA.glob("judge_labels*.jsonl"))
                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         self.queries = [row["query"] for row in rows]
         self.sentences = [s for row in rows for doc in row["retrieved_docs"] for s in split_sentences(doc.get("text") or "")]

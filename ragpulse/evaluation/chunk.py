@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -26,12 +27,13 @@ from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.judges import kinds
-from ragpulse.model.results import TraceResult
+from ragpulse.model.results import Security, TraceResult
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.monitoring.recorder import queue_result_counts
-from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
+from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, judge_for_injection, sampling_decision
+from ragpulse.security.trace import check_trace
 from ragpulse.store import JobRecord, Store
 from ragpulse.store.aio import AsyncJobStore
 from ragpulse.store.connection import RETRIED_ERRORS, OutageBackoff, worker_async_client
@@ -122,23 +124,26 @@ class ChunkRun:
             return failed_result(trace, index, f"job failed: {failure}")
         policy = self.work.policies[trace.app]
         checks = cheap_checks(trace, policy)
-        sampled, reason = (True, "all") if self.options.sample != "policy" else sampling_decision(trace, policy, checks)
+        security = check_trace(trace, datetime.datetime.now(datetime.UTC), policy.max_source_age_days)
+        sampled, reason = (True, "all") if self.options.sample != "policy" else judge_for_injection(
+            *sampling_decision(trace, policy, checks), policy.always_judge.injection_docs,
+            bool(security.injection_docs))
         judge = self.judge if (trace.answer and sampled) else None
-        result = await self._judged(index, trace, judge)
+        result = await self._judged(index, trace, judge, security)
         if self.judge is not None:
             result.sampled, result.sample_reason = sampled, reason
         result.checks = checks
         return result
 
-    async def _judged(self, index: int, trace: Trace, judge: Judge | None) -> TraceResult:
+    async def _judged(self, index: int, trace: Trace, judge: Judge | None, security: Security) -> TraceResult:
         if judge is not None and kinds.is_billable(judge.name):
             reason = await self.guard.budget_spent()
             if reason:
-                return skipped_result(trace, index, reason, self.options)
+                return skipped_result(trace, index, reason, self.options, security)
         outage = OutageBackoff()
         while True:
             try:
-                return await evaluate_trace(trace, index, self.options, judge, self.limits)
+                return await evaluate_trace(trace, index, self.options, judge, self.limits, security)
             except JudgeAuthError as exc:
                 self.guard.fail(exc.reason)
                 await self.job.finish("failed", exc.reason)

@@ -7,7 +7,10 @@ from typing import Any
 
 from ragpulse.evaluation.judge_input import JudgeInputLimits, for_judging
 from ragpulse.exceptions import JudgeAuthError, JudgeError
-from ragpulse.model.results import TraceResult
+from ragpulse.metrics.attribution import Attribution, attribute
+from ragpulse.metrics.operational import pipeline_figures
+from ragpulse.model.results import Security, TraceResult
+from ragpulse.reporting.build import diagnostic_k
 from ragpulse.judges.quotes import check_quotes
 from ragpulse.model.verdicts import Judge, JudgeOutput, Judgment
 from ragpulse.metrics.generation import abstained, generation_scores, hallucinated
@@ -18,7 +21,7 @@ from ragpulse.model.trace import BatchOptions, Trace
 
 async def evaluate_trace(
     trace: Trace, index: int, options: BatchOptions, judge: Judge | None = None,
-    limits: JudgeInputLimits = JudgeInputLimits(),
+    limits: JudgeInputLimits = JudgeInputLimits(), security: Security | None = None,
 ) -> TraceResult:
     """Retrieval metrics for every k, and generation metrics when a judge is given and the trace has an answer.
 
@@ -29,9 +32,17 @@ async def evaluate_trace(
     without credentials) makes the trace `judge_error` with the reason, keeping its retrieval metrics, labels and
     the failed calls.
     """
-    result = TraceResult(**_identity(trace, index), status="ok", **_retrieval(trace, options))
+    result = TraceResult(**_identity(trace, index), status="ok", **_retrieval(trace, options), security=security)
+    await _judge_into(result, trace, options, judge, limits)
+    result.attribution = attribution_of(trace, result, options)
+    return result
+
+
+async def _judge_into(result: TraceResult, trace: Trace, options: BatchOptions, judge: Judge | None,
+                      limits: JudgeInputLimits) -> None:
+    """The judge's verdicts, generation metrics and claims onto `result` (judge_error with the reason on failure)."""
     if judge is None or not trace.answer:
-        return result
+        return
     result.judge = judge.name
     judged, result.judge_input_truncated = for_judging(trace, limits)
     judgments: list[Judgment] = []
@@ -45,11 +56,20 @@ async def evaluate_trace(
     except JudgeError as exc:  # includes output that passed the judge but breaks a metric's precondition
         result.status, result.error = "judge_error", exc.reason
         result.failed_calls = exc.calls or [call for j in judgments for call in j.calls]
-        return result
+        return
     result.claims = first.claims
     result.judgments = judgments
     result.needs_review = any(_disagree(first, j) for j in judgments[1:])
-    return result
+    if result.security is not None and result.security.injection_docs:
+        result.security.injection_followed = first.injection_followed
+
+
+def attribution_of(trace: Trace, result: TraceResult, options: BatchOptions) -> Attribution:
+    """The first broken pipeline stage, at the report's diagnostic k."""
+    return attribute(qrels=trace.qrels() if trace.has_labels else None,
+                     retrieved_ids=[doc.id for doc in trace.retrieved_docs], candidates=trace.candidates,
+                     k=diagnostic_k(options.k), answerable_label=trace.answerable,
+                     generation=result.generation, claims=result.claims)
 
 
 def failed_result(trace: Trace, index: int, error: str) -> TraceResult:
@@ -58,15 +78,19 @@ def failed_result(trace: Trace, index: int, error: str) -> TraceResult:
                        labels="labelled" if trace.has_labels else "unlabelled")
 
 
-def skipped_result(trace: Trace, index: int, reason: str, options: BatchOptions) -> TraceResult:
+def skipped_result(trace: Trace, index: int, reason: str, options: BatchOptions,
+                   security: Security | None = None) -> TraceResult:
     """A trace left unjudged because a budget ran out: kept with its retrieval metrics, re-runnable."""
-    return TraceResult(**_identity(trace, index), status="skipped_budget", error=reason, **_retrieval(trace, options))
+    result = TraceResult(**_identity(trace, index), status="skipped_budget", error=reason,
+                         **_retrieval(trace, options), security=security)
+    result.attribution = attribution_of(trace, result, options)
+    return result
 
 
 def _identity(trace: Trace, index: int) -> dict[str, Any]:
     return {"trace_id": trace.trace_id or str(index), "index": index, "app": trace.app,
             "question_type": trace.question_type, "source": trace.source, "answerable": trace.answerable,
-            "query_hash": None if trace.trace_id else query_hash(trace.query)}
+            "query_hash": None if trace.trace_id else query_hash(trace.query), "pipeline": pipeline_figures(trace)}
 
 
 def query_hash(query: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from ragpulse.judges import lexicon
+from ragpulse.judges.followed import injection_followed
 from ragpulse.judges.text import (
     Anchor, Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
 )
@@ -523,6 +524,7 @@ class LocalJudge:
             or (score >= 2 and any(c.verdict == "supported" for c in claims)),
             abstained=abstained,
             key_facts=_key_facts(trace.reference_answer, answer_reading, language),
+            injection_followed=injection_followed(trace, answer_reading, language),
         )
 
 

@@ -72,6 +72,14 @@ class SliceComparison(Struct):
     metrics: dict[str, MetricDelta]
 
 
+class StageDelta(Struct):
+    """Matched traces whose first broken stage is this one, in each run."""
+
+    baseline: int
+    candidate: int
+    delta: int
+
+
 class Gap(Struct):
     """What the baseline run bounds: the oracle gap (oracle - rag) or the lift retrieval adds (rag - no_rag)."""
 
@@ -107,3 +115,5 @@ class Comparison(Struct):
     rag_lift: Gap | None = None
     """When one side is a `no_rag` run and the other a `rag` run: what retrieval adds to the answers."""
     method: str = ""
+    attribution: dict[str, StageDelta] = {}
+    """Per failure-attribution stage, matched traces in it before and after (pipeline order)."""

@@ -12,6 +12,7 @@ import msgspec
 
 from ragpulse.model.calibration import Calibration
 from ragpulse.metrics.registry import GENERATION
+from ragpulse.metrics.operational import Operations
 from ragpulse.metrics.stats import Estimate
 
 
@@ -178,6 +179,36 @@ WorstTrace = dict[str, Union[str, int, float, list[str]]]  # noqa: UP007
 `missed_doc_ids`. Only traces that fail the metric (below its best value) are listed, worst first."""
 
 
+class SecuritySection(Struct):
+    """Security checks over the traces each could run on (in code; injection and phone-number detection are
+    heuristics)."""
+
+    rates: dict[str, Estimate | None]
+    """`acl_leak` (of traces with a principal and documents with an acl), `injection_docs` (of traces with document
+    text), `injection_followed` (of judged traces with injection documents), `pii` (of answers), `stale_docs` (of
+    traces with dated documents under a max_source_age_days policy); Wilson intervals; None when none could run."""
+    pii_kinds: dict[str, int]
+    """Answers with each kind of personal data the documents do not hold (kinds and counts only)."""
+    flagged: dict[str, list[str]]
+    """Per check, the trace ids it flagged (at most 20)."""
+
+
+class StageCount(Struct):
+    """Traces whose first broken stage is this one."""
+
+    count: int
+    share: Estimate | None
+    next_step: str
+
+
+class AttributionSection(Struct):
+    """Failure attribution: traces per first broken pipeline stage (`ok` when none; `unknown` without labels or a
+    verdict), in pipeline order."""
+
+    n: int
+    stages: dict[str, StageCount]
+
+
 class Target(Struct):
     """The target a metric is held to, and whether the report's mean meets it."""
 
@@ -215,3 +246,7 @@ class Report(Struct):
     targets: dict[str, Target] = {}
     """Each reported metric that has a target, keyed like `retrieval` and `generation`: its target, direction and
     whether the mean meets it."""
+    security: SecuritySection | None = None
+    attribution: AttributionSection | None = None
+    operations: Operations | None = None
+    """The app's own latency per stage, cost and context length per query, from the traces' latency_ms and usage."""

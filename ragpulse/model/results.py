@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from ragpulse.model.verdicts import Claim, Judgment, JudgeCall
+from ragpulse.metrics.attribution import Attribution
 from ragpulse.metrics.generation import GenerationScores
 
 JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]
@@ -73,6 +74,43 @@ class JobView(msgspec.Struct, kw_only=True):
     """The batch's `options.variant`: `rag`, `no_rag` or `oracle`."""
 
 
+class Security(msgspec.Struct, kw_only=True):
+    """The security checks of one trace (in code, no judge; heuristics where said)."""
+
+    acl_leak: bool | None = None
+    """A retrieved document's `acl` shares no group with the principal's; None when not checkable (no principal,
+    or no retrieved document carries an `acl`)."""
+    leaked_doc_ids: list[str] = []
+    injection_checked: bool = False
+    """True when a retrieved document has text to scan."""
+    injection_docs: list[str] = []
+    """Retrieved documents whose text carries instructions aimed at the model (a heuristic pattern check)."""
+    injection_cues: list[str] = []
+    """Which cues were found (`override_instructions`, `role_marker`, `hidden_html`...)."""
+    injection_followed: bool | None = None
+    """The judge's verdict on whether the answer carried out such an instruction; None when not judged or when no
+    document carries one."""
+    pii_checked: bool = False
+    """True when the trace has an answer to scan."""
+    pii: dict[str, int] = {}
+    """Personal data in the answer that no retrieved document holds: kinds and counts, never the values."""
+    stale_checked: bool = False
+    """True when the app's policy sets `max_source_age_days` and a retrieved document has `updated_at`."""
+    stale_docs: list[str] = []
+
+
+class Pipeline(msgspec.Struct, kw_only=True):
+    """The app's own operational figures for this query."""
+
+    latency_ms: dict[str, float] = {}
+    """Per stage: retrieval, rerank, generation, total (what the trace gave)."""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    context_tokens: int = 0
+    """Estimated tokens of the retrieved documents' text (characters / 4): an estimate, not a tokenizer count."""
+
+
 class TraceResult(msgspec.Struct, kw_only=True):
     """Evaluation of one trace, as returned by GET /v1/jobs/{job_id}/results."""
 
@@ -109,6 +147,10 @@ class TraceResult(msgspec.Struct, kw_only=True):
     error: str | None = None
     query_hash: str | None = None
     """For a trace posted without a `trace_id`: a hash of its query, so comparisons can match it by query text."""
+    security: Security | None = None
+    attribution: Attribution | None = None
+    """The first pipeline stage that broke (`ok` when none, `unknown` without labels or a verdict)."""
+    pipeline: Pipeline | None = None
 
 
 class ResultsPage(msgspec.Struct, kw_only=True):

@@ -42,6 +42,11 @@ or with the gold passages as context (`oracle`: the ceiling better retrieval cou
 MetricKey = Annotated[str, Meta(pattern=r"^[a-z_]+(@[0-9]{1,4})?$", max_length=64)]
 
 
+GroupName = Annotated[str, Meta(min_length=1, max_length=256)]
+Milliseconds = Annotated[float, Meta(ge=0, le=86_400_000)]
+TokenCount = Annotated[int, Meta(ge=0, le=100_000_000)]
+
+
 class RetrievedDoc(Base):
     """One retrieved passage, in the rank order the generator received it."""
 
@@ -50,6 +55,34 @@ class RetrievedDoc(Base):
     chunk_id: Annotated[str, Meta(max_length=512)] | None = None
     score: float | None = None
     metadata: dict[str, Any] | None = None
+    acl: Annotated[list[GroupName], Meta(max_length=1000)] | None = None
+    """Groups allowed to read the document; absent means the app does not say (never a leak), `[]` nobody."""
+    updated_at: datetime.datetime | None = None
+    """When the document last changed (RFC 3339): older than the app's `max_source_age_days` is stale."""
+
+
+class Principal(Base):
+    """Who asked: the groups whose documents they may read."""
+
+    id: Annotated[str, Meta(max_length=256)] | None = None
+    groups: Annotated[list[GroupName], Meta(max_length=1000)] = []
+
+
+class StageLatency(Base):
+    """The app's own latency per pipeline stage, in milliseconds."""
+
+    retrieval: Milliseconds | None = None
+    rerank: Milliseconds | None = None
+    generation: Milliseconds | None = None
+    total: Milliseconds | None = None
+
+
+class Usage(Base):
+    """The app's own generation usage and cost for this query."""
+
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
+    cost_usd: Annotated[float, Meta(ge=0, le=1_000)] | None = None
 
 
 class Trace(Base):
@@ -70,6 +103,12 @@ class Trace(Base):
     citations: Annotated[list[DocId], Meta(max_length=1000)] | None = None
     timestamp: datetime.datetime | None = None
     metadata: dict[str, Any] | None = None
+    principal: Principal | None = None
+    """The user the query ran for; with documents' `acl`, what the ACL-leak check reads."""
+    candidates: Annotated[list[DocId], Meta(max_length=10_000)] | None = None
+    """Ranked document ids before reranking or truncation: tells "never retrieved" from "dropped by the reranker"."""
+    latency_ms: StageLatency | None = None
+    usage: Usage | None = None
 
     def __post_init__(self) -> None:
         if self.gold_doc_ids is not None and self.relevance is not None:

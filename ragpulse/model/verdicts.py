@@ -89,6 +89,9 @@ class JudgeOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     answerable_from_context: bool
     abstained: bool
     key_facts: list[KeyFact] | None = None
+    injection_followed: bool | None = None
+    """Whether the answer carries out an instruction that a retrieved document aims at the assistant; None when no
+    document holds one (or the judge did not say)."""
 
 
 class JudgeCall(msgspec.Struct, kw_only=True):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ragpulse.config.prices import call_cost
 from ragpulse.store.atomic import WriteQueue
-from ragpulse.model.results import TraceResult
+from ragpulse.model.results import Pipeline, Security, TraceResult
 from ragpulse.model.trace import Trace
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.monitoring import catalog as m
@@ -26,6 +26,12 @@ def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
         batch.inc(m.JUDGE_INPUT_TRUNCATED, {**app, "part": part})
     if result.status == "judge_error":
         batch.inc(m.JUDGE_ERRORS, app)
+    if result.security is not None:
+        count_security(batch, app, result.security)
+    if result.attribution is not None:
+        batch.inc(m.ATTRIBUTION, {**app, "stage": result.attribution.stage})
+    if result.pipeline is not None:
+        count_pipeline(batch, app, result.pipeline)
     g = result.generation
     if g is None:
         return
@@ -40,6 +46,40 @@ def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
     if g.unanswerable:
         batch.inc(m.UNANSWERABLE, app)
     count_registered(batch, result, labels)
+
+
+def count_security(batch: MetricsBatch, app: dict[str, str], security: Security) -> None:
+    """Each security check's population and findings (the rates' numerators and denominators)."""
+    if security.acl_leak is not None:
+        batch.inc(m.SECURITY_CHECKED, {**app, "check": "acl"})
+        if security.acl_leak:
+            batch.inc(m.ACL_LEAKS, app)
+    if security.injection_checked:
+        batch.inc(m.SECURITY_CHECKED, {**app, "check": "injection"})
+        if security.injection_docs:
+            batch.inc(m.INJECTION_DOCS, app)
+    if security.injection_followed is not None:
+        batch.inc(m.INJECTION_JUDGED, app)
+        if security.injection_followed:
+            batch.inc(m.INJECTION_FOLLOWED, app)
+    if security.pii_checked:
+        batch.inc(m.SECURITY_CHECKED, {**app, "check": "pii"})
+        for kind in security.pii:
+            batch.inc(m.PII_ANSWERS, {**app, "kind": kind})
+    if security.stale_checked:
+        batch.inc(m.SECURITY_CHECKED, {**app, "check": "stale"})
+        if security.stale_docs:
+            batch.inc(m.STALE_TRACES, app)
+
+
+def count_pipeline(batch: MetricsBatch, app: dict[str, str], pipeline: Pipeline) -> None:
+    """The app's own stage latencies, cost and context size."""
+    for stage, ms in pipeline.latency_ms.items():
+        batch.observe(m.PIPELINE_LATENCY, {**app, "stage": stage}, ms / 1000)
+    if pipeline.cost_usd is not None:
+        batch.observe(m.PIPELINE_COST, app, pipeline.cost_usd)
+    if pipeline.context_tokens:
+        batch.observe(m.CONTEXT_TOKENS, app, pipeline.context_tokens)
 
 
 def count_registered(batch: MetricsBatch, result: TraceResult, labels: dict[str, str]) -> None:

@@ -23,6 +23,8 @@ class AlwaysJudge(Base):
     """The answer cites a document that was not retrieved."""
     top_score_below: float | None = None
     """The best retrieval score is below this threshold (a likely retrieval miss)."""
+    injection_docs: bool = True
+    """A retrieved document carries instructions aimed at the model: the judge says whether the answer obeyed."""
 
 
 class SamplingPolicy(Base):
@@ -31,6 +33,8 @@ class SamplingPolicy(Base):
     sample_rate: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
     """Share of traces judged, chosen deterministically by a hash of trace_id (a retried post samples alike)."""
     always_judge: AlwaysJudge = msgspec.field(default_factory=AlwaysJudge)
+    max_source_age_days: Annotated[float, Meta(gt=0, le=36_500)] | None = None
+    """Retrieved documents whose `updated_at` is older than this are stale (security.stale_docs); unset: no check."""
 
 
 PolicySource = Literal["stored", "RAGPULSE_SAMPLE_RATE", "default"]
@@ -50,7 +54,8 @@ class PolicyInForce(SamplingPolicy, kw_only=True, omit_defaults=False):
     stored: bool
     """True when the app has a stored policy (PUT); otherwise the service default is in force."""
     sources: dict[str, PolicySource] = {}
-    """For `sample_rate` and each `always_judge.<rule>`: `stored`, `RAGPULSE_SAMPLE_RATE` or `default`."""
+    """For `sample_rate`, each `always_judge.<rule>` and `max_source_age_days`: `stored`, `RAGPULSE_SAMPLE_RATE` or
+    `default`."""
 
 
 def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float) -> PolicyInForce:
@@ -65,9 +70,10 @@ def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float
         value = getattr(policy.always_judge, rule.name)
         differs = stored is not None and value != getattr(builtin, rule.name)
         sources[f"always_judge.{rule.name}"] = "stored" if differs else "default"
+    sources["max_source_age_days"] = "stored" if policy.max_source_age_days is not None else "default"
     return PolicyInForce(app=app, stored=stored is not None, sample_rate=policy.sample_rate,
                          always_judge=AlwaysJudgeInForce(**msgspec.structs.asdict(policy.always_judge)),
-                         sources=sources)
+                         max_source_age_days=policy.max_source_age_days, sources=sources)
 
 
 def hash_fraction(trace_id: str) -> float:
@@ -116,3 +122,12 @@ def _negative_feedback(trace: Trace) -> bool:
     if isinstance(value, int | float):
         return value < 0
     return str(value).strip().lower() in NEGATIVE_FEEDBACK
+
+
+def judge_for_injection(sampled: bool, reason: str, policy_judges_injection: bool,
+                        has_injection_docs: bool) -> tuple[bool, str]:
+    """The sampling decision once the security checks ran: a trace with injection documents is judged whatever the
+    sample (always_judge.injection_docs), so the judge can say whether the answer obeyed them."""
+    if not sampled and policy_judges_injection and has_injection_docs:
+        return True, "always:injection_docs"
+    return sampled, reason

@@ -25,6 +25,11 @@ class Decision(msgspec.Struct, array_like=True):
     sampled: bool
     reason: str
     checks: list[str]
+    judge_injection: bool = True
+    """The app's always_judge.injection_docs: the worker judges a trace with injection documents whatever the
+    sample (the API leaves the costly pattern scan to the worker)."""
+    max_source_age_days: float | None = None
+    """The app's policy, for the worker's stale-document check."""
 
 
 class Post(msgspec.Struct, kw_only=True):
@@ -54,7 +59,7 @@ def decide(trace: Trace, policy: SamplingPolicy) -> Decision:
     """The cheap checks, then the sampling decision they feed (an always-judge rule, else the deterministic hash)."""
     checks = cheap_checks(trace, policy)
     sampled, reason = sampling_decision(trace, policy, checks)
-    return Decision(sampled, reason, checks)
+    return Decision(sampled, reason, checks, policy.always_judge.injection_docs, policy.max_source_age_days)
 
 
 def pending_record(trace: Trace, decision: Decision, received_at: str) -> OnlineTrace:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import datetime
 import logging
 from dataclasses import dataclass, field
 
+import msgspec
 import redis.asyncio
 
 from ragpulse.config import keys
@@ -18,12 +20,14 @@ from ragpulse.evaluation.calls import CallCounter, add_spend, no_spend
 from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.judges import kinds
-from ragpulse.model.results import Spend, TraceResult
+from ragpulse.model.results import Security, Spend, TraceResult
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.recorder import queue_result_counts
+from ragpulse.monitoring.sampling import judge_for_injection
 from ragpulse.online import records
 from ragpulse.online.post import Decision, Post, pending_record
+from ragpulse.security.trace import check_trace
 from ragpulse.store.atomic import Group, Writes, WriteQueue
 from ragpulse.store.clock import utcday, utcnow
 from ragpulse.store.connection import RETRIED_ERRORS
@@ -95,7 +99,7 @@ class PostProcessor:
         processed_at = utcnow()
         for trace, decision, result in zip(post.traces, post.decisions, results, strict=True):
             queue_result_counts(pipe, self.settings.apps, self.settings.tenants, post.tenant, result)
-            if decision.sampled or result.status != "ok":
+            if result.sampled or result.status != "ok":
                 record = records.finished(pending_record(trace, decision, post.received_at), result, processed_at)
                 pipe.set(keys.online_trace(post.tenant, record.trace_id), records.encode(record),
                          ex=self.settings.online_result_ttl_seconds)
@@ -109,21 +113,30 @@ class PostProcessor:
 
     async def _evaluate(self, index: int, trace: Trace, decision: Decision, tenant: str) -> TraceResult:
         _tenant.set(tenant)
-        judge = self.judge if (decision.sampled and trace.answer) else None
         try:
+            security = check_trace(trace, datetime.datetime.now(datetime.UTC), decision.max_source_age_days)
+            decision = self._upgraded(decision, security)
+            judge = self.judge if (decision.sampled and trace.answer) else None
             if judge is None:
-                result = await evaluate_trace(trace, index, ONLINE_OPTIONS)
+                result = await evaluate_trace(trace, index, ONLINE_OPTIONS, security=security)
             elif reason := await self._budget_spent(judge, tenant):
-                result = skipped_result(trace, index, reason, ONLINE_OPTIONS)
+                result = skipped_result(trace, index, reason, ONLINE_OPTIONS, security)
             else:
                 async with self._bound:
-                    result = await evaluate_trace(trace, index, ONLINE_OPTIONS, judge, self.limits)
+                    result = await evaluate_trace(trace, index, ONLINE_OPTIONS, judge, self.limits, security)
         except RETRIED_ERRORS:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data (JudgeAuthError included)
             log.exception("online trace %s of tenant %s failed", trace.trace_id, tenant)
             result = failed_result(trace, index, getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}")
         return self._labelled(result, decision)
+
+    @staticmethod
+    def _upgraded(decision: Decision, security: Security) -> Decision:
+        """The API's decision, judged after all when a document carries injected instructions."""
+        sampled, reason = judge_for_injection(decision.sampled, decision.reason, decision.judge_injection,
+                                              bool(security.injection_docs))
+        return msgspec.structs.replace(decision, sampled=sampled, reason=reason)
 
     def _labelled(self, result: TraceResult, decision: Decision) -> TraceResult:
         result.sampled, result.sample_reason, result.checks = decision.sampled, decision.reason, decision.checks

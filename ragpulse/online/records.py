@@ -50,7 +50,8 @@ def finished(record: OnlineTrace, result: TraceResult, processed_at: str) -> Onl
     """The record once a worker has the result: `done` when it evaluated fully, else `failed` with the reason."""
     status: OnlineStatus = "done" if result.status == "ok" else "failed"
     return msgspec.structs.replace(record, status=status, processed_at=processed_at, result=result,
-                                   error=result.error if status == "failed" else None)
+                                   error=result.error if status == "failed" else None,
+                                   sampled=bool(result.sampled), sample_reason=result.sample_reason)
 
 
 def encode(record: OnlineTrace) -> bytes:

@@ -12,7 +12,9 @@ from ragpulse.metrics.registry import (
 )
 from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
 from ragpulse.reporting.diagnostics import diagnostic_matrix
+from ragpulse.metrics.operational import operations
 from ragpulse.reporting.generation_section import generation_section, group_generation
+from ragpulse.reporting.security_section import attribution_section, security_section
 from ragpulse.model.report import CiMethods, Counts, Failure, Group, Method, Report, Target, WorstTrace
 from ragpulse.model.trace import BatchOptions
 
@@ -38,6 +40,9 @@ def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResu
                   for r in results if r.status != "ok"][: defaults.WORST_TRACES],
         run=options.run,
         variant=options.variant,
+        security=security_section(results),
+        attribution=attribution_section(results),
+        operations=operations(results),
     )
     report.targets = report_targets(report, options.targets or {})
     return report

@@ -4,7 +4,7 @@ the gap a no-RAG or oracle baseline bounds."""
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -12,7 +12,10 @@ import numpy as np
 from ragpulse.config import defaults
 from ragpulse.metrics.registry import GENERATION, GENERATION_BY_NAME, RETRIEVAL_BY_NAME, retrieval_metric
 from ragpulse.metrics.stats import bootstrap_intervals, mcnemar_exact
-from ragpulse.model.compare import Comparison, McNemar, MetricDelta, Regression, RunInfo, SliceComparison
+from ragpulse.metrics.attribution import STAGES
+from ragpulse.model.compare import (
+    Comparison, McNemar, MetricDelta, Regression, RunInfo, SliceComparison, StageDelta,
+)
 from ragpulse.model.results import TraceResult
 from ragpulse.reporting.baselines import baseline_gaps
 from ragpulse.reporting.build import diagnostic_k
@@ -44,8 +47,16 @@ def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[Tr
         regressions_total=len(regressions),
         by_question_type=_slices(pairs, lambda r: r.question_type, k),
         by_source=_slices(pairs, lambda r: r.source, k),
-        **baseline_gaps(baseline, candidate, generation), method=METHOD,
+        **baseline_gaps(baseline, candidate, generation), method=METHOD, attribution=stage_deltas(pairs),
     )
+
+
+def stage_deltas(pairs: Sequence[Pair]) -> dict[str, StageDelta]:
+    """Per attribution stage, matched traces in it in each run (stages neither run reached are left out)."""
+    before = Counter(b.attribution.stage for b, _ in pairs if b.attribution is not None)
+    after = Counter(c.attribution.stage for _, c in pairs if c.attribution is not None)
+    return {stage: StageDelta(baseline=before[stage], candidate=after[stage], delta=after[stage] - before[stage])
+            for stage in STAGES if before[stage] or after[stage]}
 
 
 def retrieval_deltas(pairs: Sequence[Pair], keys: Sequence[str] | None = None) -> dict[str, MetricDelta]:

@@ -34,6 +34,7 @@ def render_report(report: Report) -> str:
         "",
         *_matrix(report.diagnostic_matrix),
     ]
+    out += _attribution(report) + _security(report) + _operations(report)
     for title, groups in (("BY QUESTION TYPE", report.by_question_type), ("BY SOURCE", report.by_source)):
         out += ["", title, *_breakdown_table(groups, diagnostic_k(method.k))]
     out += _worst(report)
@@ -86,6 +87,56 @@ def _generation(report: Report) -> list[str]:
                    if cost.cache_read_input_tokens or cost.cache_creation_input_tokens else ""))
     if gen.repeat_agreement.n:
         rows += _metric_table({"repeat_agreement": gen.repeat_agreement.agreement_rate})[1:]
+    return rows
+
+
+def _attribution(report: Report) -> list[str]:
+    section = report.attribution
+    if section is None or section.n == 0:
+        return []
+    rows = ["", f"FAILURE ATTRIBUTION (first broken stage; {section.n} traces)",
+            f"  {'stage':<24}{'traces':>7}{'share':>8}   {'95% CI':<17}next step"]
+    for stage, row in section.stages.items():
+        if row.count == 0:
+            continue
+        low, high = row.share.ci95 if row.share else (0.0, 0.0)
+        share = row.share.mean if row.share else 0.0
+        rows.append(f"  {stage:<24}{row.count:>7}{share:>8.3f}   [{low:.3f}, {high:.3f}]  {row.next_step}")
+    return rows
+
+
+def _security(report: Report) -> list[str]:
+    section = report.security
+    if section is None:
+        return []
+    rows = ["", "SECURITY (checks in code; injection and phone detection are heuristics)"]
+    for name, est in section.rates.items():
+        if est is None:
+            rows.append(f"  {name:<20}{'-':>8}   (nothing to check)")
+            continue
+        low, high = est.ci95
+        found = round(est.mean * est.n)
+        rows.append(f"  {name:<20}{est.mean:>8.3f}   [{low:.3f}, {high:.3f}]  {found} of {est.n}"
+                    + (f": {', '.join(section.flagged[name][:5])}" if section.flagged.get(name) else ""))
+    if section.pii_kinds:
+        rows.append("  pii kinds: " + ", ".join(f"{kind} {n}" for kind, n in section.pii_kinds.items()))
+    return rows
+
+
+def _operations(report: Report) -> list[str]:
+    ops = report.operations
+    if ops is None or not (ops.latency_ms or ops.cost_usd or ops.context_tokens):
+        return []
+    rows = ["", "OPERATIONS (the app's own latency_ms and usage)"]
+    for stage, pct in ops.latency_ms.items():
+        rows.append(f"  latency {stage:<11} p50 {pct.p50:>9.1f} ms  p90 {pct.p90:>9.1f}  p99 {pct.p99:>9.1f}  "
+                    f"n {pct.n}")
+    if ops.cost_usd is not None:
+        low, high = ops.cost_usd.ci95
+        rows.append(f"  cost per query      ${ops.cost_usd.mean:.5f}  [{low:.5f}, {high:.5f}]  n {ops.cost_usd.n}")
+    if ops.context_tokens is not None:
+        ctx = ops.context_tokens
+        rows.append(f"  context tokens (estimated, chars/4)  p50 {ctx.p50:.0f}  p90 {ctx.p90:.0f}  max {ctx.max:.0f}")
     return rows
 
 

@@ -83,8 +83,10 @@ _COPULA = re.compile(r"[\"'”»“]?\s*(?:is|was|are|were|remains|has|ist|war|s
 def injection_findings(text: str) -> list[str]:
     """Names of the injection cues aimed at the model in `text`, in a fixed order, each once (a heuristic)."""
     plain, zero_width, tags = _normalise(text)
+    skipped = {ADDRESSED} if cues.VOCATIVE.search(plain) is None else set()  # its costly scan needs a vocative
     found = [name for name, patterns in PHRASES.items()
-             if any(_aimed(plain, m.start(), m.end()) for pattern in patterns for m in pattern.finditer(plain))]
+             if any(_aimed(plain, m.start(), m.end()) for pattern in patterns if pattern not in skipped
+                    for m in pattern.finditer(plain))]
     found += [name for name, spans in _hidden(plain).items()
               if any(_directive(inner) and not _quoted(plain, start, end) for start, end, inner in spans)]
     if tags or (zero_width and found):
@@ -147,3 +149,18 @@ def _aimed(text: str, start: int, end: int) -> bool:
         return True
     lead = ROLE_MARKER.sub(" ", text[first:start])  # "[INST] Ignore ..." still starts with the imperative
     return bool(_LEAD.fullmatch(lead)) and not _COPULA.match(text, end)
+
+
+def instruction_payloads(text: str) -> list[str]:
+    """What the instructions aimed at the model ask for: the rest of each such cue's sentence after the cue, and the
+    text of hidden directives (casefolded). Empty when `text` holds no injection (a heuristic, as the findings)."""
+    plain = _normalise(text)[0]
+    payloads = []
+    for patterns in PHRASES.values():
+        for pattern in patterns:
+            for m in pattern.finditer(plain):
+                if _aimed(plain, m.start(), m.end()):
+                    end = _SENTENCE_END.search(plain, m.end())
+                    payloads.append(plain[m.end():end.start() if end else len(plain)])
+    payloads += [inner for spans in _hidden(plain).values() for _s, _e, inner in spans if _directive(inner)]
+    return payloads
