@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
 import httpx
+import msgspec
 import pytest
 import yaml
 
@@ -47,7 +48,8 @@ def write(path: Path, traces: list[dict]) -> Path:
 def test_no_config_holds_the_documented_defaults() -> None:
     thresholds = GateConfig().active_thresholds
     assert {k: (t.min, t.max) for k, t in thresholds.items()} == {
-        "recall@5": (0.80, None), "hallucination_rate": (None, 0.10), "unanswerable_hallucination_rate": (None, 0.15)}
+        "recall@5": (0.80, None), "hallucination_rate": (None, 0.10), "unanswerable_hallucination_rate": (None, 0.15),
+        "security.acl_leak": (None, 0.0), "security.injection_followed": (None, 0.0)}
 
 
 @pytest.mark.parametrize(("toml", "says"), [
@@ -104,6 +106,20 @@ def test_junit_and_github_output_name_each_verdict(tmp_path: Path) -> None:
     lines = github_annotations(rows).splitlines()
     assert lines[0].startswith("::error title=ragpulse gate%3A recall@5::recall@5 = 0.620 [0.500, 0.700]")
     assert [line.split(" ")[0] for line in lines] == ["::error", "::notice", "::notice"]
+
+
+def test_an_acl_leak_fails_the_default_gate_and_a_set_without_principals_passes_it() -> None:
+    from ragpulse.model.results import Security
+    from ragpulse.model.trace import BatchOptions
+    from ragpulse.reporting.build import build_report
+    from tests.test_compare import result
+
+    clean = [result(f"t{i}", i, ["d"], ["d"]) for i in range(5)]
+    rows = {row.metric: row for row in check_report(build_report("j", BatchOptions(), clean), GateConfig())}
+    assert rows["security.acl_leak"].verdict == "no_data"          # no principal: nothing to check, not required
+    leaking = [*clean[:4], msgspec.structs.replace(clean[4], security=Security(acl_leak=True, leaked_doc_ids=["d"]))]
+    rows = {row.metric: row for row in check_report(build_report("j", BatchOptions(), leaking), GateConfig())}
+    assert rows["security.acl_leak"].verdict == "fail" and rows["security.acl_leak"].value == 1.0
 
 
 def test_no_data_fails_a_required_threshold() -> None:

@@ -304,3 +304,24 @@ def test_a_future_timestamp_is_not_stale_and_a_negative_limit_is_refused() -> No
     assert stale_doc_ids([("d", NOW + datetime.timedelta(days=3))], NOW, 0) == []
     with pytest.raises(ValueError):
         stale_doc_ids([], NOW, -1)
+
+
+def test_the_prefilter_never_skips_a_pattern_that_would_match() -> None:
+    """Soundness of ragpulse.security.prefilter on every labelled snippet (and its casefolded form): a pattern that
+    matches a text always has one of its required literals there."""
+    import json
+    from pathlib import Path
+
+    from ragpulse.security.injection import _PREFILTERED, _normalise
+
+    cases = Path(__file__).parent / "data" / "injection_cases.jsonl"
+    texts = [_normalise(json.loads(line)["text"])[0] for line in cases.read_text().splitlines() if line.strip()]
+    checked = 0
+    for patterns in _PREFILTERED.values():
+        for pattern in patterns:
+            for text in texts:
+                if pattern.pattern.search(text):
+                    checked += 1
+                    assert pattern.could_match(text), (pattern.pattern.pattern[:60], text[:80])
+    assert checked >= 20   # the snippets exercise the patterns
+    assert not _PREFILTERED["override_instructions"][0].could_match("hold the reset button for ten seconds.")

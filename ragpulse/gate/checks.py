@@ -7,7 +7,7 @@ from typing import Literal
 
 import msgspec
 
-from ragpulse.gate.config import GateConfig, Threshold
+from ragpulse.gate.config import SECURITY_PREFIX, GateConfig, Threshold
 from ragpulse.metrics.stats import Estimate
 from ragpulse.model.compare import Comparison
 from ragpulse.model.report import Report
@@ -65,6 +65,8 @@ def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
 
 
 def _estimate(report: Report, key: str) -> Estimate | None:
+    if key.startswith(SECURITY_PREFIX):
+        return report.security.rates.get(key[len(SECURITY_PREFIX):]) if report.security else None
     if key in report.retrieval:
         return report.retrieval[key]
     return getattr(report.generation, key, None)

@@ -15,6 +15,7 @@ from ragpulse.gate.checks import Row, check_comparison, check_report
 from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, summary, table, write_junit
 from ragpulse.model.compare import Comparison, RunInfo
+from ragpulse.model.trace import is_metric_key
 from ragpulse.ops.client import Client, TraceFile, read_traces
 from ragpulse.ops.evaluate import Evaluation, evaluate_file
 from ragpulse.reporting.compare import compare
@@ -100,7 +101,7 @@ def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_fi
 def gate_options(config: GateConfig) -> dict[str, Any]:
     """The batch options to evaluate with: the config's, with the thresholds as the report's targets."""
     options = msgspec.to_builtins(config.options)
-    options["targets"] = {**{key: t.limit for key, t in config.active_thresholds.items()},
+    options["targets"] = {**{key: t.limit for key, t in config.active_thresholds.items() if is_metric_key(key)},
                           **(config.options.targets or {})}
     return options
 

@@ -75,6 +75,8 @@ def render_html(report: Report, failing: Sequence[TraceResult] = ()) -> str:
         f"<p class=note>{gen.n_judged} judged, {gen.n_abstained} abstained; unanswerable: {gen.unanswerable.n} "
         f"({gen.unanswerable.labelled} labelled), {gen.unanswerable.hallucinated} hallucinated.</p></section></div>",
         "<h2>Retrieval × generation</h2>", _matrix(report.diagnostic_matrix),
+        "<h2>Failure attribution</h2>", _attribution(report),
+        "<h2>Security</h2>", _security(report),
         "<h2>By question type</h2>", _breakdown(report.by_question_type, k),
         "<h2>By source</h2>", _breakdown(report.by_source, k),
         "<h2>Failing traces</h2>", _failing(report, failing),
@@ -160,6 +162,34 @@ def _matrix(matrix: DiagnosticMatrix) -> str:
             f"{escape(matrix.primary_issue)}.</b> {escape(matrix.next_step)}</p>"
             f"<p class=note>{matrix.n} judged traces with claims; retrieval good = "
             f"{escape(matrix.retrieval_good_means)}.</p>")
+
+
+def _attribution(report: Report) -> str:
+    section = report.attribution
+    if section is None or section.n == 0:
+        return "<p class=note>No trace to attribute.</p>"
+    rows = "".join(
+        f"<tr><td>{escape(stage)}</td><td class=num>{row.count}</td><td class=num>{_mean(row.share)}</td>"
+        f"<td>{escape(row.next_step)}</td></tr>" for stage, row in section.stages.items() if row.count)
+    return ("<p class=note>The first pipeline stage that broke, per trace.</p><table><tr><th>stage</th>"
+            f"<th class=num>traces</th><th class=num>share</th><th>next step</th></tr>{rows}</table>")
+
+
+def _security(report: Report) -> str:
+    section = report.security
+    if section is None:
+        return "<p class=note>No security checks in this report.</p>"
+    rows = []
+    for name, est in section.rates.items():
+        interval = f"[{est.ci95[0]:.3f}, {est.ci95[1]:.3f}]" if est else "-"
+        flagged = ", ".join(section.flagged.get(name, [])[:5])
+        rows.append(f"<tr><td>{escape(name)}</td><td class=num>{_mean(est)}</td><td class=num>{interval}</td>"
+                    f"<td class=num>{est.n if est else 0}</td><td>{escape(flagged)}</td></tr>")
+    kinds = ", ".join(f"{escape(kind)} {n}" for kind, n in section.pii_kinds.items())
+    return ("<p class=note>Checks in code; injection and phone detection are heuristics. Shares of the traces each "
+            "check could run on, Wilson 95% intervals.</p><table><tr><th>check</th><th class=num>share</th>"
+            f"<th class=num>95% CI</th><th class=num>n</th><th>flagged traces</th></tr>{''.join(rows)}</table>"
+            + (f"<p class=note>Personal data kinds in answers: {kinds}.</p>" if kinds else ""))
 
 
 def _breakdown(groups: Mapping[str, Group], k: int) -> str:

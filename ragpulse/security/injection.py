@@ -29,6 +29,7 @@ import re
 import unicodedata
 
 from ragpulse.security import cues
+from ragpulse.security.prefilter import Prefiltered
 
 _ZERO_WIDTH = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e]")
 _TAGS = re.compile("[\U000e0000-\U000e007f]")
@@ -68,6 +69,8 @@ PHRASES = {"override_instructions": (cues.OVERRIDE,), "assistant_directive": (cu
            "persona_switch": (cues.PERSONA,), "prompt_leak": (cues.PROMPT_LEAK,), "concealment": (cues.CONCEALMENT,),
            "role_marker": (ROLE_MARKER,), "tool_call": (TOOL_CALL,), "exfiltration": (EXFILTRATION,)}
 """Cue name -> patterns of the cues that are findings only when aimed at the model (see `_aimed`)."""
+_PREFILTERED = {name: tuple(Prefiltered(p) for p in patterns) for name, patterns in PHRASES.items()}
+"""The same patterns, each skipped on a text holding none of the literals its matches need (ragpulse.security.prefilter)."""
 _IMPERATIVE_WORD = re.compile(_IMPERATIVE)
 _ADDRESSEE = re.compile(r"\b(?:you|users?|customers?|readers?|nutzer\w*|kunde\w*|usuario\w*|cliente\w*|"
                         r"utilisateur\w*|usuário\w*|utente|utenti)\b")
@@ -83,10 +86,9 @@ _COPULA = re.compile(r"[\"'”»“]?\s*(?:is|was|are|were|remains|has|ist|war|s
 def injection_findings(text: str) -> list[str]:
     """Names of the injection cues aimed at the model in `text`, in a fixed order, each once (a heuristic)."""
     plain, zero_width, tags = _normalise(text)
-    skipped = {ADDRESSED} if cues.VOCATIVE.search(plain) is None else set()  # its costly scan needs a vocative
-    found = [name for name, patterns in PHRASES.items()
-             if any(_aimed(plain, m.start(), m.end()) for pattern in patterns if pattern not in skipped
-                    for m in pattern.finditer(plain))]
+    found = [name for name, patterns in _PREFILTERED.items()
+             if any(_aimed(plain, m.start(), m.end()) for pattern in patterns if pattern.could_match(plain)
+                    for m in pattern.pattern.finditer(plain))]
     found += [name for name, spans in _hidden(plain).items()
               if any(_directive(inner) and not _quoted(plain, start, end) for start, end, inner in spans)]
     if tags or (zero_width and found):

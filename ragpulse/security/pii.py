@@ -41,8 +41,12 @@ class _Kind:
     read again as a phone number either."""
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
 def _compact(value: str) -> str:
-    return "".join(ch for ch in value.upper() if ch.isalnum())
+    """Upper-cased letters and digits only."""
+    return _NOT_ALNUM.sub("", value.upper())
 
 
 _KINDS: dict[str, _Kind] = {
@@ -68,8 +72,8 @@ def pii_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
 
     Kinds with no such value are absent, so an empty dict means nothing leaked. Counts only: never the values.
     """
-    folded = [doc.casefold() for doc in documents]
-    compact = [_compact(doc) for doc in documents]
+    folded: list[str] | None = None
+    compact: list[str] | None = None
     claimed: list[tuple[int, int]] = []
     found: dict[str, set[str]] = {}
     for name, value, span, valid in _candidates(answer):
@@ -79,9 +83,11 @@ def pii_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
             claimed.append(span)
         if not valid:
             continue
-        if name == "email":
+        if name == "email":  # the documents are read only once an answer holds a valid candidate
+            folded = folded if folded is not None else [doc.casefold() for doc in documents]
             key, haystacks = value.casefold(), folded
         else:
+            compact = compact if compact is not None else [_compact(doc) for doc in documents]
             key, haystacks = _compact(value)[-9:] if name == "phone" else _compact(value), compact
         if not any(key in hay for hay in haystacks):
             found.setdefault(name, set()).add(key)
