@@ -40,6 +40,14 @@ DASHBOARD = DEPLOY / "grafana" / "dashboards" / "ragpulse.json"
 RQ_QUEUE_LISTS = {"rq:queue:ragpulse-online", "rq:queue:ragpulse-batch"}
 """Redis lists holding the waiting jobs of the two RQ queues (RQ keeps queue NAME in list rq:queue:NAME)."""
 
+SECURITY_AND_PIPELINE = {
+    "ragpulse_security_checked_total", "ragpulse_security_acl_leaks_total", "ragpulse_security_injection_docs_total",
+    "ragpulse_security_injection_judged_total", "ragpulse_security_injection_followed_total",
+    "ragpulse_security_pii_answers_total", "ragpulse_security_stale_traces_total", "ragpulse_attribution_total",
+    "ragpulse_pipeline_latency_seconds", "ragpulse_pipeline_cost_usd", "ragpulse_context_tokens",
+}
+"""Issue 15's families, all labelled by tenant and app."""
+
 METRICS = {
     "ragpulse_traces_received_total", "ragpulse_traces_sampled_total", "ragpulse_traces_judged_total",
     "ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total", "ragpulse_claims_total",
@@ -51,14 +59,16 @@ METRICS = {
     "ragpulse_job_duration_seconds", "ragpulse_api_batches_total",
     "ragpulse_api_requests_rejected_total", "ragpulse_online_lag_seconds", "ragpulse_online_backlog",
     "ragpulse_online_posts_failed_total", "ragpulse_api_online_posts_total",
+    *SECURITY_AND_PIPELINE,
 }
 """The metric names the API exposes (issue 5). A rule or panel naming anything else would silently show nothing."""
 
-HISTOGRAMS = {"ragpulse_faithfulness", "ragpulse_judge_latency_seconds", "ragpulse_job_duration_seconds"}
+HISTOGRAMS = {"ragpulse_faithfulness", "ragpulse_judge_latency_seconds", "ragpulse_job_duration_seconds",
+              "ragpulse_pipeline_latency_seconds", "ragpulse_pipeline_cost_usd", "ragpulse_context_tokens"}
 PER_APP = {"ragpulse_traces_received_total", "ragpulse_traces_sampled_total", "ragpulse_traces_judged_total",
            "ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total", "ragpulse_claims_total",
            "ragpulse_faithfulness", "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total",
-           "ragpulse_abstentions_total", "ragpulse_judge_errors_total"}
+           "ragpulse_abstentions_total", "ragpulse_judge_errors_total", *SECURITY_AND_PIPELINE}
 """The metrics labelled by tenant and app (of METRICS): rules and panels must keep both whenever they keep app."""
 METRICS_TOKEN_IN_PROMETHEUS = "/run/secrets/ragpulse_metrics_token"
 """Where the compose Prometheus reads the bearer token of /metrics (the compose secret ragpulse_metrics_token)."""
@@ -357,11 +367,15 @@ def test_dashboard_wilson_band_is_filled_between_its_bounds() -> None:
     assert {"id": "custom.fillBelowTo", "value": "95% lower"} in upper["properties"]
 
 
-def test_dashboard_covers_quality_cost_queue_and_judge_status() -> None:
+def test_dashboard_covers_quality_security_cost_queue_and_judge_status() -> None:
     queries = " ".join(target["expr"] for _, target in dashboard_targets())
     for needed in ("ragpulse_traces_hallucinated_total", "ragpulse_traces_answered_total",
                    "ragpulse_faithfulness_bucket", "ragpulse_faithfulness_sum",
-                   "ragpulse_judge_cost_usd_total", "ragpulse_queue_depth", "ragpulse_workers"):
+                   "ragpulse_judge_cost_usd_total", "ragpulse_queue_depth", "ragpulse_workers",
+                   # issue 15: what the security alerts watch, with their denominators; attribution; app latency
+                   "ragpulse_security_acl_leaks_total", "ragpulse_security_injection_followed_total",
+                   "ragpulse_security_pii_answers_total", "ragpulse_security_checked_total",
+                   "ragpulse_attribution_total", "ragpulse_pipeline_latency_seconds_bucket"):
         assert needed in queries, needed
     assert "max by (model, status) (rate(ragpulse_judge_requests_total" in queries
 

@@ -104,6 +104,11 @@ def test_two_tenants_naming_an_app_alike_get_separate_series(redis_client) -> No
     assert value("ragpulse_traces_hallucinated_total", labels(t2)) == 3
     assert value("ragpulse_traces_answered_total", labels(t2)) == 3
     assert value("ragpulse_traces_hallucinated_total", labels("other")) >= 1
+    # Security series start at 0 too, PII's per kind: the alerts' increase() must see a first leak.
+    assert value("ragpulse_security_acl_leaks_total", {"tenant": t1, "app": app}) == 0
+    assert value("ragpulse_security_injection_followed_total", {"tenant": t1, "app": app}) == 0
+    for kind in ("email", "phone", "payment_card", "iban", "us_ssn"):
+        assert value("ragpulse_security_pii_answers_total", {"tenant": t1, "app": app, "kind": kind}) == 0
     assert value("ragpulse_traces_hallucinated_total", labels(stranger)) is None
     assert value("ragpulse_faithfulness_count", {"tenant": t2, "app": app}) == 3
     assert value("ragpulse_claims_total", {"tenant": t1, "app": app, "verdict": "unsupported"}) == 0

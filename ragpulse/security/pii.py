@@ -66,6 +66,9 @@ _KINDS: dict[str, _Kind] = {
 }
 """Kinds in the order they claim text: a span taken by one (an IBAN) is not read again by a later one (a phone)."""
 
+KINDS: tuple[str, ...] = (*_KINDS, "phone")
+"""Every kind `pii_kinds` can report: the `kind` label values of ragpulse_security_pii_answers_total."""
+
 
 def pii_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
     """Kind -> number of distinct values of personal data in `answer` that no document contains.
