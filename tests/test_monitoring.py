@@ -50,19 +50,24 @@ def test_policy_shows_the_rules_in_force_with_their_defaults_and_sources(client:
     rules = [f.name for f in msgspec.structs.fields(AlwaysJudge)]
     app = f"shop-{uuid.uuid4().hex[:6]}"
     fresh = client.get(f"/v1/apps/{app}/policy").json()
-    assert fresh["always_judge"] == {"negative_feedback": True, "cited_not_retrieved": True, "top_score_below": None}
+    assert fresh["always_judge"] == {"negative_feedback": True, "cited_not_retrieved": True, "top_score_below": None,
+                                     "injection_docs": True}
     assert set(fresh["always_judge"]) == set(rules)                 # every rule, the ones on by default included
-    assert fresh["stored"] is False and fresh["app"] == app
-    assert fresh["sources"] == {"sample_rate": "RAGPULSE_SAMPLE_RATE", **{f"always_judge.{r}": "default" for r in rules}}
+    assert fresh["stored"] is False and fresh["app"] == app and fresh["max_source_age_days"] is None
+    assert fresh["sources"] == {"sample_rate": "RAGPULSE_SAMPLE_RATE", **{f"always_judge.{r}": "default" for r in rules},
+                                "max_source_age_days": "default"}
 
-    written = client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5, "always_judge": {"negative_feedback": False}})
+    written = client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5, "always_judge": {"negative_feedback": False},
+                                                          "max_source_age_days": 90})
     assert written.status_code == 200
     for policy in (written.json(), client.get(f"/v1/apps/{app}/policy").json()):
-        assert policy["always_judge"] == {"negative_feedback": False, "cited_not_retrieved": True, "top_score_below": None}
-        assert policy["stored"] is True and policy["sample_rate"] == 0.5
+        assert policy["always_judge"] == {"negative_feedback": False, "cited_not_retrieved": True, "top_score_below": None,
+                                          "injection_docs": True}
+        assert policy["stored"] is True and policy["sample_rate"] == 0.5 and policy["max_source_age_days"] == 90
         assert policy["sources"] == {"sample_rate": "stored", "always_judge.negative_feedback": "stored",
                                      "always_judge.cited_not_retrieved": "default",
-                                     "always_judge.top_score_below": "default"}
+                                     "always_judge.top_score_below": "default",
+                                     "always_judge.injection_docs": "default", "max_source_age_days": "stored"}
 
 
 def test_production_traces_are_sampled_by_policy(client: httpx.Client) -> None:

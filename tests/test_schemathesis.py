@@ -45,6 +45,10 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$.traces[",
         "trace ids must be unique within a batch; JSON Schema cannot say a property is unique across array items",
     ),
+    "Expected `int | null`, got `float`": (
+        "$.",
+        "the same whole-float case for an optional integer field (usage.prompt_tokens)",
+    ),
     "Expected `int`, got `float`": (
         "$.",
         "a whole float (3.0) for an integer field: valid JSON Schema (draft 6 on), refused by the strict msgspec "
