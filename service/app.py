@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -19,6 +20,8 @@ from ragpulse.config import defaults
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
+from ragpulse.otlp.buffer import BufferLimits, SpanBuffer
+from ragpulse.otlp.handover import Handover
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from ragpulse.store.connection import reconnect_once
@@ -32,6 +35,7 @@ from service.guard import request_guard
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
+from service.otlp import otlp_traces
 from service.traces import TraceController
 from service.openapi import document
 
@@ -74,9 +78,14 @@ def create_app(
         if settings.open_access:
             log.warning("no API keys configured: serving OPEN on loopback %s, every caller is tenant 'default'",
                         settings.host)
+        handover = asyncio.create_task(
+            Handover(settings, services.otlp_buffer, services.committer, services.online_policies).run())
         try:
             yield
         finally:
+            handover.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await handover
             await loop_client.aclose()
             scrape_client.close()
             if owns_client:
@@ -84,10 +93,13 @@ def create_app(
 
     services = Services(settings=settings, store=store, api_metrics=api_metrics, policies=policies,
                         committer=GroupCommitter(loop_client), enqueuer=ChunkEnqueuer(client, settings),
-                        online_policies=PolicyCache(loop_client, settings.default_sample_rate))
+                        online_policies=PolicyCache(loop_client, settings.default_sample_rate),
+                        otlp_buffer=SpanBuffer(loop_client, settings.queue_prefix, BufferLimits(
+                            settings.otlp_settle_seconds, settings.otlp_max_wait_seconds,
+                            settings.otlp_max_spans_per_trace)))
     app = Litestar(
-        route_handlers=[BatchController, TraceController, JobController, CalibrationController, AppPolicyController,
-                        MonitorController, healthz, readyz, metrics],
+        route_handlers=[BatchController, TraceController, otlp_traces, JobController, CalibrationController,
+                        AppPolicyController, MonitorController, healthz, readyz, metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),
             "call": Provide(call_resolver(services), sync_to_thread=False),

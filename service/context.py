@@ -13,6 +13,7 @@ from litestar import Request
 
 from dispatch.chunks import ChunkEnqueuer
 from ragpulse.store.atomic import GroupCommitter
+from ragpulse.otlp.buffer import SpanBuffer
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
@@ -34,6 +35,8 @@ class Services:
     """Builds the RQ writes that enqueue chunk jobs."""
     online_policies: PolicyCache
     """Sampling policies as POST /v1/traces reads them: on the event loop, cached a few seconds."""
+    otlp_buffer: SpanBuffer
+    """OpenTelemetry spans waiting, by trace, to be assembled (POST /v1/otlp/v1/traces)."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ first, on the headers alone:
   before one byte of body is read (the same rule as before: /healthz, /readyz, /metrics and /schema take no `call`
   and stay public); the tenant found is kept in the scope, so `call` does not hash the key a second time;
 - a handler that takes `body` reads JSON: a body not sent as `application/json` (or `application/*+json`), or sent
-  without a content type, is answered 415 unread;
+  without a content type, is answered 415 unread (a handler that lists other media types in its `opt`, as the OTLP
+  receiver does for protobuf, is held to those);
 - a declared `Content-Length` over RAGPULSE_MAX_BODY_BYTES is answered 413 at once. A body without one (chunked) is
   counted by Litestar as it streams in and answered 413 as soon as it passes the limit, never buffered whole.
 
@@ -35,19 +36,19 @@ def request_guard(services: Services) -> Callable[[Request], Awaitable[Response[
     settings = services.settings
     rejected = services.api_metrics.rejected
     needs: dict[BaseRouteHandler, tuple[bool, bool]] = {}
-    """Route handler -> (takes `call`: acts for a tenant, takes `body`: reads a JSON body)."""
+    """Route handler -> (takes `call`: acts for a tenant, takes `body`: reads a body)."""
 
     async def guard(request: Request) -> Response[Any] | None:
         handler = request.route_handler
         if handler not in needs:
             parameters = handler.parsed_fn_signature.parameters
             needs[handler] = ("call" in parameters, "body" in parameters)
-        tenant, json_body = needs[handler]
+        tenant, reads_body = needs[handler]
         try:
             if tenant:
                 request.scope[TENANT_SCOPE_KEY] = resolve_tenant(request, settings)  # type: ignore[literal-required]
-            if json_body:
-                _check_json(request)
+            if reads_body:
+                _check_media_type(request, handler.opt.get("media_types"))
             _check_declared_length(request, settings.max_body_bytes)
         except (Unauthorized, InputError) as exc:
             response = rejection(exc, {"connection": "close"})
@@ -56,6 +57,18 @@ def request_guard(services: Services) -> Callable[[Request], Awaitable[Response[
         return None
 
     return guard
+
+
+def _check_media_type(request: Request, accepted: tuple[str, ...] | None) -> None:
+    """JSON, unless the handler lists the media types it reads (`opt={"media_types": (...)}`: OTLP's protobuf)."""
+    if accepted is None:
+        _check_json(request)
+        return
+    media_type = request.content_type[0].lower()
+    if media_type not in accepted:
+        raise UnsupportedMediaType(
+            f"send the body as {' or '.join(accepted)}, not {media_type or 'no content type'}",
+            [{"path": "header.content-type", "message": f"expected {' or '.join(accepted)}"}])
 
 
 def _check_json(request: Request) -> None:

@@ -206,3 +206,12 @@ ONLINE_READ_COUNT = 256
 
 POLICY_CACHE_SECONDS = 5.0
 """How long the API reuses an app's sampling policy for online ingest: a PUT takes effect within this."""
+
+OTLP_SETTLE_SECONDS = 2.0
+"""An OpenTelemetry trace whose root span has arrived is assembled this long after its latest export."""
+
+OTLP_MAX_WAIT_SECONDS = 30.0
+"""An OpenTelemetry trace is assembled at most this long after its first span arrived."""
+
+OTLP_MAX_SPANS_PER_TRACE = 1000
+"""Spans buffered per OpenTelemetry trace; more are refused (partial success) and counted."""

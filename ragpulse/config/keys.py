@@ -122,3 +122,25 @@ def online_trace(tenant: str, trace_id: str) -> str:
     """String: msgpack record of one sampled (or failed) online trace; expires after settings.online_result_ttl_seconds.
     The tenant is length-prefixed: trace ids may hold ':'."""
     return f"{PREFIX}:trace:{len(tenant)}:{tenant}:{trace_id}"
+
+
+def otlp_pending(queue_prefix: str) -> str:
+    """Sorted set: OpenTelemetry traces waiting to be assembled (member `otlp_member`), scored by when they are due
+    (their root span arrived and RAGPULSE_OTLP_SETTLE_SECONDS passed, or RAGPULSE_OTLP_MAX_WAIT_SECONDS since their
+    first span). Members leave when handed over; a member's keys below expire on their own."""
+    return f"{PREFIX}:otlp:{queue_prefix}:pending"
+
+
+def otlp_member(tenant: str, trace_id: str) -> str:
+    """A pending trace: the tenant, length-prefixed, and the 32-hex OpenTelemetry trace id."""
+    return f"{len(tenant)}:{tenant}:{trace_id}"
+
+
+def otlp_spans(queue_prefix: str, member: str) -> str:
+    """List: msgpack SpanRecords of one pending trace, as exports brought them; expires with the trace's wait."""
+    return f"{PREFIX}:otlp:{queue_prefix}:spans:{member}"
+
+
+def otlp_meta(queue_prefix: str, member: str) -> str:
+    """Hash: `first` (epoch seconds of the first span seen), `root` (set once the root span arrived)."""
+    return f"{PREFIX}:otlp:{queue_prefix}:meta:{member}"

@@ -60,6 +60,18 @@ class Settings:
     """RAGPULSE_ONLINE_MAX_BACKLOG: unprocessed posts the online stream holds at most; beyond it POST /v1/traces
     answers 503 with Retry-After (default 200,000)."""
 
+    otlp_settle_seconds: float = defaults.OTLP_SETTLE_SECONDS
+    """RAGPULSE_OTLP_SETTLE_SECONDS: an OpenTelemetry trace whose root span has arrived is assembled this long after
+    its latest export (default 2)."""
+
+    otlp_max_wait_seconds: float = defaults.OTLP_MAX_WAIT_SECONDS
+    """RAGPULSE_OTLP_MAX_WAIT_SECONDS: an OpenTelemetry trace is assembled at most this long after its first span,
+    root or not (default 30: above the OpenTelemetry SDK's 5 s batch delay)."""
+
+    otlp_max_spans_per_trace: int = defaults.OTLP_MAX_SPANS_PER_TRACE
+    """RAGPULSE_OTLP_MAX_SPANS_PER_TRACE: spans buffered per OpenTelemetry trace; more are refused and counted
+    (default 1,000)."""
+
     online_claim_idle_seconds: int = defaults.ONLINE_CLAIM_IDLE_SECONDS
     """RAGPULSE_ONLINE_CLAIM_IDLE_SECONDS: a post a worker took and has not finished or refreshed for this long is
     claimed by another worker (default 60)."""
@@ -200,6 +212,9 @@ class Settings:
             "online_result_ttl_seconds": _int(env, "RAGPULSE_ONLINE_RESULT_TTL_SECONDS", cls.online_result_ttl_seconds),
             "online_max_backlog": _int(env, "RAGPULSE_ONLINE_MAX_BACKLOG", cls.online_max_backlog),
             "online_claim_idle_seconds": _int(env, "RAGPULSE_ONLINE_CLAIM_IDLE_SECONDS", cls.online_claim_idle_seconds),
+            "otlp_settle_seconds": _float(env, "RAGPULSE_OTLP_SETTLE_SECONDS", cls.otlp_settle_seconds),
+            "otlp_max_wait_seconds": _float(env, "RAGPULSE_OTLP_MAX_WAIT_SECONDS", cls.otlp_max_wait_seconds),
+            "otlp_max_spans_per_trace": _int(env, "RAGPULSE_OTLP_MAX_SPANS_PER_TRACE", cls.otlp_max_spans_per_trace),
             "queue_prefix": env.get("RAGPULSE_QUEUE", cls.queue_prefix),
             "judge_rpm": _int(env, "RAGPULSE_JUDGE_RPM", cls.judge_rpm, allow_zero=True),
             "judge_itpm": _int(env, "RAGPULSE_JUDGE_ITPM", cls.judge_itpm, allow_zero=True),

@@ -81,6 +81,13 @@ PIPELINE_COST = MetricDef("ragpulse_pipeline_cost_usd", "histogram",
 CONTEXT_TOKENS = MetricDef("ragpulse_context_tokens", "histogram",
                            "Estimated tokens of retrieved document text per query (characters / 4).", PER_APP,
                            TOKEN_BUCKETS)
+OTLP_TRACES = MetricDef("ragpulse_otlp_traces", "counter",
+                        "OpenTelemetry traces assembled from OTLP exports, by outcome: `accepted` (handed to the online "
+                        "path), `incomplete` (no query or no documents), `invalid` (breaks the trace schema).",
+                        (*PER_APP, "outcome"))
+OTLP_SPANS_REJECTED = MetricDef("ragpulse_otlp_spans_rejected", "counter",
+                                "OTLP spans refused: `invalid_id` (no valid trace or span id), `too_many` (over "
+                                "RAGPULSE_OTLP_MAX_SPANS_PER_TRACE).", ("reason",))
 
 FAITHFULNESS = GENERATION_BY_NAME["faithfulness"].prometheus
 TRACES_HALLUCINATED = GENERATION_BY_NAME["hallucination_rate"].prometheus
@@ -94,7 +101,7 @@ ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIM
        JUDGE_ERRORS, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
        RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, SECURITY_CHECKED, ACL_LEAKS, INJECTION_DOCS,
        INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, STALE_TRACES, ATTRIBUTION, PIPELINE_LATENCY, PIPELINE_COST,
-       CONTEXT_TOKENS, *prometheus_families())
+       CONTEXT_TOKENS, OTLP_TRACES, OTLP_SPANS_REJECTED, *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}
 
 QUEUE_DEPTH = MetricDef("ragpulse_queue_depth", "gauge", "Chunk jobs waiting per queue.", ("queue",))

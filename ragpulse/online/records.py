@@ -13,7 +13,7 @@ from ragpulse.config import keys
 from ragpulse.exceptions import TraceNotFound
 from ragpulse.model.results import TraceResult
 
-OnlineStatus = Literal["pending", "done", "failed"]
+OnlineStatus = Literal["pending", "done", "failed", "incomplete"]
 
 
 class OnlineTrace(msgspec.Struct, kw_only=True):
@@ -22,8 +22,9 @@ class OnlineTrace(msgspec.Struct, kw_only=True):
     trace_id: str
     app: str
     status: OnlineStatus
-    """`pending` until a worker has processed it; `done`; or `failed` (the judge failed, a budget ran out, or the
-    evaluation could not run: `error` says which)."""
+    """`pending` until a worker has processed it; `done`; `failed` (the judge failed, a budget ran out, or the
+    evaluation could not run: `error` says which); or `incomplete`: an OpenTelemetry trace (POST /v1/otlp/v1/traces)
+    whose spans held no query or no documents (`error` names what was missing), counted and never evaluated."""
     sampled: bool
     """True when the app's sampling policy sent it to the judge."""
     sample_reason: str

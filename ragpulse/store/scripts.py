@@ -133,3 +133,36 @@ for _, row in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
 end
 return gone
 """
+
+
+OTLP_ADD = """
+-- KEYS: pending zset, spans list, meta hash. ARGV: now, settle, max_wait, ttl, member, max_spans, has_root, spans...
+-- Buffers an export's spans of one trace and sets when the trace is due: once its root span is in, `settle` seconds
+-- after the latest export; never later than `max_wait` after its first span. Returns the spans refused (over
+-- max_spans).
+local now, settle, max_wait, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('HSETNX', KEYS[3], 'first', ARGV[1])
+if ARGV[7] == '1' then redis.call('HSET', KEYS[3], 'root', '1') end
+redis.call('EXPIRE', KEYS[3], ttl)
+local room = tonumber(ARGV[6]) - redis.call('LLEN', KEYS[2])
+local offered = #ARGV - 7
+local taken = math.max(0, math.min(room, offered))
+for i = 8, 7 + taken do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+redis.call('EXPIRE', KEYS[2], ttl)
+local due = tonumber(redis.call('HGET', KEYS[3], 'first')) + max_wait
+if redis.call('HEXISTS', KEYS[3], 'root') == 1 then due = math.min(due, now + settle) end
+redis.call('ZADD', KEYS[1], due, ARGV[5])
+return offered - taken
+"""
+"""Buffer one export's spans of one OpenTelemetry trace (ragpulse.otlp.buffer)."""
+
+OTLP_LEASE = """
+-- KEYS: pending zset, spans list. ARGV: now, lease, member.
+-- Takes a due trace for `lease` seconds (its score moves past the lease, so no other replica takes it meanwhile;
+-- a replica that dies leaves it due again) and returns its spans; nil when it is not due or gone.
+local score = redis.call('ZSCORE', KEYS[1], ARGV[3])
+if not score or tonumber(score) > tonumber(ARGV[1]) then return nil end
+redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+return redis.call('LRANGE', KEYS[2], 0, -1)
+"""
+"""Lease a due OpenTelemetry trace for assembly; the hand-over removes it in the same atomic group as its writes."""

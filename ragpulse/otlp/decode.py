@@ -1,0 +1,105 @@
+"""Decode an OTLP/HTTP trace export (`application/x-protobuf` or `application/json`) with the OpenTelemetry
+project's protobuf classes into SpanRecords; spans that cannot be read are counted as rejected, never dropped
+silently."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from ragpulse.exceptions import MalformedBody
+from ragpulse.otlp.spans import SpanRecord, kept
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+"""OTLP/JSON writes these ids as hex, where protobuf's JSON mapping expects base64."""
+
+
+@dataclass
+class Decoded:
+    """The readable spans of an export and how many were rejected, with why."""
+
+    spans: list[SpanRecord] = field(default_factory=list)
+    rejected: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def decode_export(body: bytes, media_type: str) -> Decoded:
+    """Every span of the export with a valid trace id; MalformedBody when the body is not an export at all."""
+    request = ExportTraceServiceRequest()
+    try:
+        if media_type == PROTOBUF:
+            request.ParseFromString(body)
+        else:
+            json_format.ParseDict(_ids_to_base64(json.loads(body)), request, ignore_unknown_fields=True)
+    except (DecodeError, json_format.ParseError, ValueError, TypeError) as exc:
+        raise MalformedBody(f"not an OTLP ExportTraceServiceRequest ({media_type}): {exc}") from None
+    decoded = Decoded()
+    for resource_spans in request.resource_spans:
+        service = next((_value(a.value) for a in resource_spans.resource.attributes if a.key == "service.name"), "")
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                _add(decoded, span, str(service or ""))
+    return decoded
+
+
+def response_body(decoded: Decoded, media_type: str) -> bytes:
+    """ExportTraceServiceResponse, with partial_success when spans were rejected, in the request's encoding."""
+    response = ExportTraceServiceResponse()
+    if decoded.rejected:
+        response.partial_success.rejected_spans = decoded.rejected
+        response.partial_success.error_message = "; ".join(dict.fromkeys(decoded.errors))[:1000]
+    if media_type == PROTOBUF:
+        return response.SerializeToString()
+    return json.dumps(json_format.MessageToDict(response)).encode()
+
+
+def _add(decoded: Decoded, span: Any, service: str) -> None:
+    trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
+    if len(trace_id) != 32 or trace_id == "0" * 32 or len(span_id) != 16:
+        decoded.rejected += 1
+        decoded.errors.append("a span without a valid trace id or span id")
+        return
+    decoded.spans.append(SpanRecord(
+        trace_id=trace_id, span_id=span_id, parent_id=span.parent_span_id.hex(), name=span.name,
+        start_ns=span.start_time_unix_nano, end_ns=span.end_time_unix_nano, service=service,
+        attributes={a.key: _value(a.value) for a in span.attributes if kept(a.key)}))
+
+
+def _value(value: AnyValue) -> Any:
+    """An OTLP AnyValue as a plain value (arrays as lists, key-value lists as dicts, bytes as hex)."""
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _value(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    return getattr(value, kind) if kind else None
+
+
+def _ids_to_base64(node: Any) -> Any:
+    """OTLP/JSON's hex ids rewritten to the base64 protobuf's JSON parser reads (in place; returns the node)."""
+    if isinstance(node, dict):
+        for key, item in node.items():
+            if key in ID_FIELDS and isinstance(item, str):
+                try:
+                    node[key] = base64.b64encode(bytes.fromhex(item)).decode()
+                except ValueError:
+                    pass  # not hex: left for the parser, which rejects it by name
+            else:
+                _ids_to_base64(item)
+    elif isinstance(node, list):
+        for item in node:
+            _ids_to_base64(item)
+    return node
