@@ -36,6 +36,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/batches", "post"): (400, 401, 413, 415, 422, 429, 503),
     ("/v1/traces", "post"): (400, 401, 413, 415, 422, 429, 503),
     ("/v1/traces/{trace_id}", "get"): (400, 401, 404, 503),
+    ("/v1/otlp/v1/traces", "post"): (400, 401, 413, 415, 429, 503),
     ("/v1/jobs/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/results", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/retry", "post"): (400, 401, 404, 409, 503),
@@ -68,6 +69,9 @@ _WHY_HERE = {
                                               "(`errors` names `path.job_id`).",
     ("/v1/jobs/{job_id}/compare", "get", 409): "The job or the baseline is still queued or running, or failed "
                                                 "(`errors` names `path.job_id` or `query.baseline`).",
+    ("/v1/otlp/v1/traces", "post", 400): "The body is not an OTLP ExportTraceServiceRequest in the encoding its "
+                                          "Content-Type names.",
+    ("/v1/otlp/v1/traces", "post", 415): "Send `application/x-protobuf` or `application/json` (OTLP/HTTP).",
     ("/v1/calibrations", "post", 400): "Malformed JSON, or the job has not finished (`errors` names `$.job_id`).",
     ("/v1/calibrations", "post", 422): "The body breaks the schema, or no label matches a judged trace of the job "
                                        "(`errors` names each `$.labels[i].trace_id`).",
@@ -94,9 +98,34 @@ def document(app: Litestar) -> None:
     schemas = components.schemas if components.schemas is not None else {}
     components.schemas = schemas
     document_bodies(app, schemas)
+    _document_otlp(app)
     _document_results(app, schemas)
     _document_security(app, components)
     _document_errors(app, schemas)
+
+
+OTLP_JSON_SCHEMA = Schema(
+    type="object",  # type: ignore[arg-type]
+    properties={"resourceSpans": Schema(type=["array", "null"], items=Schema(  # type: ignore[arg-type]
+        type="object", properties={},  # type: ignore[arg-type]
+        description="OTLP ResourceSpans (opentelemetry-proto's ExportTraceServiceRequest; ids in hex)"))})
+"""OTLP/JSON's outer shape; the spans inside follow opentelemetry-proto, which OpenAPI does not restate. Unknown
+fields are allowed (OTLP receivers ignore them, so newer exporters keep working) and null reads as empty (proto3's
+JSON mapping)."""
+
+
+def _document_otlp(app: Litestar) -> None:
+    """The OTLP receiver's body: an ExportTraceServiceRequest in protobuf or JSON (Litestar sees only bytes)."""
+    operation = _operation(app, "/v1/otlp/v1/traces", "post")
+    operation.request_body = RequestBody(
+        content={"application/x-protobuf": OpenAPIMediaType(schema=Schema(type="string", format="binary")),
+                 "application/json": OpenAPIMediaType(schema=OTLP_JSON_SCHEMA)},
+        required=True, description="An OTLP/HTTP ExportTraceServiceRequest (protobuf, or OTLP/JSON).")
+    operation.responses["200"] = OpenAPIResponse(
+        description="ExportTraceServiceResponse in the request's encoding; `partialSuccess.rejectedSpans` counts the "
+                    "spans refused.",
+        content={"application/x-protobuf": OpenAPIMediaType(schema=Schema(type="string", format="binary")),
+                 "application/json": OpenAPIMediaType(schema=Schema(type="object"))})  # type: ignore[arg-type]
 
 
 def document_bodies(app: Litestar, schemas: dict[str, Any]) -> None:

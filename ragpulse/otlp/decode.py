@@ -41,7 +41,9 @@ def decode_export(body: bytes, media_type: str) -> Decoded:
         if media_type == PROTOBUF:
             request.ParseFromString(body)
         else:
-            json_format.ParseDict(_ids_to_base64(json.loads(body)), request, ignore_unknown_fields=True)
+            data = json.loads(body)
+            _check_shape(data)
+            json_format.ParseDict(_ids_to_base64(data), request, ignore_unknown_fields=True)
     except (DecodeError, json_format.ParseError, ValueError, TypeError) as exc:
         raise MalformedBody(f"not an OTLP ExportTraceServiceRequest ({media_type}): {exc}") from None
     decoded = Decoded()
@@ -86,6 +88,25 @@ def _value(value: AnyValue) -> Any:
     if kind == "bytes_value":
         return value.bytes_value.hex()
     return getattr(value, kind) if kind else None
+
+
+_LEVELS = ("resourceSpans", "scopeSpans", "spans")
+"""The nesting of an export: protobuf's JSON parser lets a non-object through where these list objects."""
+
+
+def _check_shape(node: Any, depth: int = 0, path: str = "$") -> None:
+    """ValueError naming the path where the export's nesting is not objects in lists (null reads as empty)."""
+    if not isinstance(node, dict):
+        raise ValueError(f"{path}: expected an object, got {type(node).__name__}")
+    if depth == len(_LEVELS):
+        return
+    items = node.get(_LEVELS[depth])
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise ValueError(f"{path}.{_LEVELS[depth]}: expected a list, got {type(items).__name__}")
+    for i, item in enumerate(items):
+        _check_shape(item, depth + 1, f"{path}.{_LEVELS[depth]}[{i}]")
 
 
 def _ids_to_base64(node: Any) -> Any:
