@@ -26,7 +26,8 @@
     │   └── DeliveryFailed     the receiver is unreachable or did not answer 2xx: retried with backoff
     ├── ClientError            `ragpulse eval`: the service answered an error or could not be reached
     │   ├── TracesRejected     the service rejected the traces themselves (400, 413, 422), with every failing path
-    │   └── ServerUnreachable  no HTTP answer at all (connection refused, timeout, DNS)
+    │   ├── ServerUnreachable  no HTTP answer at all (connection refused, timeout, DNS)
+    │   └── RagpulseSDKError   `ragpulse.sdk`: a helper call failed; carries the status and problem-details `errors`
     ├── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
     └── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
 """
@@ -175,6 +176,17 @@ class TracesRejected(ClientError):
 
 class ServerUnreachable(ClientError):
     """No HTTP answer from the service at all: connection refused, timeout, name resolution."""
+
+
+class RagpulseSDKError(ClientError):
+    """A `ragpulse.sdk` helper call failed: an error status (after retries), or no answer at all (`status` None).
+
+    Defined here, in the one hierarchy, because this module imports nothing heavy; `ragpulse.sdk` re-exports it."""
+
+    def __init__(self, message: str, status: int | None = None, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message, status)
+        self.errors = errors or []
+        """The problem details' `errors`: `{path, message}`, e.g. `$.traces[3].query`; empty when none were sent."""
 
 
 class TraceFileError(RagpulseError):

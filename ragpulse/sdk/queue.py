@@ -1,0 +1,105 @@
+"""The SDK's bounded trace queue: many threads put, one sender thread takes batches; the oldest trace is dropped
+when it is full, and `flush` can wait for everything put before it to be settled (delivered or given up)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One trace as queued: its place in put order, its id, and its JSON text (encoded once, at log time)."""
+
+    seq: int
+    trace_id: str
+    json: str
+
+
+class TraceQueue:
+    """A deque under one condition variable. Settlement is tracked by sequence number: a trace is settled once it
+    was dropped, or the batch it was taken in was settled."""
+
+    def __init__(self, maxlen: int, batch_size: int) -> None:
+        self._items: deque[Item] = deque()
+        self._maxlen = maxlen
+        self._batch_size = batch_size
+        self._cond = threading.Condition()
+        self._next_seq = 0
+        self._inflight: int | None = None
+        """The first sequence number of the batch the sender holds, until it settles it."""
+        self._flush_to = 0
+        """Sequence numbers below this should be sent now, without waiting for a full batch or the interval."""
+        self._closed = False
+        self.dropped = 0
+
+    def put(self, trace_id: str, text: str) -> bool:
+        """Append one trace, dropping the oldest when full; False when the queue is closed (the trace is dropped)."""
+        with self._cond:
+            if self._closed:
+                self.dropped += 1
+                return False
+            if len(self._items) >= self._maxlen:
+                self._items.popleft()
+                self.dropped += 1
+            self._items.append(Item(self._next_seq, trace_id, text))
+            self._next_seq += 1
+            if len(self._items) in (1, self._batch_size):  # the sender waits for a first trace, then a full batch
+                self._cond.notify_all()
+            return True
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def take(self, wait: float) -> list[Item] | None:
+        """Up to `batch_size` traces: after the first arrives, once that many wait, a flush asks, or `wait` seconds
+        pass. An idle queue blocks here without polling. None once the queue is closed and empty: the sender exits."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._items or self._closed)
+            deadline = time.monotonic() + wait
+            while not self._ready() and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+            if self._closed and not self._items:
+                return None
+            batch = [self._items.popleft() for _ in range(min(self._batch_size, len(self._items)))]
+            self._inflight = batch[0].seq if batch else None
+            return batch
+
+    def _ready(self) -> bool:
+        urgent = self._closed or (self._items and self._items[0].seq < self._flush_to)
+        return bool(len(self._items) >= self._batch_size or urgent)
+
+    def settle(self) -> None:
+        """The sender is done with the batch it took: delivered, rejected or given up."""
+        with self._cond:
+            self._inflight = None
+            self._cond.notify_all()
+
+    def drain(self) -> list[Item]:
+        """Remove and return every queued trace (the sender gives them up when aborted)."""
+        with self._cond:
+            items, self._items = list(self._items), deque()
+            self._cond.notify_all()
+            return items
+
+    def flush(self, timeout: float | None) -> bool:
+        """Ask for everything put so far to be sent now; wait until it is settled. False on timeout."""
+        with self._cond:
+            target = self._next_seq
+            self._flush_to = max(self._flush_to, target)
+            self._cond.notify_all()
+            return self._cond.wait_for(lambda: self._frontier() >= target, timeout)
+
+    def _frontier(self) -> int:
+        """The lowest sequence number not yet settled (the next one to be put when all are)."""
+        if self._inflight is not None:
+            return self._inflight
+        return self._items[0].seq if self._items else self._next_seq
+
+    def close(self) -> None:
+        """Refuse further puts; the sender sends what is left without waiting, then exits."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()

@@ -1,0 +1,89 @@
+"""The SDK's background thread: takes batches from the queue and posts them to POST /v1/traces."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from ragpulse.exceptions import RagpulseSDKError
+from ragpulse.sdk.queue import Item, TraceQueue
+from ragpulse.sdk.stats import Counters
+from ragpulse.sdk.transport import Transport, problem
+
+log = logging.getLogger("ragpulse.sdk")
+
+REJECTING = frozenset({400, 413, 422})
+"""Statuses that mean the traces themselves are bad: sending them again cannot help."""
+
+_TRACE_INDEX = re.compile(r"^\$\.traces\[(\d+)\]")
+
+
+class Sender:
+    """Runs in a daemon thread; holds no reference to the client, so an unused client can be garbage-collected."""
+
+    def __init__(self, queue: TraceQueue, transport: Transport, counters: Counters, interval: float) -> None:
+        self.queue = queue
+        self.transport = transport
+        self.counters = counters
+        self.interval = interval
+
+    def run(self) -> None:
+        """Post batches until the queue is closed and empty; every batch taken is settled, whatever happens."""
+        while (batch := self.queue.take(self.interval)) is not None:
+            if not batch:
+                continue
+            self.counters.add(inflight=len(batch))
+            try:
+                self._deliver(batch, split=True)
+            except Exception:  # a bug here must not kill the thread and leave flush() waiting forever
+                log.exception("ragpulse SDK: sending %d traces failed unexpectedly", len(batch))
+                self._give_up(batch, "unexpected error")
+            finally:
+                self.queue.settle()
+        self.transport.close()
+
+    def _deliver(self, batch: list[Item], split: bool) -> None:
+        if self.transport.abort.is_set():
+            return self._give_up(batch, "the client was closed before they were sent")
+        body = '{"traces":[' + ",".join(item.json for item in batch) + "]}"
+        try:
+            response = self.transport.send("POST", "/v1/traces", content=body.encode(),
+                                           headers={"content-type": "application/json"},
+                                           on_retry=lambda: self.counters.add(retries=1))
+        except RagpulseSDKError as exc:
+            return self._give_up(batch, str(exc))
+        if response.status_code < 300:
+            return self.counters.add(sent=len(batch), inflight=-len(batch))
+        error = problem(response)
+        if response.status_code not in REJECTING:
+            return self._give_up(batch, str(error))
+        self._rejected(batch, error, split)
+
+    def _rejected(self, batch: list[Item], error: RagpulseSDKError, split: bool) -> None:
+        """Count the traces the errors name as rejected; when every error names a trace, send the others once more."""
+        bad = bad_indices(error.errors, len(batch)) if split else None
+        keep = [item for index, item in enumerate(batch) if bad is not None and index not in bad]
+        refused = [item for index, item in enumerate(batch) if bad is None or index in bad]
+        paths = "; ".join(f"{e.get('path')}: {e.get('message')}" for e in error.errors[:5])
+        log.warning("ragpulse SDK: %d traces rejected (%s) %s, e.g. trace ids %s", len(refused), error,
+                    paths, [item.trace_id for item in refused[:5]])
+        self.counters.add(rejected=len(refused), inflight=-len(refused))
+        if keep:
+            self._deliver(keep, split=False)
+
+    def _give_up(self, batch: list[Item], reason: str) -> None:
+        log.warning("ragpulse SDK: gave up on %d traces: %s", len(batch), reason)
+        self.counters.add(failed=len(batch), inflight=-len(batch))
+
+
+def bad_indices(errors: list[dict], size: int) -> set[int] | None:
+    """Indices of the traces a 422's errors name (`$.traces[3].query`); None when an error names no single trace.
+
+    (A truncated list names only some: the others fail again on the one resend, and are rejected then.)"""
+    found = set()
+    for error in errors:
+        match = _TRACE_INDEX.match(str(error.get("path", "")))
+        if not match or int(match[1]) >= size:
+            return None
+        found.add(int(match[1]))
+    return found or None

@@ -1,0 +1,238 @@
+"""ragpulse.sdk: the non-blocking trace logger against a scripted fake of POST /v1/traces (retries, drops,
+rejections, flush and close), its import weight, then the logger and the job helpers against the real service."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ragpulse.exceptions import ClientError
+from ragpulse.sdk import RagpulseClient, RagpulseSDKError
+from ragpulse.sdk.sender import bad_indices
+from ragpulse.sdk.transport import Backoff, retry_after
+from tests.fake_ragpulse import DROP, FakeIngest, Step
+from tests.traces import dropped_for_a_third, faithful_traces
+
+FAST = {"backoff_base": 0.01, "backoff_cap": 0.05}
+"""Backoff small enough that scripted faults cost milliseconds."""
+
+
+def trace(i: int, tag: str = "t") -> dict:
+    return {"trace_id": f"{tag}-{i}", "app": "shop", "query": f"question {i}?", "answer": f"Fact {i}.",
+            "source": "production"}
+
+
+# -- pieces ------------------------------------------------------------------------------------------------------
+
+
+def test_backoff_is_full_jitter_under_a_doubling_cap_and_never_below_retry_after() -> None:
+    backoff = Backoff(max_retries=5, base=0.1, cap=0.3)
+    for attempt, ceiling in [(0, 0.1), (1, 0.2), (2, 0.3), (6, 0.3)]:   # 0.1 * 2**n, capped at 0.3
+        delays = [backoff.delay(attempt, None) for _ in range(200)]
+        assert all(0 <= d <= ceiling for d in delays) and max(delays) > ceiling / 2
+    assert all(backoff.delay(0, 2.0) == 2.0 for _ in range(50))          # the hint exceeds any jitter at attempt 0
+
+
+@pytest.mark.parametrize(("status", "header", "seconds"), [
+    (429, "0.2", 0.2), (503, "5", 5.0), (500, "5", None), (429, "Wed, 21 Oct 2015 07:28:00 GMT", None),
+    (429, "-1", None), (429, None, None)])
+def test_retry_after_is_read_in_seconds_on_429_and_503_only(status: int, header: str | None, seconds) -> None:
+    headers = {"retry-after": header} if header is not None else {}
+    assert retry_after(httpx.Response(status, headers=headers)) == seconds
+
+
+def test_rejection_errors_name_trace_indices_or_nothing() -> None:
+    assert bad_indices([{"path": "$.traces[1].query"}, {"path": "$.traces[3]"}], 5) == {1, 3}
+    assert bad_indices([{"path": "$.traces[1].query"}, {"path": "$.traces"}], 5) is None   # one names the batch
+    assert bad_indices([{"path": "$.traces[9].query"}], 5) is None                         # not in this batch
+    assert bad_indices([], 5) is None
+
+
+def test_importing_the_sdk_loads_none_of_the_service_dependencies() -> None:
+    code = ("import ragpulse.sdk, sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "{'litestar','redis','rq','numpy','anthropic','msgspec'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_caller_bug_raises_at_once_and_the_trace_is_copied() -> None:
+    with FakeIngest() as fake, RagpulseClient(fake.url, flush_interval_ms=10) as client:
+        with pytest.raises(TypeError):
+            client.log_trace(["not", "a", "dict"])  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            client.log_trace(query="q", metadata={"when": object()})
+        with pytest.raises(ValueError):
+            client.log_trace(query="q", metadata={"score": float("nan")})
+        mine = trace(0)
+        assert client.log_trace(mine, answer="overridden") == "t-0"
+        mine["trace_id"] = "changed-after"
+        made = client.log_trace(query="no id given")
+        assert client.flush(5)
+    assert fake.delivered() == ["t-0", made] and len(made) == 32
+
+
+# -- delivery against the scripted fake ---------------------------------------------------------------------------
+
+
+def test_faults_are_retried_and_every_trace_is_delivered_exactly_once_in_order() -> None:
+    with FakeIngest() as fake:
+        fake.push(Step(429, {"retry-after": "0.2"}), Step(503, {"retry-after": "0"}), Step(500), Step(DROP))
+        with RagpulseClient(fake.url, "key-1", batch_size=10, flush_interval_ms=20, **FAST) as client:
+            ids = [client.log_trace(trace(i)) for i in range(30)]
+            assert client.flush(timeout=10)
+            stats = client.stats()
+    assert fake.delivered() == ids                       # failed posts delivered nothing; each trace once, in order
+    assert [a.status for a in fake.attempts[:5]] == [429, 503, 500, DROP, 202]
+    assert all(a.trace_ids == ids[:10] for a in fake.attempts[:5])           # the same batch, resent whole
+    assert fake.attempts[1].at - fake.attempts[0].at >= 0.2                  # Retry-After honoured
+    assert {a.authorization for a in fake.attempts} == {"Bearer key-1"}
+    assert (stats.sent, stats.retries, stats.failed, stats.queued, stats.dropped) == (30, 4, 0, 0, 0)
+
+
+def test_retries_are_bounded_then_the_batch_fails_and_the_next_goes_on() -> None:
+    with FakeIngest() as fake:
+        fake.push(*[Step(500)] * 3)
+        with RagpulseClient(fake.url, batch_size=5, max_retries=2, flush_interval_ms=20, **FAST) as client:
+            ids = [client.log_trace(trace(i)) for i in range(10)]
+            assert client.flush(timeout=10)
+            stats = client.stats()
+    assert len(fake.attempts) == 4 and fake.delivered() == ids[5:]
+    assert (stats.failed, stats.sent, stats.retries) == (5, 5, 2)
+
+
+def test_log_trace_never_waits_for_a_stalled_service() -> None:
+    # Behaviour, not a benchmark: every post stalls 2 s, yet no call waits for it. The bound is far below the stall
+    # and loose enough for a GIL switch (5 ms) or two among the 4 logging threads and the sender.
+    with FakeIngest(Step(stall=2.0)) as fake:
+        client = RagpulseClient(fake.url, batch_size=50, flush_interval_ms=10)
+        client.log_trace(trace(0, "first"))
+        deadline = time.monotonic() + 5
+        while not fake.attempts and time.monotonic() < deadline:   # the sender is now stuck in a stalled post
+            time.sleep(0.01)
+        worst: list[float] = []
+
+        def log_many(thread: int) -> None:
+            longest = 0.0
+            for i in range(250):
+                start = time.perf_counter()
+                client.log_trace(trace(i, f"th{thread}"))
+                longest = max(longest, time.perf_counter() - start)
+            worst.append(longest)
+        threads = [threading.Thread(target=log_many, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(fake.attempts) >= 1 and client.stats().sent == 0          # a post was stalled while we logged
+        assert max(worst) < 0.05, f"a log_trace call took {max(worst) * 1000:.1f} ms"
+        assert client.stats().queued + client.stats().dropped == 1001
+        client.close(timeout=0.1)
+
+
+def test_a_full_queue_drops_the_oldest_and_the_newest_are_delivered() -> None:
+    with FakeIngest(Step(stall=0.2)) as fake:
+        # batches of 100 and a 60 s interval: nothing leaves the queue before the flush
+        with RagpulseClient(fake.url, max_queue=10, batch_size=100, flush_interval_ms=60_000) as client:
+            ids = [client.log_trace(trace(i)) for i in range(25)]
+            assert client.dropped == 15 and client.stats().queued == 10
+            assert client.flush(timeout=10)
+    assert fake.delivered() == ids[15:]
+
+
+def test_a_422_rejects_the_traces_it_names_without_retrying_and_resends_the_rest_once() -> None:
+    named = {"title": "Unprocessable", "errors": [{"path": "$.traces[1].query", "message": "Object missing"}]}
+    whole = {"title": "Unprocessable", "errors": [{"path": "$.traces", "message": "duplicate trace_id"}]}
+    with FakeIngest() as fake:
+        fake.push(Step(422, body=named), Step(202), Step(422, body=whole))
+        with RagpulseClient(fake.url, batch_size=3, flush_interval_ms=20, **FAST) as client:
+            ids = [client.log_trace(trace(i)) for i in range(6)]
+            assert client.flush(timeout=10)
+            stats = client.stats()
+    assert [a.trace_ids for a in fake.attempts] == [ids[:3], [ids[0], ids[2]], ids[3:]]
+    assert fake.delivered() == [ids[0], ids[2]]
+    assert (stats.rejected, stats.sent, stats.retries, stats.failed) == (4, 2, 0, 0)
+
+
+def test_close_delivers_what_is_queued_is_idempotent_and_later_traces_are_dropped() -> None:
+    with FakeIngest() as fake:
+        client = RagpulseClient(fake.url, batch_size=100, flush_interval_ms=60_000)
+        ids = [client.log_trace(trace(i)) for i in range(7)]
+        assert client.close(timeout=10) and client.close(timeout=10)
+        client.log_trace(trace(99))
+        assert fake.delivered() == ids and client.stats().sent == 7 and client.dropped == 1
+
+
+def test_close_gives_up_after_its_timeout_and_counts_the_rest_as_failed() -> None:
+    with FakeIngest(Step(stall=1.0)) as fake:
+        client = RagpulseClient(fake.url, batch_size=2, flush_interval_ms=10)
+        for i in range(6):
+            client.log_trace(trace(i))
+        assert client.close(timeout=0.3) is False
+        stats = client.stats()
+        assert stats.failed >= 4 and stats.sent + stats.failed + stats.queued == 6
+
+
+def test_an_unused_client_is_collected_and_its_thread_ends() -> None:
+    import gc  # noqa: PLC0415
+    import weakref  # noqa: PLC0415
+    with FakeIngest() as fake:
+        client = RagpulseClient(fake.url, flush_interval_ms=10)
+        client.log_trace(trace(0))
+        thread, ref = client._thread, weakref.ref(client)
+        del client
+        gc.collect()
+        assert ref() is None
+        thread.join(timeout=5)
+        assert not thread.is_alive() and fake.delivered() == ["t-0"]
+
+
+# -- against the real service --------------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_logged_traces_read_back_from_the_real_service(stack) -> None:
+    tag = uuid.uuid4().hex[:8]
+    with RagpulseClient(stack.url, flush_interval_ms=50) as client:
+        ids = [client.log_trace(trace(i, tag), retrieved_docs=[{"id": "d", "text": f"Fact {i}."}],
+                                latency_ms={"total": 120.0}, usage={"prompt_tokens": 50}) for i in range(3)]
+        assert client.flush(timeout=30) and client.stats().sent == 3
+        deadline = time.monotonic() + 60
+        while (record := client.trace(ids[0]))["status"] == "pending" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert record["trace_id"] == ids[0] and record["status"] == "done" and record["sampled"] is True
+        with pytest.raises(RagpulseSDKError) as missing:
+            client.trace(f"{tag}-never-logged")
+        assert missing.value.status == 404 and isinstance(missing.value, ClientError)
+
+
+@pytest.mark.integration
+def test_batch_helpers_round_trip_against_the_real_service(stack) -> None:
+    with RagpulseClient(stack.url) as client:
+        base = client.submit_batch(faithful_traces(12), judge="local", k=[1, 5], run="base")
+        cand = client.submit_batch(dropped_for_a_third(faithful_traces(12)), judge="local", k=[1, 5], run="cand")
+        assert client.wait(base, timeout=120, poll=0.2)["status"] == "finished"
+        assert client.wait(cand, timeout=120, poll=0.2)["status"] == "finished"
+        assert [r["trace_id"] for r in client.results(base)] == [f"q{i}" for i in range(12)]
+        assert client.report(base)["run"] == "base"
+        compared = client.compare(cand, base, threshold=0.3)
+        assert "recall@5" in compared["significant_regressions"] or compared["regressions_total"] > 0
+        with pytest.raises(RagpulseSDKError) as bad:
+            client.submit_batch([{"answer": "no query"}])
+        assert bad.value.status == 422 and any(e["path"].startswith("$.traces[0]") for e in bad.value.errors)
+
+
+@pytest.mark.integration
+def test_the_example_app_logs_its_answers(stack) -> None:
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "examples" / "sdk_app.py"), "--server", stack.url],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert "Stats(queued=0, sent=5, dropped=0, rejected=0, failed=0" in out.stdout
