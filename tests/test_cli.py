@@ -227,3 +227,19 @@ def test_a_failed_job_exits_1(judged: tuple[str, FakeAnthropic], tmp_path: Path)
     assert result.returncode == 1, result.stderr
     assert re.search(r"job [0-9a-f]{32} failed: .*rejected the credentials", result.stderr)
     assert result.stdout == ""
+
+
+def test_readme_settings_table_lists_every_variable_the_service_reads() -> None:
+    table = README[README.index("## Configuration"):README.index("## Tests")]
+    source = (ROOT / "ragpulse" / "config" / "settings.py").read_text()
+    read = set(re.findall(r"[\"'](RAGPULSE_[A-Z0-9_]+)[\"']", source))
+    assert {"RAGPULSE_OTLP_SETTLE_SECONDS", "RAGPULSE_ONLINE_MAX_BACKLOG"} <= read
+    def listed(name: str) -> bool:
+        """`RAGPULSE_X_Y`, or a row naming `RAGPULSE_X...` with the abbreviation `_Y` (`.. / _TEMPERATURE`)."""
+        if f"`{name}`" in table:
+            return True
+        cuts = [i for i, ch in enumerate(name) if ch == "_"]
+        return any(f"`{name[:i]}" in line and f"`{name[i:]}`" in line for line in table.splitlines() for i in cuts)
+
+    missing = sorted(name for name in read if not listed(name))
+    assert not missing, f"README's Configuration table lacks {missing}"
