@@ -78,14 +78,15 @@ def create_app(
         if settings.open_access:
             log.warning("no API keys configured: serving OPEN on loopback %s, every caller is tenant 'default'",
                         settings.host)
+        stop = asyncio.Event()
         handover = asyncio.create_task(
-            Handover(settings, services.otlp_buffer, services.committer, services.online_policies).run())
+            Handover(settings, services.otlp_buffer, services.committer, services.online_policies).run(stop))
         try:
             yield
         finally:
+            stop.set()
             handover.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await handover
+            await asyncio.wait([handover], timeout=defaults.SHUTDOWN_TASK_SECONDS)  # never hold the exit up
             await loop_client.aclose()
             scrape_client.close()
             if owns_client:

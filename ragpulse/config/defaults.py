@@ -215,3 +215,6 @@ OTLP_MAX_WAIT_SECONDS = 30.0
 
 OTLP_MAX_SPANS_PER_TRACE = 1000
 """Spans buffered per OpenTelemetry trace; more are refused (partial success) and counted."""
+
+SHUTDOWN_TASK_SECONDS = 2.0
+"""How long the API waits at shutdown for its background tasks (the OTLP hand-over) to end."""

@@ -6,6 +6,7 @@ leaves it to another after the lease."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import msgspec
@@ -37,15 +38,25 @@ class Handover:
                  policies: PolicyCache) -> None:
         self.settings, self.buffer, self.committer, self.policies = settings, buffer, committer, policies
 
-    async def run(self) -> None:
-        """Hand over due traces until cancelled; a Redis outage pauses it, any other error is logged per trace."""
-        while True:
+    async def run(self, stop: asyncio.Event) -> None:
+        """Hand over due traces until `stop` is set; a Redis outage pauses it (logged once, and once when over).
+
+        The loop checks `stop` on every turn, not only its cancellation: a cancel that lands while the Redis client
+        times out a connection can come back as a timeout, which the loop would otherwise take for an outage."""
+        outage = False
+        while not stop.is_set():
             try:
                 for member in await self.buffer.due():
                     await self.hand_over(member)
+                if outage:
+                    log.warning("OTLP hand-over resumed: Redis is back")
+                outage = False
             except RETRIED_ERRORS as exc:
-                log.warning("OTLP hand-over paused: Redis unreachable (%s)", exc)
-            await asyncio.sleep(POLL_SECONDS)
+                if not outage:
+                    log.warning("OTLP hand-over paused: Redis unreachable (%s)", exc)
+                outage = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), POLL_SECONDS)
 
     async def hand_over(self, member: str) -> str | None:
         """Assemble one due trace and apply its writes; its outcome, or None when another replica has it."""
