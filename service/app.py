@@ -17,6 +17,7 @@ from redis.asyncio import Redis as AsyncRedis
 import ragpulse
 from dispatch.chunks import ChunkEnqueuer
 from ragpulse.config import defaults
+from ragpulse.judges import kinds
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
@@ -68,7 +69,7 @@ def create_app(
     store = Store(client, settings.result_ttl_seconds)
     api_metrics = ApiMetrics(registry or CollectorRegistry())
     scrape_client = redis_client(settings, socket_timeout=defaults.SCRAPE_REDIS_TIMEOUT)  # /metrics: fail fast
-    api_metrics.registry.register(RedisMetricsCollector(scrape_client, settings.apps, [settings.judge_model]))
+    api_metrics.registry.register(RedisMetricsCollector(scrape_client, settings.apps, kinds.models(settings)))
     api_metrics.registry.register(QueueCollector(scrape_client, settings))
     policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
     loop_client = redis_client(settings, AsyncRedis)

@@ -14,6 +14,7 @@ from ragpulse.config import keys
 from ragpulse.store.atomic import Group, queued_commands, take_tokens
 from ragpulse.reporting.callbacks import matching_entry
 from ragpulse.intake.estimate import Estimate, estimate_batch
+from ragpulse.judges import kinds
 from ragpulse.exceptions import CallbackRejected, InvalidBody, RateLimited
 from ragpulse.intake.decode import decode_batch
 from ragpulse.model.results import Accepted
@@ -71,9 +72,10 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
         check_callback_url(options.callback_url, settings)
     options.judge = options.judge or settings.default_judge
     if dry_run:
-        estimate = estimate_batch(batch.traces, options, settings.judge_model, settings.judge_prices)
+        estimate = estimate_batch(batch.traces, options, kinds.model_for(options.judge, settings),
+                                  settings.judge_prices)
         return Response(DryRun(trace_count=len(batch.traces), estimate=estimate), status_code=200)
-    warnings = data_quality_warnings(batch.traces, options, settings.judge_model)
+    warnings = data_quality_warnings(batch.traces, options, kinds.model_for(options.judge, settings))
     job_id = uuid.uuid4().hex
     queue = options.queue = pick_queue(batch.traces, options)
     options.sample = options.sample or ("policy" if queue == "online" else "all")

@@ -43,22 +43,29 @@ def test_every_judging_kind_builds_a_judge_that_carries_its_name(monkeypatch: py
         return judge.name
 
     assert kinds.make_judge("none", settings) is None
-    assert kinds.judging_names() == ("local", "anthropic")
+    assert kinds.judging_names() == ("local", "anthropic", "openai")
     assert [asyncio.run(build(name)) for name in kinds.judging_names()] == list(kinds.judging_names())
 
 
 def test_capabilities() -> None:
-    assert [n for n in kinds.names() if kinds.is_billable(n)] == ["anthropic"]
+    assert [n for n in kinds.names() if kinds.is_billable(n)] == ["anthropic", "openai"]
     assert [n for n in kinds.names() if kinds.is_heuristic(n)] == ["local"]
-    assert [n for n in kinds.names() if kinds.JUDGES[n].remote] == ["anthropic"]
+    assert [n for n in kinds.names() if kinds.JUDGES[n].remote] == ["anthropic", "openai"]
     assert not kinds.judges_traces(None) and not kinds.is_billable(None) and not kinds.is_heuristic(None)
+
+
+def test_each_kind_names_the_model_its_settings_give() -> None:
+    settings = Settings.from_env({"RAGPULSE_OPENAI_MODEL": "qwen2.5:14b"})
+    assert [kinds.model_for(n, settings) for n in kinds.names()] == [None, None, MODEL, "qwen2.5:14b"]
+    assert kinds.model_for(None, settings) is None and kinds.models(settings) == [MODEL, "qwen2.5:14b"]
+    assert kinds.models(Settings.from_env({})) == [MODEL]
 
 
 def test_settings_and_cli_accept_every_name_and_only_those(capsys: pytest.CaptureFixture[str]) -> None:
     for name in kinds.names():
         assert Settings.from_env({"RAGPULSE_JUDGE": name}).default_judge == name
         assert cli._parser().parse_args(["eval", "traces.json", "--judge", name]).judge == name
-    with pytest.raises(ConfigError, match="one of none, local, anthropic, got 'gpt'"):
+    with pytest.raises(ConfigError, match="one of none, local, anthropic, openai, got 'gpt'"):
         Settings.from_env({"RAGPULSE_JUDGE": "gpt"})
     with pytest.raises(SystemExit):
         cli._parser().parse_args(["eval", "traces.json", "--judge", "gpt"])
@@ -68,6 +75,7 @@ def test_settings_and_cli_accept_every_name_and_only_those(capsys: pytest.Captur
 def test_only_a_billable_judge_is_priced_and_none_makes_no_calls() -> None:
     priced = {name: estimate_batch(traces(), BatchOptions(judge=name), MODEL, PRICES) for name in kinds.names()}
     assert priced["anthropic"].cost_usd > 0 and priced["anthropic"].model == MODEL
+    assert priced["openai"].cost_usd == priced["anthropic"].cost_usd      # priced by its model, not its name
     assert (priced["local"].cost_usd, priced["local"].model, priced["local"].judge_calls) == (0.0, None, 1)
     assert priced["none"].judge_calls == 0
 
@@ -76,11 +84,12 @@ def test_only_an_llm_judge_warns_about_self_evaluation() -> None:
     def codes(name: str) -> list[str]:
         return [w.code for w in data_quality_warnings(traces(MODEL), BatchOptions(judge=name), MODEL)]
 
-    assert codes("anthropic") == ["self_evaluation"]
+    assert codes("anthropic") == ["self_evaluation"] == codes("openai")
     assert codes("local") == [] and codes("none") == []
 
 
 def test_reading_the_catalog_does_not_load_the_judges() -> None:
-    # Settings and the CLI import the catalog; the Anthropic SDK loads only where a judge is built.
-    code = "import sys, ragpulse.ops.cli; print(sorted({'anthropic', 'ragpulse.judges.local'} & set(sys.modules)))"
+    # Settings and the CLI import the catalog; the SDKs load only where a judge is built.
+    code = ("import sys, ragpulse.ops.cli; "
+            "print(sorted({'anthropic', 'openai', 'ragpulse.judges.local'} & set(sys.modules)))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

@@ -30,6 +30,7 @@ from ragpulse.store.connection import RETRIED_ERRORS, probe_client, reconnect_on
 import worker.jobs  # noqa: F401
 # The judges too: the online consumer process (forked at start) and every work-horse build one.
 import ragpulse.judges.anthropic_judge  # noqa: F401
+import ragpulse.judges.openai_judge  # noqa: F401
 import ragpulse.judges.local  # noqa: F401
 from worker.janitor import start_janitor
 from worker.online import start_online_consumer, stop_online_consumer

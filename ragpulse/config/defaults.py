@@ -144,6 +144,17 @@ JUDGE = "local"
 JUDGE_WITH_API_KEY = "anthropic"
 """Judge of batches that name none when ANTHROPIC_API_KEY is set."""
 
+OPENAI_STRUCTURED = "auto"
+"""How the openai judge asks for structured output: `auto` tries a forced tool call and falls back to
+response_format json_schema, once per process, when the server refuses tools."""
+
+OPENAI_STRUCTURED_MODES = ("tools", "json_schema", "auto")
+"""Values RAGPULSE_OPENAI_STRUCTURED accepts."""
+
+OPENAI_PLACEHOLDER_API_KEY = "unused"
+"""Bearer token the openai judge sends when RAGPULSE_OPENAI_API_KEY is not set: self-hosted servers without
+authentication ignore it (the SDK refuses to run without some key)."""
+
 JUDGE_TEMPERATURE = 0.0
 """Sampling temperature of the LLM judge; RAGPULSE_JUDGE_TEMPERATURE=none omits it for models that reject it."""
 

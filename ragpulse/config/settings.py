@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import ipaddress
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -148,7 +149,8 @@ class Settings:
         return f"{self.queue_prefix}-online", f"{self.queue_prefix}-batch"
 
     default_judge: str = defaults.JUDGE
-    """RAGPULSE_JUDGE: judge used when a batch names none: `anthropic` when ANTHROPIC_API_KEY is set, else `local`."""
+    """RAGPULSE_JUDGE: judge used when a batch names none (none, local, anthropic, openai): `anthropic` when
+    ANTHROPIC_API_KEY is set, else `local`."""
 
     judge_model: str = defaults.JUDGE_MODEL
     """RAGPULSE_JUDGE_MODEL: Anthropic model that judges (default claude-sonnet-4-6)."""
@@ -167,6 +169,22 @@ class Settings:
 
     judge_base_url: str | None = None
     """RAGPULSE_JUDGE_BASE_URL: gateway or test server for the judge; else the SDK's ANTHROPIC_BASE_URL applies."""
+
+    openai_base_url: str | None = None
+    """RAGPULSE_OPENAI_BASE_URL: the OpenAI-compatible server the `openai` judge calls, up to `/v1` (vLLM
+    `http://host:8000/v1`, Ollama `http://localhost:11434/v1`, `https://api.openai.com/v1`). Unset, the service
+    still starts, and traces given to the `openai` judge end judge_error "not configured"."""
+
+    openai_api_key: str | None = None
+    """RAGPULSE_OPENAI_API_KEY / RAGPULSE_OPENAI_API_KEY_FILE: bearer key of that server (default none: servers
+    without authentication need none). OPENAI_API_KEY is never read, so an OpenAI key cannot leak to another host."""
+
+    openai_model: str | None = None
+    """RAGPULSE_OPENAI_MODEL: the model the `openai` judge names (e.g. qwen2.5:14b); required with the base URL."""
+
+    openai_structured: str = defaults.OPENAI_STRUCTURED
+    """RAGPULSE_OPENAI_STRUCTURED: `tools` (a forced function call), `json_schema` (response_format) or `auto`
+    (default: tools, falling back to json_schema once per process when the server refuses tools)."""
 
     def __post_init__(self) -> None:
         if self.tenant_traces_per_second and self.tenant_traces_burst < self.max_traces:
@@ -244,6 +262,11 @@ class Settings:
             "judge_max_retries": _int(env, "RAGPULSE_JUDGE_MAX_RETRIES", cls.judge_max_retries),
             "judge_base_url": env.get("RAGPULSE_JUDGE_BASE_URL") or None,
             "judge_temperature": _temperature(env),
+            "openai_base_url": _base_url(env, "RAGPULSE_OPENAI_BASE_URL"),
+            "openai_api_key": _secret(env, "RAGPULSE_OPENAI_API_KEY"),
+            "openai_model": env.get("RAGPULSE_OPENAI_MODEL") or None,
+            "openai_structured": _choice(env, "RAGPULSE_OPENAI_STRUCTURED", defaults.OPENAI_STRUCTURED_MODES,
+                                         cls.openai_structured),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
@@ -306,6 +329,24 @@ def _judge_name(env: Mapping[str, str]) -> str:
     if name not in kinds.JUDGES:
         raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(kinds.names())}, got {name!r}")
     return name
+
+
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
+    """An http(s) URL with a host, or None when unset; anything else would fail every judge call later."""
+    raw = env.get(name) or None
+    if raw is None:
+        return None
+    parts = urllib.parse.urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{name} must be an http:// or https:// URL, got {raw!r}")
+    return raw
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = env.get(name) or default
+    if raw not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
 
 
 def _list(env: Mapping[str, str], name: str, default: Iterable[object]) -> tuple[str, ...]:

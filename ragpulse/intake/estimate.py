@@ -42,7 +42,7 @@ def estimate_trace_tokens(trace: Trace) -> tuple[int, int]:
     return input_tokens, output
 
 
-def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str,
+def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str | None,
                    prices: Mapping[str, tuple[float, float]]) -> Estimate:
     """Judge calls, tokens and cost of a batch: one call per answered trace and repeat; a judge not billable costs 0."""
     judge = options.judge or "none"
@@ -54,7 +54,8 @@ def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str,
     if not kinds.is_billable(judge):
         return Estimate(judge=judge, model=None, judge_calls=calls, input_tokens=0, output_tokens=0,
                         cost_usd=0.0, price_known=True)
-    known = model in prices
+    # A model without a price (a self-hosted one, unless RAGPULSE_JUDGE_PRICES names it) is counted at 0 when it
+    # runs; the estimate says the price is unknown rather than promise that.
+    cost = round(call_cost(prices, model, input_tokens, output_tokens), 6) if model in prices else None
     return Estimate(judge=judge, model=model, judge_calls=calls, input_tokens=input_tokens,
-                    output_tokens=output_tokens, price_known=known,
-                    cost_usd=round(call_cost(prices, model, input_tokens, output_tokens), 6) if known else None)
+                    output_tokens=output_tokens, price_known=cost is not None, cost_usd=cost)

@@ -1,12 +1,15 @@
-"""Reading the provider's rate-limit headers: `retry-after` and `anthropic-ratelimit-*`."""
+"""Reading the provider's rate-limit headers: `retry-after`, `anthropic-ratelimit-*` and OpenAI's `x-ratelimit-*`."""
 
 from __future__ import annotations
 
 import datetime
 import email.utils
+import re
 from collections.abc import Mapping
 
 RATELIMIT_KINDS = ("requests", "tokens", "input-tokens", "output-tokens")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 MAX_HINT_SECONDS = 120.0
 """Longest pause we accept from a header; a larger value is treated as a provider glitch and capped."""
 
@@ -44,5 +47,20 @@ def pause_from_headers(headers: Mapping[str, str]) -> float | None:
         except ValueError:
             continue
         waits.append((moment - datetime.datetime.now(datetime.UTC)).total_seconds())
+    positive = [w for w in waits if w > 0]
+    return min(max(positive), MAX_HINT_SECONDS) if positive else None
+
+
+def openai_pause_from_headers(headers: Mapping[str, str]) -> float | None:
+    """Seconds until an exhausted OpenAI-style limit resets: `x-ratelimit-remaining-{requests,tokens}` at 0 and
+    `x-ratelimit-reset-*` as a Go duration (`6m0s`, `1.5s`, `20ms`). Servers that send neither give None."""
+    waits = []
+    for kind in ("requests", "tokens"):
+        remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+        reset = headers.get(f"x-ratelimit-reset-{kind}")
+        if remaining is None or reset is None or remaining.strip() != "0":
+            continue
+        parts = _DURATION_PART.findall(reset)
+        waits.append(sum(float(n) * _UNIT_SECONDS[unit] for n, unit in parts))
     positive = [w for w in waits if w > 0]
     return min(max(positive), MAX_HINT_SECONDS) if positive else None

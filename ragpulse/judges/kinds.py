@@ -1,8 +1,8 @@
 """Every judge a batch may name, declared once with its capabilities and how to build it.
 
 Callers dispatch on capabilities (`is_billable(name)`), never on a judge's name, and list judges by iterating
-`JUDGES`. The factories import their judge (the Anthropic SDK, the local judge's lexicons) only when they run, so
-settings and the CLI read this catalog without loading either.
+`JUDGES`. The factories import their judge (the Anthropic and OpenAI SDKs, the local judge's lexicons) only when
+they run, so settings and the CLI read this catalog without loading any.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ class JudgeKind:
     factory: JudgeFactory | None
     """Builds the judge; None for `none`, which judges nothing."""
 
+    model: Callable[[Settings], str | None] = lambda settings: None
+    """The model it judges with under these settings (what a dry run prices and self-evaluation compares)."""
+
 
 def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
     import anthropic  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
@@ -56,11 +59,33 @@ def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
     client = anthropic.AsyncAnthropic(base_url=settings.judge_base_url, timeout=settings.judge_timeout_seconds,
                                       max_retries=0)
     return AnthropicJudge(client, settings.judge_model, settings.judge_max_tokens, settings.judge_temperature,
-                          limiter=_limiter(settings), retry=RetryPolicy(max_retries=settings.judge_max_retries),
-                          observer=observer)
+                          limiter=_limiter(settings, settings.judge_model),
+                          retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer)
 
 
-def _limiter(settings: Settings) -> JudgeLimiter:
+def _openai(settings: Settings, observer: JudgeObserver | None) -> Judge:
+    from ragpulse.judges.structured import RetryPolicy, UnconfiguredJudge  # noqa: PLC0415
+
+    model = settings.openai_model
+    if settings.openai_base_url is None or model is None:
+        return UnconfiguredJudge("openai", model or "", "judge not configured: set RAGPULSE_OPENAI_BASE_URL and "
+                                 "RAGPULSE_OPENAI_MODEL (or use judge=local)")
+    import openai  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
+
+    from ragpulse.config.defaults import OPENAI_PLACEHOLDER_API_KEY  # noqa: PLC0415
+    from ragpulse.judges.openai_judge import OpenAIJudge  # noqa: PLC0415
+
+    # The SDK's own retries are off, as for anthropic; its OPENAI_API_KEY is never used (an explicit key is given).
+    client = openai.AsyncOpenAI(api_key=settings.openai_api_key or OPENAI_PLACEHOLDER_API_KEY,
+                                base_url=settings.openai_base_url, timeout=settings.judge_timeout_seconds,
+                                max_retries=0)
+    return OpenAIJudge(client, model, settings.judge_max_tokens, settings.judge_temperature,
+                       structured=settings.openai_structured,  # type: ignore[arg-type]  # checked by Settings
+                       limiter=_limiter(settings, model), retry=RetryPolicy(max_retries=settings.judge_max_retries),
+                       observer=observer)
+
+
+def _limiter(settings: Settings, model: str) -> JudgeLimiter:
     from ragpulse.judges.ratelimit import JudgeLimiter, Limits  # noqa: PLC0415
     from ragpulse.store.connection import worker_async_client  # noqa: PLC0415
 
@@ -68,7 +93,7 @@ def _limiter(settings: Settings) -> JudgeLimiter:
                     output_tokens=settings.judge_otpm, window_seconds=settings.judge_rate_window_seconds)
     # The pacer's client rides out a Redis restart like the worker's own (retries with backoff for about a minute).
     return JudgeLimiter(settings.redis_url, worker_async_client(settings.redis_url, settings.judge_concurrency),
-                        settings.judge_model, limits)
+                        model, limits)
 
 
 def _local(settings: Settings, observer: JudgeObserver | None) -> Judge:
@@ -111,7 +136,11 @@ class ReportingJudge:
 JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
     JudgeKind(name="none", billable=False, remote=False, offline=True, heuristic=False, factory=None),
     JudgeKind(name="local", billable=False, remote=False, offline=True, heuristic=True, factory=_local),
-    JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, factory=_anthropic),
+    JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, factory=_anthropic,
+              model=lambda settings: settings.judge_model),
+    # Billable though often free: a self-hosted model has no price and costs 0 (price_known false in a dry run).
+    JudgeKind(name="openai", billable=True, remote=True, offline=False, heuristic=False, factory=_openai,
+              model=lambda settings: settings.openai_model),
 )}
 """Judge name -> its declaration, in the order help texts and errors list them."""
 
@@ -139,6 +168,16 @@ def is_billable(name: str | None) -> bool:
 def is_heuristic(name: str | None) -> bool:
     """True when the judge `name` is an offline heuristic rather than an LLM; False for no name."""
     return name is not None and JUDGES[name].heuristic
+
+
+def model_for(name: str | None, settings: Settings) -> str | None:
+    """The model the judge `name` judges with under `settings`; None for no name, `none`, and `local`."""
+    return None if name is None else JUDGES[name].model(settings)
+
+
+def models(settings: Settings) -> list[str]:
+    """Every configured LLM judge model, once each (the `model` label values exposed before their first call)."""
+    return list(dict.fromkeys(m for kind in JUDGES.values() if (m := kind.model(settings)) is not None))
 
 
 def make_judge(name: str, settings: Settings, observer: JudgeObserver | None = None) -> Judge | None:

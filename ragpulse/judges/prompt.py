@@ -105,3 +105,9 @@ def repair_message(problem: str) -> str:
     """Sent once after invalid or truncated tool output."""
     return (f"Your record_verdicts input was not usable: {problem}. Call record_verdicts again with input that "
             "matches the schema exactly. Keep reasons and quotes short.")
+
+
+def json_repair_message(problem: str) -> str:
+    """Sent once after invalid or truncated output in JSON-schema mode, where there is no tool to call again."""
+    return (f"Your record_verdicts JSON was not usable: {problem}. Reply again with only the record_verdicts JSON "
+            "object, matching the schema exactly. Keep reasons and quotes short.")

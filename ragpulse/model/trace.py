@@ -33,7 +33,7 @@ QuestionType = Literal[
 ]
 Source = Literal["human", "synthetic", "production"]
 Gain = Literal["linear", "exponential"]
-JudgeName = Literal["none", "local", "anthropic"]
+JudgeName = Literal["none", "local", "anthropic", "openai"]
 RunName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9._:/+-]{1,128}$",
                               description="A free name for the configuration evaluated, e.g. `reranker-v2`.")]
 Variant = Literal["rag", "no_rag", "oracle"]

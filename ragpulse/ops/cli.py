@@ -100,8 +100,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="retrieval cutoffs (default: the service's, 1 3 5 10)")
     ev.add_argument("--gain", choices=["linear", "exponential"], help="nDCG gain (default: linear)")
     ev.add_argument("--judge", choices=kinds.names(),
-                    help="judge for generation metrics (default: the service's, `anthropic` when it has "
-                         "ANTHROPIC_API_KEY, else `local`, an offline heuristic)")
+                    help="judge for generation metrics: `openai` is any OpenAI-compatible server the service is "
+                         "configured for (default: the service's, `anthropic` when it has ANTHROPIC_API_KEY, else "
+                         "`local`, an offline heuristic)")
     ev.add_argument("--repeats", type=int, choices=[1, 2],
                     help="2 judges every trace twice and reports agreement (default: 1)")
     ev.add_argument("--batch-size", type=_positive_int, default=defaults.MAX_TRACES_PER_BATCH, metavar="N",

@@ -1,0 +1,188 @@
+"""The OpenAI-compatible judge: chat completions (vLLM, Ollama, llama.cpp server, LiteLLM, OpenAI) as a provider
+adapter of the structured judge loop.
+
+The output is structured one of two ways, with the same generated schema (ragpulse.judges.tool.input_schema()):
+`tools` forces a record_verdicts function call with tool_choice; `json_schema` asks for the JSON itself through
+`response_format`, which servers enforce by constrained decoding. `auto` tries tools and, when the server answers
+that it does not support them (a 4xx naming tools), falls back to json_schema once and remembers that for the rest
+of the process (per base URL and model). The system prompt, user message and PROMPT_VERSION are the Anthropic
+judge's; the system prompt goes in a system message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import openai
+
+from ragpulse.judges.headers import openai_pause_from_headers
+from ragpulse.judges.prompt import SYSTEM, TOOL, TOOL_NAME, json_repair_message, repair_message, user_message
+from ragpulse.judges.ratelimit import JudgeLimiter
+from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage
+from ragpulse.model.trace import Trace
+from ragpulse.model.verdicts import JudgeObserver
+
+log = logging.getLogger(__name__)
+StructuredMode = Literal["tools", "json_schema", "auto"]
+TRUNCATED = "the output was truncated at max_tokens"
+
+TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
+    "name": TOOL_NAME, "description": TOOL["description"], "parameters": TOOL["input_schema"]}}]
+"""The record_verdicts tool as an OpenAI function tool: the same schema as the Anthropic tool's input_schema."""
+TOOL_CHOICE = {"type": "function", "function": {"name": TOOL_NAME}}
+RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {
+    "name": TOOL_NAME, "description": TOOL["description"], "schema": TOOL["input_schema"]}}
+"""The same schema as a response format. Not `strict`: OpenAI's strict mode wants every property required, and
+key_facts and injection_followed may be left out; validation in code is strict either way."""
+
+_LEARNED: dict[tuple[str, str], str] = {}
+"""(base URL, model) -> the mode `auto` settled on in this process, so the fallback happens once."""
+
+
+class OpenAIProvider:
+    """Requests, responses and errors of an OpenAI-compatible chat completions server."""
+
+    name = "openai"
+    api_error = openai.APIError
+
+    def __init__(self, client: openai.AsyncOpenAI, model: str, max_tokens: int, temperature: float | None,
+                 structured: StructuredMode = "auto") -> None:
+        self.client, self.model, self.max_tokens, self.structured = client, model, max_tokens, structured
+        self._temperature = {"temperature": temperature} if temperature is not None else {}
+        self._key = (str(client.base_url), model)
+
+    @property
+    def mode(self) -> str:
+        """The structured-output mode the next request uses."""
+        if self.structured != "auto":
+            return self.structured
+        return _LEARNED.get(self._key, "tools")
+
+    def first_turns(self, trace: Trace) -> list[dict[str, Any]]:
+        """The trace as the one user message (the system message is added by `send`)."""
+        return [{"role": "user", "content": user_message(trace)}]
+
+    async def send(self, turns: list[dict[str, Any]]) -> Reply:
+        """One request in the current mode; in `auto`, a server refusing tools gets the json_schema request."""
+        mode = self.mode
+        try:
+            return await self._send(turns, mode)
+        except openai.APIStatusError as exc:
+            if self.structured != "auto" or mode != "tools" or not refuses_tools(exc):
+                raise
+        log.warning("judge server %s refuses tools for %s; using response_format json_schema from now on",
+                    *self._key)
+        _LEARNED[self._key] = "json_schema"
+        return await self._send(turns, "json_schema")
+
+    async def _send(self, turns: list[dict[str, Any]], mode: str) -> Reply:
+        structured: dict[str, Any] = ({"tools": TOOLS, "tool_choice": TOOL_CHOICE} if mode == "tools"
+                                      else {"response_format": RESPONSE_FORMAT})
+        raw = await self.client.chat.completions.with_raw_response.create(
+            model=self.model, max_tokens=self.max_tokens, messages=[{"role": "system", "content": SYSTEM}, *turns],
+            **structured, **self._temperature,
+        )
+        return _reply(raw.parse(), raw.headers, self.model)
+
+    def repair_turns(self, reply: Reply, problem: str) -> list[dict[str, Any]]:
+        """The tool call answered by a tool message, or the reply's content answered by a user message."""
+        message = reply.turn
+        call = next(iter(message.tool_calls or []), None)
+        if call is None:
+            return [{"role": "assistant", "content": message.content or "(empty)"},
+                    {"role": "user", "content": json_repair_message(problem)}]
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": call.id, "type": "function",
+                "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
+            {"role": "tool", "tool_call_id": call.id, "content": repair_message(problem)},
+        ]
+
+    def failure(self, exc: Exception) -> Failure:
+        """Classify an openai.APIError."""
+        response = getattr(exc, "response", None)
+        return Failure(_status(exc), _describe(exc), response.headers if response is not None else {})
+
+    def pause_hint(self, headers: Mapping[str, str]) -> float | None:
+        """Seconds until an exhausted `x-ratelimit-*` limit resets (servers that send none: None)."""
+        return openai_pause_from_headers(headers)
+
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP client."""
+        await self.client.close()
+
+
+class OpenAIJudge(StructuredJudge):
+    """Judge traces with any OpenAI-compatible server; every call is kept as an auditable JudgeCall."""
+
+    def __init__(self, client: openai.AsyncOpenAI, model: str, max_tokens: int, temperature: float | None = 0.0,
+                 structured: StructuredMode = "auto", limiter: JudgeLimiter | None = None,
+                 retry: RetryPolicy = RetryPolicy(), observer: JudgeObserver | None = None) -> None:
+        super().__init__(OpenAIProvider(client, model, max_tokens, temperature, structured), model, max_tokens,
+                         limiter=limiter, retry=retry, observer=observer)
+
+
+def refuses_tools(exc: openai.APIStatusError) -> bool:
+    """True when a 400/422/501 says tools or tool_choice are unsupported (vLLM without a tool parser, llama.cpp
+    without --jinja, an Ollama model without tool support all answer so)."""
+    if exc.status_code not in (400, 422, 501):
+        return False
+    body = exc.body if isinstance(exc.body, dict) else {}
+    said = f"{body.get('param') or ''} {body.get('message') or exc.message}".lower()
+    return "tool" in said
+
+
+def _reply(completion: Any, headers: Mapping[str, str], model: str) -> Reply:
+    choice = completion.choices[0] if completion.choices else None
+    message = choice.message if choice is not None else openai.types.chat.ChatCompletionMessage(role="assistant")
+    output, problem = _structured_output(message)
+    if choice is not None and choice.finish_reason == "length":
+        problem = TRUNCATED
+    usage = completion.usage
+    return Reply(
+        output=output, problem=problem, raw_output=output if output is not None else message.model_dump(),
+        model=completion.model or model, stop_reason=choice.finish_reason if choice is not None else None,
+        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage(0, 0),
+        request_id=headers.get("x-request-id"), headers=headers, turn=message,
+    )
+
+
+def _structured_output(message: Any) -> tuple[Any, str | None]:
+    """The record_verdicts JSON from the tool call, or from the content when there is no tool call."""
+    call = next((c for c in message.tool_calls or [] if c.function.name == TOOL_NAME), None)
+    if call is None and message.tool_calls:
+        return None, f"no {TOOL_NAME} tool call in the response"
+    text = call.function.arguments if call is not None else message.content
+    if not text:
+        return None, f"no {TOOL_NAME} tool call or JSON content in the response"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"the {TOOL_NAME} output is not valid JSON ({exc})"
+
+
+def _status(exc: Exception) -> str:
+    match exc:
+        case openai.RateLimitError():
+            return "rate_limited"
+        case openai.APIStatusError() if exc.status_code in (503, 529):
+            return "overloaded"
+        case openai.InternalServerError():
+            return "server_error"
+        case openai.APITimeoutError():
+            return "timeout"
+        case openai.APIConnectionError():
+            return "connection_error"
+        case openai.AuthenticationError() | openai.PermissionDeniedError():
+            return "auth_error"
+    return "bad_request"
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        return f"{exc.status_code} {body.get('message') or exc.message}"
+    return type(exc).__name__
