@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ragpulse.gate import command
+from ragpulse.gate import command as gate_command
 from ragpulse.ops import cli
 from tests.fake_anthropic import FakeAnthropic, Fault
 from tests.support import ROOT, child_env, start_api, start_worker
@@ -87,7 +87,7 @@ def test_readme_lists_every_exit_code() -> None:
     assert codes == {0, 1, 2, 3, 4}
     listed = {int(code) for code in re.findall(r"^- \*\*(\d)\*\* ", README, re.M)}
     assert listed == codes
-    gate = {value for name, value in vars(command).items() if name.startswith("GATE_")}
+    gate = {value for name, value in vars(gate_command).items() if name.startswith("GATE_")}
     section = README[README.index("## Gate a release"):README.index("## Judges")]
     assert {int(code) for code in re.findall(r"^\| (\d) \|", section, re.M)} == gate == {0, 1, 2, 3}
 

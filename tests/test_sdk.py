@@ -26,7 +26,8 @@ FAST = {"backoff_base": 0.01, "backoff_cap": 0.05}
 
 
 def trace(i: int, tag: str = "t") -> dict:
-    return {"trace_id": f"{tag}-{i}", "app": "shop", "query": f"question {i}?", "answer": f"Fact {i}.",
+    # an app of its own: sampling policies are stored per tenant and app, and other tests set some (shop at 0.5)
+    return {"trace_id": f"{tag}-{i}", "app": f"sdk-{tag}", "query": f"question {i}?", "answer": f"Fact {i}.",
             "source": "production"}
 
 

@@ -26,7 +26,7 @@ from ragpulse.ops.redis_server import (
     DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, redis_server_binary, sweep_stale,
 )
 from ragpulse.ops.stack import RQ_LOG_LEVEL, Child, Stack
-from tests.support import ROOT, Proc, child_env, children_of, spawn, wait_for_line
+from tests.support import ROOT, child_env, children_of, spawn, wait_for_line
 
 pytestmark = pytest.mark.integration
 EXAMPLES = ROOT / "examples" / "acme_support_traces.jsonl"
