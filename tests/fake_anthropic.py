@@ -15,13 +15,13 @@ from __future__ import annotations
 import html
 import json
 import re
-import threading
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.loopback import JudgeFake, json_handler
 
 _BLOCK = re.compile(r"<(question|answer|reference)>(.*?)</\1>", re.S)
 _DOC = re.compile(r'<document id="([^"]*)"(?: chunk="([^"]*)")? rank="(\d+)">(.*?)</document>', re.S)
@@ -97,18 +97,13 @@ def cached_prefix(body: dict[str, Any]) -> list[Any] | None:
     return blocks[:marked[-1] + 1] if marked else None
 
 
-class _Server(ThreadingHTTPServer):
-    """A listen backlog large enough for many workers' concurrent connections (the default is 5)."""
-
-    request_queue_size = 512
-    daemon_threads = True
-
-
-class FakeAnthropic:
+class FakeAnthropic(JudgeFake):
     """Start with `with FakeAnthropic() as fake:`; point the SDK at `fake.url`."""
 
     def __init__(self, model: str = "claude-sonnet-4-6", latency: float = 0.0, rpm: int = 0,
                  window_seconds: float = 60.0, cache_min_tokens: int = 1024) -> None:
+        super().__init__(json_handler(lambda handler, body: self.respond(
+            body, {k.lower(): v for k, v in handler.headers.items()})))
         self.model = model
         self.cache_min_tokens = cache_min_tokens
         self.cached_prefixes: set[str] = set()
@@ -117,52 +112,13 @@ class FakeAnthropic:
         self.window_seconds = window_seconds
         self.admitted: deque[float] = deque()
         self.rejected = 0
-        self.faults: deque[Fault] = deque()
-        self.faults_by_question: dict[str, deque[Fault]] = {}
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.server = _Server(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeAnthropic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        """Every request body received so far, in order (the last one is `bodies[-1]`)."""
-        with self.lock:
-            return [entry["body"] for entry in self.requests]
-
-    def push(self, *faults: Fault) -> None:
-        """Queue faults for the next requests, in order."""
-        with self.lock:
-            self.faults.extend(faults)
-
-    def push_for(self, question: str, *faults: Fault) -> None:
-        """Queue faults for the next requests judging the trace whose query is `question`."""
-        with self.lock:
-            self.faults_by_question.setdefault(question, deque()).extend(faults)
-
-    def _next_fault(self, question: str | None) -> Fault | None:
-        with self.lock:
-            own = self.faults_by_question.get(question or "")
-            if own:
-                return own.popleft()
-            return self.faults.popleft() if self.faults else None
 
     def respond(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any]]:
         """Status, headers and JSON body for one Messages API request."""
         with self.lock:
             self.requests.append({"body": body, "headers": headers, "at": time.monotonic()})
         first = body["messages"][0]["content"]
-        fault = self._next_fault(parse_user_message(first).get("question")) or Fault()
+        fault = self.scripted.next(parse_user_message(first).get("question")) or Fault()
         request_id = f"req_{uuid.uuid4().hex[:20]}"
         wait = self._over_limit()
         if wait is not None:
@@ -211,29 +167,3 @@ class FakeAnthropic:
                 return self.admitted[0] + self.window_seconds - now
             self.admitted.append(now)
         return None
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # TCP_NODELAY: the headers and the body go out in two writes, and without it Nagle holds the body back
-            # until the client's delayed ACK of the headers, ~40 ms on every call.
-            disable_nagle_algorithm = True
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                status, headers, payload = fake.respond(body, {k.lower(): v for k, v in self.headers.items()})
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for name, value in {"content-type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler

@@ -10,14 +10,12 @@ naming tools). Tests script faults with `push(...)`: 429 with retry-after, 500, 
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.fake_anthropic import literal_verdicts, parse_user_message
+from tests.loopback import JudgeFake, json_handler
 
 ERROR_TYPES = {401: "invalid_api_key", 403: "permission_denied", 429: "rate_limit_exceeded", 500: "server_error",
                400: "invalid_request_error"}
@@ -36,55 +34,15 @@ class Fault:
     finish_reason: str = "stop"
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 512
-    daemon_threads = True
-
-
-class FakeOpenAI:
+class FakeOpenAI(JudgeFake):
     """Start with `with FakeOpenAI() as fake:`; point the SDK at `fake.base_url` (`.../v1`)."""
 
     def __init__(self, model: str = "qwen2.5:14b", supports_tools: bool = True) -> None:
+        super().__init__(json_handler(lambda handler, body: self.respond(
+            handler.path, body, {k.lower(): v for k, v in handler.headers.items()})))
         self.model = model
         self.supports_tools = supports_tools
-        self.faults: deque[Fault] = deque()
-        self.faults_by_question: dict[str, deque[Fault]] = {}
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.server = _Server(("127.0.0.1", 0), self._handler())
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        """Every request body received so far, in order."""
-        with self.lock:
-            return [entry["body"] for entry in self.requests]
-
-    def push(self, *faults: Fault) -> None:
-        """Queue faults for the next requests, in order."""
-        with self.lock:
-            self.faults.extend(faults)
-
-    def push_for(self, question: str, *faults: Fault) -> None:
-        """Queue faults for the next requests judging the trace whose query is `question`."""
-        with self.lock:
-            self.faults_by_question.setdefault(question, deque()).extend(faults)
-
-    def _next_fault(self, question: str | None) -> Fault:
-        with self.lock:
-            own = self.faults_by_question.get(question or "")
-            if own:
-                return own.popleft()
-            return self.faults.popleft() if self.faults else Fault()
+        self.base_url = f"{self.url}/v1"
 
     def respond(self, path: str, body: dict[str, Any], headers: dict[str, str]
                 ) -> tuple[int, dict[str, str], dict[str, Any]]:
@@ -97,7 +55,7 @@ class FakeOpenAI:
         if "tools" in body and not self.supports_tools:
             return 400, {"x-request-id": request_id}, _error(400, TOOLS_UNSUPPORTED, param="tools")
         first = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        fault = self._next_fault(parse_user_message(first).get("question"))
+        fault = self.scripted.next(parse_user_message(first).get("question")) or Fault()
         if fault.status != 200:
             return fault.status, {"x-request-id": request_id, **fault.headers}, _error(fault.status)
         tool_input = fault.tool_input if fault.tool_input is not None else literal_verdicts(parse_user_message(first))
@@ -114,31 +72,6 @@ class FakeOpenAI:
                       "total_tokens": (len(json.dumps(body)) + len(text)) // 4},
         }
         return 200, {"x-request-id": request_id}, completion
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # TCP_NODELAY: no ~40 ms delayed-ACK stall between headers and body
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                status, headers, payload = fake.respond(self.path, body,
-                                                        {k.lower(): v for k, v in self.headers.items()})
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for name, value in {"content-type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler
 
 
 def _error(status: int, message: str | None = None, param: str | None = None) -> dict[str, Any]:

@@ -6,13 +6,13 @@ count as delivered."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopback import LoopbackServer, json_handler
 
 DROP = 0
 """A step's status meaning: close the connection without answering."""
@@ -38,29 +38,14 @@ class Attempt:
     authorization: str | None
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-
-class FakeIngest:
+class FakeIngest(LoopbackServer):
     """`with FakeIngest() as fake:` then point the SDK at `fake.url`."""
 
     def __init__(self, default: Step | None = None) -> None:
+        super().__init__(json_handler(lambda handler, body: self._answer(handler, body)))
         self.default = default or Step()
         self.script: deque[Step] = deque()
         self.attempts: list[Attempt] = []
-        self.lock = threading.Lock()
-        self.server = _Server(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FakeIngest:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     def push(self, *steps: Step) -> None:
         with self.lock:
@@ -76,31 +61,7 @@ class FakeIngest:
             self.attempts.append(Attempt(time.monotonic(), trace_ids, step.status, authorization))
         return step
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # TCP_NODELAY on accepted sockets: headers and body go out in two writes, and without it Nagle holds the
-            # body back until the client's delayed ACK (~40 ms a post), as in tests/fake_anthropic.py.
-            disable_nagle_algorithm = True
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-                step = fake._next([t["trace_id"] for t in body["traces"]], self.headers.get("authorization"))
-                time.sleep(step.stall)
-                if step.status == DROP:
-                    self.close_connection = True
-                    return
-                data = json.dumps(step.body or {"accepted": len(body["traces"])}).encode()
-                self.send_response(step.status)
-                for name, value in {"content-type": "application/json", **step.headers}.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler
+    def _answer(self, handler: BaseHTTPRequestHandler, body: dict) -> tuple[int, dict[str, str], object]:
+        step = self._next([t["trace_id"] for t in body["traces"]], handler.headers.get("authorization"))
+        time.sleep(step.stall)
+        return step.status, step.headers, step.body or {"accepted": len(body["traces"])}
