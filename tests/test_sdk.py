@@ -237,3 +237,20 @@ def test_the_example_app_logs_its_answers(stack) -> None:
                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(root)})
     assert out.returncode == 0, out.stderr
     assert "Stats(queued=0, sent=5, dropped=0, rejected=0, failed=0" in out.stdout
+
+
+@pytest.mark.parametrize(("typed", "struct"), [
+    ("Job", "ragpulse.model.results:JobView"), ("TraceRecord", "ragpulse.online.records:OnlineTrace"),
+    ("Report", "ragpulse.model.report:Report"), ("Comparison", "ragpulse.model.compare:Comparison"),
+])
+def test_the_helpers_types_name_exactly_the_services_fields(typed: str, struct: str) -> None:
+    import importlib
+    import typing
+
+    import msgspec
+
+    from ragpulse.sdk import types
+
+    module, name = struct.split(":")
+    fields = {f.encode_name for f in msgspec.structs.fields(getattr(importlib.import_module(module), name))}
+    assert set(typing.get_type_hints(getattr(types, typed))) == fields

@@ -11,5 +11,6 @@ Redis, RQ, numpy, msgspec), which `tests/test_sdk.py` checks.
 from ragpulse.exceptions import RagpulseSDKError
 from ragpulse.sdk.client import RagpulseClient
 from ragpulse.sdk.stats import Stats
+from ragpulse.sdk.types import Comparison, Job, Report, TraceRecord
 
-__all__ = ["RagpulseClient", "RagpulseSDKError", "Stats"]
+__all__ = ["Comparison", "Job", "RagpulseClient", "RagpulseSDKError", "Report", "Stats", "TraceRecord"]

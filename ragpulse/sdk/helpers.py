@@ -1,4 +1,5 @@
-"""The SDK's synchronous helpers for evaluation jobs and online trace records; answers are plain dicts."""
+"""The SDK's synchronous helpers for evaluation jobs and online trace records; answers are plain dicts, typed by
+ragpulse.sdk.types."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import httpx
 
 from ragpulse.exceptions import RagpulseSDKError
 from ragpulse.sdk.transport import Transport, problem
+from ragpulse.sdk.types import Comparison, Job, Report, TraceRecord
 
 TERMINAL = frozenset({"finished", "finished_with_errors", "failed"})
 """Job statuses that no longer change (the service's own list, repeated to keep the SDK's imports light)."""
@@ -30,11 +32,11 @@ class Helpers:
         return self._json("POST", "/v1/batches", json={"traces": traces, "options": options},
                           resend_after_write=False)["job_id"]
 
-    def job(self, job_id: str) -> dict[str, Any]:
+    def job(self, job_id: str) -> Job:
         """GET /v1/jobs/{id}: `status`, `progress`, `spend`, ..."""
-        return self._json("GET", f"/v1/jobs/{job_id}")
+        return self._json("GET", f"/v1/jobs/{job_id}")  # type: ignore[return-value]
 
-    def wait(self, job_id: str, timeout: float = 300.0, poll: float = 0.5) -> dict[str, Any]:
+    def wait(self, job_id: str, timeout: float = 300.0, poll: float = 0.5) -> Job:
         """Poll the job until its status is terminal; returns that view. TimeoutError after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while (view := self.job(job_id))["status"] not in TERMINAL:
@@ -54,20 +56,20 @@ class Helpers:
                 return items
             cursor = page["next_cursor"]
 
-    def report(self, job_id: str) -> dict[str, Any]:
+    def report(self, job_id: str) -> Report:
         """GET /v1/jobs/{id}/report; RagpulseSDKError with status 202 while the job is still running."""
-        return self._json("GET", f"/v1/jobs/{job_id}/report", ok=200)
+        return self._json("GET", f"/v1/jobs/{job_id}/report", ok=200)  # type: ignore[return-value]
 
-    def compare(self, candidate: str, baseline: str, threshold: float | None = None) -> dict[str, Any]:
+    def compare(self, candidate: str, baseline: str, threshold: float | None = None) -> Comparison:
         """GET /v1/jobs/{candidate}/compare?baseline=...: the paired comparison of two finished jobs."""
         params: dict[str, Any] = {"baseline": baseline}
         if threshold is not None:
             params["threshold"] = threshold
-        return self._json("GET", f"/v1/jobs/{candidate}/compare", params=params)
+        return self._json("GET", f"/v1/jobs/{candidate}/compare", params=params)  # type: ignore[return-value]
 
-    def trace(self, trace_id: str) -> dict[str, Any]:
+    def trace(self, trace_id: str) -> TraceRecord:
         """GET /v1/traces/{id}: a sampled online trace's record (`status` pending, done or failed; `result`)."""
-        return self._json("GET", f"/v1/traces/{trace_id}")
+        return self._json("GET", f"/v1/traces/{trace_id}")  # type: ignore[return-value]
 
     def _json(self, method: str, path: str, ok: int | None = None, **kwargs: Any) -> dict[str, Any]:
         response = self._api.send(method, path, **kwargs)

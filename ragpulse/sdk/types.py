@@ -1,0 +1,93 @@
+"""The shapes of what the SDK's helpers return: TypedDicts over the service's JSON (plain dicts at run time, so
+importing them costs nothing). Each lists the service struct's fields; tests/test_sdk.py checks they stay in step
+with ragpulse.model (JobView, OnlineTrace, Report, Comparison)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class Progress(TypedDict):
+    total: int
+    done: int
+    failed: int
+    skipped: int
+
+
+class Job(TypedDict):
+    """GET /v1/jobs/{id}."""
+
+    job_id: str
+    status: str
+    """queued, running, finished, finished_with_errors or failed."""
+    progress: Progress
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    warnings: list[dict[str, Any]]
+    error: str | None
+    queue: str
+    spend: dict[str, Any] | None
+    callback: dict[str, Any] | None
+    run: str | None
+    variant: str
+
+
+class TraceRecord(TypedDict):
+    """GET /v1/traces/{id}."""
+
+    trace_id: str
+    app: str
+    status: str
+    """pending, done, failed or incomplete."""
+    sampled: bool
+    sample_reason: str
+    checks: list[str]
+    received_at: str
+    processed_at: str | None
+    error: str | None
+    result: dict[str, Any] | None
+
+
+class Report(TypedDict):
+    """GET /v1/jobs/{id}/report (sections as dicts)."""
+
+    job_id: str
+    method: dict[str, Any]
+    counts: dict[str, int]
+    retrieval: dict[str, dict[str, Any]]
+    generation: dict[str, Any]
+    diagnostic_matrix: dict[str, Any]
+    by_question_type: dict[str, Any]
+    by_source: dict[str, Any]
+    worst: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    calibration: dict[str, Any] | None
+    run: str | None
+    variant: str
+    targets: dict[str, dict[str, Any]]
+    security: dict[str, Any] | None
+    attribution: dict[str, Any] | None
+    operations: dict[str, Any] | None
+
+
+class Comparison(TypedDict):
+    """GET /v1/jobs/{candidate}/compare?baseline=..."""
+
+    candidate: dict[str, Any]
+    baseline: dict[str, Any]
+    matched: int
+    only_in_baseline: int
+    only_in_candidate: int
+    retrieval: dict[str, dict[str, Any]]
+    generation: dict[str, dict[str, Any]]
+    significant_regressions: list[str]
+    regression_threshold: float
+    regressions: list[dict[str, Any]]
+    regressions_total: int
+    by_question_type: dict[str, Any]
+    by_source: dict[str, Any]
+    oracle_gap: dict[str, Any] | None
+    rag_lift: dict[str, Any] | None
+    method: str
+    attribution: dict[str, dict[str, int]]
