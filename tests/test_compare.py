@@ -212,3 +212,32 @@ def test_a_no_rag_baseline_reports_what_retrieval_adds() -> None:
     assert flat.metric == "answer_relevance" and "no measurable lift" in flat.meaning
     worse = baseline_gaps(rag, no_rag, {"correctness": delta(0.3, (0.2, 0.4))})["rag_lift"]   # no_rag as candidate
     assert worse.value == pytest.approx(-0.3) and "misleads" in worse.meaning
+
+
+def test_holm_adjusts_by_rank_and_never_decreases() -> None:
+    from ragpulse.metrics.stats import holm
+
+    # sorted: 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04, raised to 0.06 (monotone); back in input order:
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])   # capped at 1
+    assert holm([]) == []
+
+
+def test_bootstrap_p_values_count_resamples_on_each_side_of_zero() -> None:
+    from ragpulse.metrics.stats import bootstrap_means, bootstrap_p_values
+
+    shifted = bootstrap_means(np.full((40, 1), -0.1))
+    assert bootstrap_p_values(shifted) == [pytest.approx(2 / 1001)]   # no resample at or above 0: 2 (0 + 1) / 1001
+    assert bootstrap_p_values(bootstrap_means(np.zeros((40, 1)))) == [1.0]
+    mixed = np.asarray([[1.0], [-1.0]] * 20)
+    assert bootstrap_p_values(bootstrap_means(mixed))[0] > 0.5
+
+
+def test_every_metric_of_a_comparison_carries_its_holm_adjusted_p() -> None:
+    baseline = [result(f"t{i}", i, [f"d{i}", "x", "y"], [f"d{i}"]) for i in range(30)]
+    candidate = [result(f"t{i}", i, ["x", "y"] if i % 3 == 0 else [f"d{i}", "x"], [f"d{i}"]) for i in range(30)]
+    found = compare(*runs(), baseline, candidate)
+    deltas = list(found.retrieval.values())
+    assert all(d.p_holm is not None and d.p_holm >= d.p_value for d in deltas)
+    assert found.retrieval["recall@5"].p_holm < 0.05                 # a third of the queries broke: still significant
+    assert found.by_question_type["unspecified"].metrics["recall@5"].p_holm is None   # slices are not adjusted

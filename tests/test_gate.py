@@ -203,3 +203,28 @@ def test_the_example_workflow_runs_a_gate_command_the_parser_accepts() -> None:
         argv = command.split()[1:]
         args = cli._parser().parse_args(argv)
         assert args.run is cli._gate and args.junit and args.github
+
+
+def test_holm_keeps_one_marginal_metric_among_many_from_failing_the_gate(tmp_path: Path) -> None:
+    from ragpulse.gate.checks import check_comparison
+    from ragpulse.model.compare import Comparison, MetricDelta, RunInfo
+
+    def delta(p: float, change: str) -> MetricDelta:
+        return MetricDelta(n=200, baseline=0.8, candidate=0.78, delta=-0.02, ci95=(-0.04, -0.001), excludes_zero=True,
+                           better="higher", change=change, p_value=p)
+
+    metrics = {f"ndcg@{k}": delta(0.5, "unchanged") for k in range(1, 25)} | {"mrr": delta(0.03, "regressed")}
+    from ragpulse.reporting.compare import adjust_holm
+    adjust_holm(metrics)
+    run = RunInfo(job_id="j", run=None, variant="rag")
+    comparison = Comparison(candidate=run, baseline=run, matched=200, only_in_baseline=0, only_in_candidate=0,
+                            retrieval=metrics, generation={}, significant_regressions=["mrr"],
+                            regression_threshold=0.2, regressions=[], regressions_total=0, by_question_type={},
+                            by_source={})
+    path = tmp_path / "gate.toml"
+    path.write_text('[thresholds.mrr]\nmin = 0.1\n')
+    [row] = [r for r in check_comparison(comparison, load_config(path)) if r.metric == "mrr vs baseline"]
+    assert row.verdict == "pass" and "Holm-adjusted 0.75" in row.detail       # 0.03 x 25 = 0.75
+    path.write_text('[thresholds.mrr]\nmin = 0.1\n[baseline]\ncorrection = "none"\n')
+    [row] = [r for r in check_comparison(comparison, load_config(path)) if r.metric == "mrr vs baseline"]
+    assert row.verdict == "fail"

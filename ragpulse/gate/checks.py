@@ -9,7 +9,8 @@ import msgspec
 
 from ragpulse.gate.config import SECURITY_PREFIX, GateConfig, Threshold
 from ragpulse.metrics.stats import Estimate
-from ragpulse.model.compare import Comparison
+from ragpulse.model.compare import Comparison, MetricDelta
+from ragpulse.reporting.compare import SIGNIFICANCE
 from ragpulse.model.report import Report
 
 Verdict = Literal["pass", "fail", "no_data", "info"]
@@ -49,19 +50,29 @@ def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
     watched = set(config.active_thresholds)
     rows = []
     for key, delta in {**comparison.retrieval, **comparison.generation}.items():
-        if delta.change == "unchanged" and key not in watched:
+        regressed = _regressed(delta, rules.correction)
+        if delta.change == "unchanged" and not regressed and key not in watched:
             continue
-        fails = delta.change == "regressed" and rules.fail_on_regression and key not in rules.ignore
-        test = f", McNemar p={delta.mcnemar.p_value:.3g}" if delta.mcnemar else ""
+        fails = regressed and rules.fail_on_regression and key not in rules.ignore
+        test = "McNemar" if delta.mcnemar else "bootstrap"
+        holm = f", Holm-adjusted {delta.p_holm:.3g}" if delta.p_holm is not None else ""
         rows.append(Row(metric=f"{key} vs baseline", value=delta.delta, interval=delta.ci95,
                         threshold="no significant regression", verdict="fail" if fails else "pass",
                         detail=f"{delta.change}: {delta.baseline:.3f} -> {delta.candidate:.3f} over {delta.n} "
-                               f"matched traces{test}"))
+                               f"matched traces; {test} p={delta.p_value:.3g}{holm}"))
     for name, gap in (("oracle_gap", comparison.oracle_gap), ("rag_lift", comparison.rag_lift)):
         if gap is not None:
             rows.append(Row(metric=f"{name} ({gap.metric})", value=gap.value, interval=gap.ci95, threshold="-",
                             verdict="info", detail=gap.meaning))
     return rows
+
+
+def _regressed(delta: MetricDelta, correction: str) -> bool:
+    """Worse than the baseline, significantly: by the Holm-adjusted p-value, or by the metric's own test."""
+    if correction == "none" or delta.p_holm is None:
+        return delta.change == "regressed"
+    worse = delta.delta < 0 if delta.better == "higher" else delta.delta > 0
+    return worse and delta.p_holm < SIGNIFICANCE
 
 
 def _estimate(report: Report, key: str) -> Estimate | None:

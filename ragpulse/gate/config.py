@@ -71,6 +71,9 @@ class BaselineRules(Base):
     fail_on_regression: bool = True
     regression_threshold: Annotated[float, Meta(gt=0, le=1)] = defaults.COMPARE_REGRESSION_THRESHOLD
     ignore: list[GateKey] = []
+    correction: Literal["holm", "none"] = "holm"
+    """`holm`: a metric regressed when it got worse with a Holm-adjusted p < 0.05 across all compared metrics (the
+    gate tests ~25 at once); `none`: when its own change is significant (interval or McNemar alone)."""
     run: RunName = "baseline"
     """`options.run` of the job a `--baseline-file` is evaluated as (its other options are the candidate's)."""
     variant: Variant = "rag"

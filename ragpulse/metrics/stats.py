@@ -84,6 +84,13 @@ def bootstrap_intervals(
     matrix: np.ndarray, resamples: int = defaults.BOOTSTRAP_RESAMPLES, seed: int = defaults.BOOTSTRAP_SEED
 ) -> list[tuple[float, float]]:
     """2.5/97.5 percentiles of column means over `resamples` resamplings of the rows (block-wise, bounded memory)."""
+    return percentile_intervals(bootstrap_means(matrix, resamples, seed))
+
+
+def bootstrap_means(
+    matrix: np.ndarray, resamples: int = defaults.BOOTSTRAP_RESAMPLES, seed: int = defaults.BOOTSTRAP_SEED
+) -> np.ndarray:
+    """The column means of `resamples` resamplings of the rows (resamples x columns), fixed seed, block-wise."""
     n, m = matrix.shape
     rng = np.random.default_rng(seed)
     block = max(1, min(resamples, 2_000_000 // max(n, 1)))
@@ -96,8 +103,35 @@ def bootstrap_intervals(
         offsets = np.arange(stop - start)[:, None] * n
         counts = np.bincount((idx + offsets).ravel(), minlength=(stop - start) * n).reshape(stop - start, n)
         means[start:stop] = counts @ matrix / n
+    return means
+
+
+def percentile_intervals(means: np.ndarray) -> list[tuple[float, float]]:
+    """The 95% percentile interval of each column of resampled means."""
     low, high = np.percentile(means, [2.5, 97.5], axis=0)
     return [(float(lo), float(hi)) for lo, hi in zip(low, high)]
+
+
+def bootstrap_p_values(means: np.ndarray) -> list[float]:
+    """Two-sided bootstrap p-value that each column's mean is 0, from resampled means of paired differences:
+    2 x the smaller share of resamples on either side of 0, counted as (k + 1) / (B + 1) so it is never 0; 1 when
+    every resample sits at 0."""
+    b = means.shape[0]
+    below, above = np.sum(means <= 0, axis=0), np.sum(means >= 0, axis=0)
+    return [min(1.0, 2 * (min(int(lo), int(hi)) + 1) / (b + 1)) for lo, hi in zip(below, above)]
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment for testing several hypotheses at once (in the input's order): the i-th smallest
+    p is multiplied by (m - i), and adjusted values never decrease along that order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 def paired_delta_interval(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[float, float]:

@@ -49,6 +49,11 @@ class MetricDelta(Struct):
     p < 0.05; means: the interval excludes 0), else `unchanged`."""
     mcnemar: McNemar | None = None
     """For proportions (hit rate, hallucinated...) only."""
+    p_value: float = 1.0
+    """Two-sided p-value of no change: McNemar's exact test for proportions, the paired bootstrap's for means."""
+    p_holm: float | None = None
+    """`p_value` adjusted by Holm's method over every metric of the comparison (None in slices): what a gate that
+    checks ~25 metrics at once should read, so that noise alone rarely fails it."""
 
 
 class Regression(Struct):

@@ -11,7 +11,9 @@ import numpy as np
 
 from ragpulse.config import defaults
 from ragpulse.metrics.registry import GENERATION, GENERATION_BY_NAME, RETRIEVAL_BY_NAME, retrieval_metric
-from ragpulse.metrics.stats import bootstrap_intervals, mcnemar_exact
+from ragpulse.metrics.stats import (
+    bootstrap_means, bootstrap_p_values, holm, mcnemar_exact, percentile_intervals,
+)
 from ragpulse.metrics.attribution import STAGES
 from ragpulse.model.compare import (
     Comparison, McNemar, MetricDelta, Regression, RunInfo, SliceComparison, StageDelta,
@@ -26,7 +28,8 @@ SIGNIFICANCE = 0.05
 """McNemar's p-value below which a paired proportion's change counts as significant."""
 METHOD = (f"traces matched by trace_id, else by query text; delta = candidate - baseline over pairs where both have "
           f"a value; 95% interval: paired percentile bootstrap, {defaults.BOOTSTRAP_RESAMPLES} resamples, seed "
-          f"{defaults.BOOTSTRAP_SEED}; proportions: McNemar's exact test, significant at p < {SIGNIFICANCE}")
+          f"{defaults.BOOTSTRAP_SEED}; proportions: McNemar's exact test, significant at p < {SIGNIFICANCE}; "
+          f"p_holm: every metric's p-value adjusted by Holm's method over the comparison's metrics")
 
 
 def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[TraceResult],
@@ -37,6 +40,7 @@ def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[Tr
     pairs = pairing.pairs
     retrieval = retrieval_deltas(pairs)
     generation = generation_deltas(pairs)
+    adjust_holm({**retrieval, **generation})
     k = diagnostic_k(sorted({int(key.split("@")[1]) for key in retrieval if "@" in key}) or [5])
     regressions = find_regressions(pairs, k, threshold)
     return Comparison(
@@ -71,9 +75,10 @@ def retrieval_deltas(pairs: Sequence[Pair], keys: Sequence[str] | None = None) -
         return {}
     base = np.asarray([[b[key] for key in common] for b, _ in labelled], dtype=float)
     cand = np.asarray([[c[key] for key in common] for _, c in labelled], dtype=float)
-    intervals = bootstrap_intervals(cand - base)
+    means = bootstrap_means(cand - base)
+    intervals, p_values = percentile_intervals(means), bootstrap_p_values(means)
     metrics = [retrieval_metric(key) for key in common]
-    return {key: _delta(base[:, i], cand[:, i], intervals[i], m.better, m.aggregation == "proportion")
+    return {key: _delta(base[:, i], cand[:, i], intervals[i], p_values[i], m.better, m.aggregation == "proportion")
             for i, (key, m) in enumerate(zip(common, metrics, strict=True))}
 
 
@@ -87,13 +92,13 @@ def generation_deltas(pairs: Sequence[Pair], names: Sequence[str] | None = None)
         both = np.asarray([(x, y) for x, y in values if x is not None and y is not None], dtype=float)
         if len(both) == 0:
             continue
-        interval = bootstrap_intervals((both[:, 1] - both[:, 0])[:, None])[0]
-        deltas[metric.name] = _delta(both[:, 0], both[:, 1], interval, metric.better,
-                                     metric.aggregation == "proportion")
+        means = bootstrap_means((both[:, 1] - both[:, 0])[:, None])
+        deltas[metric.name] = _delta(both[:, 0], both[:, 1], percentile_intervals(means)[0],
+                                     bootstrap_p_values(means)[0], metric.better, metric.aggregation == "proportion")
     return deltas
 
 
-def _delta(base: np.ndarray, cand: np.ndarray, interval: tuple[float, float], better: str,
+def _delta(base: np.ndarray, cand: np.ndarray, interval: tuple[float, float], p_value: float, better: str,
            proportion: bool) -> MetricDelta:
     sign = 1 if better == "higher" else -1
     base_mean, cand_mean = math.fsum(base) / len(base), math.fsum(cand) / len(cand)
@@ -103,12 +108,19 @@ def _delta(base: np.ndarray, cand: np.ndarray, interval: tuple[float, float], be
         gained, lost = int(np.sum(cand > base)), int(np.sum(cand < base))
         worse, improved = (lost, gained) if sign > 0 else (gained, lost)
         test = McNemar(worse=worse, better=improved, p_value=mcnemar_exact(worse, improved))
-        significant, direction = test.p_value < SIGNIFICANCE, improved - worse
+        significant, direction, p_value = test.p_value < SIGNIFICANCE, improved - worse, test.p_value
     else:
         significant, direction = excludes_zero, sign * (cand_mean - base_mean)
     change = "unchanged" if not significant or direction == 0 else ("improved" if direction > 0 else "regressed")
     return MetricDelta(n=len(base), baseline=base_mean, candidate=cand_mean, delta=cand_mean - base_mean,
-                       ci95=interval, excludes_zero=excludes_zero, better=better, change=change, mcnemar=test)
+                       ci95=interval, excludes_zero=excludes_zero, better=better, change=change, mcnemar=test,
+                       p_value=p_value)
+
+
+def adjust_holm(deltas: dict[str, MetricDelta]) -> None:
+    """Set every delta's `p_holm`: its p-value adjusted over all of them (in place)."""
+    for delta, adjusted in zip(deltas.values(), holm([d.p_value for d in deltas.values()]), strict=True):
+        delta.p_holm = adjusted
 
 
 def find_regressions(pairs: Sequence[Pair], k: int, threshold: float) -> list[Regression]:
