@@ -47,11 +47,10 @@ async def otlp_traces(request: Request, body: bytes, call: Call) -> Response[byt
         except RateLimited as exc:
             raise over_ingest_rate(exc, call.tenant, settings, len(by_trace)) from exc
     invalid = decoded.rejected
-    for trace_id, spans in by_trace.items():
-        refused = await services.otlp_buffer.add(call.tenant, trace_id, spans)
-        if refused:
-            decoded.rejected += refused
-            decoded.errors.append(f"over {settings.otlp_max_spans_per_trace} spans in one trace")
+    refused = await services.otlp_buffer.add(call.tenant, by_trace)
+    if refused:
+        decoded.rejected += refused
+        decoded.errors.append(f"over {settings.otlp_max_spans_per_trace} spans in one trace")
     await _count_rejected(call, invalid, decoded.rejected - invalid)
     return Response(response_body(decoded, media), media_type=media)
 

@@ -227,3 +227,15 @@ def test_openllmetry_and_genai_spans_are_read() -> None:
 def test_a_trace_without_a_query_is_incomplete() -> None:
     built = assemble([span("a", "", 0, 10, **{KIND: "LLM", "output.value": "hi"})])
     assert built.missing == ["query", "documents"]
+
+
+def test_one_export_of_several_traces_buffers_each_and_caps_spans_per_trace(api_factory, stack, app: App) -> None:
+    url = api_factory({**stack.env, "RAGPULSE_OTLP_MAX_SPANS_PER_TRACE": "2"})
+    first, second = app.answer("How do I reset my router?"), app.answer("Why does it blink amber?")
+    response = httpx.post(f"{url}/v1/otlp/v1/traces", json=otlp_json(app.take()), timeout=30)
+    assert response.status_code == 200
+    partial = response.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "2" and "over 2 spans in one trace" in partial["errorMessage"]  # 3 spans each
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for trace_id in (first, second):
+            assert read_back(client, trace_id)["status"] in ("done", "incomplete")   # each buffered, each handed over

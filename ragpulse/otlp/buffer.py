@@ -5,7 +5,7 @@ once its root span has arrived, and at most `max_wait` seconds after its first s
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -42,16 +42,22 @@ class SpanBuffer:
         self._add = client.register_script(scripts.OTLP_ADD)
         self._lease = client.register_script(scripts.OTLP_LEASE)
 
-    async def add(self, tenant: str, trace_id: str, spans: Sequence[SpanRecord]) -> int:
-        """Buffer one trace's spans of an export; returns how many were refused (over max_spans)."""
-        member = keys.otlp_member(tenant, trace_id)
-        has_root = any(not span.parent_id for span in spans)
-        limits = self.limits
-        refused = await self._add(
-            keys=[self.pending, keys.otlp_spans(self.prefix, member), keys.otlp_meta(self.prefix, member)],
-            args=[time.time(), limits.settle_seconds, limits.max_wait_seconds, limits.ttl_seconds, member,
-                  limits.max_spans, int(has_root), *(_encoder.encode(span) for span in spans)])
-        return int(refused)
+    async def add(self, tenant: str, by_trace: Mapping[str, Sequence[SpanRecord]]) -> int:
+        """Buffer an export's spans, trace by trace, in one round trip (a pipeline of script calls); returns how many
+        were refused (over max_spans)."""
+        if not by_trace:
+            return 0
+        limits, now = self.limits, time.time()
+        async with self.client.pipeline(transaction=False) as pipe:
+            for trace_id, spans in by_trace.items():
+                member = keys.otlp_member(tenant, trace_id)
+                has_root = any(not span.parent_id for span in spans)
+                await self._add(
+                    keys=[self.pending, keys.otlp_spans(self.prefix, member), keys.otlp_meta(self.prefix, member)],
+                    args=[now, limits.settle_seconds, limits.max_wait_seconds, limits.ttl_seconds, member,
+                          limits.max_spans, int(has_root), *(_encoder.encode(span) for span in spans)], client=pipe)
+            refused = await pipe.execute()
+        return sum(int(n) for n in refused)
 
     async def due(self, limit: int = 100) -> list[str]:
         """Members whose wait is over."""
