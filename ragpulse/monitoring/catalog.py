@@ -113,3 +113,21 @@ ONLINE_BACKLOG = MetricDef("ragpulse_online_backlog", "gauge",
 
 GAUGES = (QUEUE_DEPTH, WORKERS, ONLINE_LAG, ONLINE_BACKLOG)
 """Read from RQ and the online stream at scrape time by service.monitoring.QueueCollector, not stored in Redis."""
+
+JUDGE_AGREEMENT_LABELS = MetricDef(
+    "ragpulse_judge_agreement_labels", "gauge",
+    "Human-labelled traces (labels younger than RAGPULSE_AGREEMENT_WINDOW_DAYS) by the human's call and the judge's "
+    "(`hallucinated` | `faithful`) and by how the trace was picked for review (`uniform`: the estimation sample; "
+    "`targeted`: hallucinations, disagreements, traces near a threshold): the 2x2 counts that JudgeAgreementLow reads.",
+    (*PER_APP, "judge", "prompt_version", "sample", "human", "judge_verdict"))
+JUDGE_LABELS_LAST = MetricDef(
+    "ragpulse_judge_labels_last_timestamp_seconds", "gauge",
+    "Unix time of the newest human label of the app's traces judged by this judge and prompt version.",
+    (*PER_APP, "judge", "prompt_version"))
+JUDGE_CURRENT = MetricDef(
+    "ragpulse_judge_current_prompt", "gauge",
+    "1 for the prompt version each judge of this deployment uses now (JudgeUnvalidated joins on it).",
+    ("judge", "prompt_version"))
+
+AGREEMENT_GAUGES = (JUDGE_AGREEMENT_LABELS, JUDGE_LABELS_LAST, JUDGE_CURRENT)
+"""Read from the label store at scrape time (issue 22's review loop), not stored in the counters hash."""
