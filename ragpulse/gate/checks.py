@@ -10,7 +10,6 @@ import msgspec
 from ragpulse.gate.config import SECURITY_PREFIX, GateConfig, Threshold
 from ragpulse.metrics.stats import Estimate
 from ragpulse.model.compare import Comparison, MetricDelta
-from ragpulse.reporting.compare import SIGNIFICANCE
 from ragpulse.model.report import Report
 
 Verdict = Literal["pass", "fail", "no_data", "info"]
@@ -25,6 +24,10 @@ class Row(msgspec.Struct, kw_only=True):
     threshold: str
     verdict: Verdict
     detail: str = ""
+    p_value: float | None = None
+    """A baseline row's own p-value (McNemar or sign-flip permutation)."""
+    p_adjusted: float | None = None
+    """A baseline row's p-value adjusted over the tested family: what the verdict reads."""
 
     @property
     def failed(self) -> bool:
@@ -44,22 +47,11 @@ def check_report(report: Report, config: GateConfig) -> list[Row]:
 
 
 def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
-    """A row per metric that changed significantly, plus the thresholded metrics' deltas; regressions fail unless
-    ignored or `fail_on_regression` is off. The oracle gap or RAG lift, when there is one, as information."""
-    rules = config.baseline
-    watched = set(config.active_thresholds)
-    rows = []
-    for key, delta in {**comparison.retrieval, **comparison.generation}.items():
-        regressed = _regressed(delta, rules.correction)
-        if delta.change == "unchanged" and not regressed and key not in watched:
-            continue
-        fails = regressed and rules.fail_on_regression and key not in rules.ignore
-        test = "McNemar" if delta.mcnemar else "bootstrap"
-        holm = f", Holm-adjusted {delta.p_holm:.3g}" if delta.p_holm is not None else ""
-        rows.append(Row(metric=f"{key} vs baseline", value=delta.delta, interval=delta.ci95,
-                        threshold="no significant regression", verdict="fail" if fails else "pass",
-                        detail=f"{delta.change}: {delta.baseline:.3f} -> {delta.candidate:.3f} over {delta.n} "
-                               f"matched traces; {test} p={delta.p_value:.3g}{holm}"))
+    """A row per metric of the comparison's tested family, decided as the comparison decided it (one function,
+    ragpulse.reporting.significance.decide, for compare and gate alike): a regression fails unless
+    `fail_on_regression` is off. The oracle gap or RAG lift, when there is one, as information."""
+    rows = [_family_row(key, delta, comparison, config.baseline.fail_on_regression)
+            for key, delta in {**comparison.retrieval, **comparison.generation}.items() if delta.tested]
     for name, gap in (("oracle_gap", comparison.oracle_gap), ("rag_lift", comparison.rag_lift)):
         if gap is not None:
             rows.append(Row(metric=f"{name} ({gap.metric})", value=gap.value, interval=gap.ci95, threshold="-",
@@ -67,12 +59,17 @@ def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
     return rows
 
 
-def _regressed(delta: MetricDelta, correction: str) -> bool:
-    """Worse than the baseline, significantly: by the Holm-adjusted p-value, or by the metric's own test."""
-    if correction == "none" or delta.p_holm is None:
-        return delta.change == "regressed"
-    worse = delta.delta < 0 if delta.better == "higher" else delta.delta > 0
-    return worse and delta.p_holm < SIGNIFICANCE
+def _family_row(key: str, delta: MetricDelta, comparison: Comparison, fail_on_regression: bool) -> Row:
+    fails = delta.change == "regressed" and fail_on_regression
+    test = "McNemar" if delta.mcnemar else "sign-flip permutation"
+    adjusted = "" if delta.p_adjusted is None else f", adjusted ({comparison.correction} over " \
+        f"{len(comparison.family)} tested metrics) {delta.p_adjusted:.3g}"
+    why = f"; {delta.note}" if delta.note else ""
+    return Row(metric=f"{key} vs baseline", value=delta.delta, interval=delta.ci95,
+               threshold="no significant regression", verdict="fail" if fails else "pass",
+               detail=f"{delta.change}: {delta.baseline:.3f} -> {delta.candidate:.3f} over {delta.n} matched traces; "
+                      f"{test} p={delta.p_value:.3g}{adjusted}{why}",
+               p_value=delta.p_value, p_adjusted=delta.p_adjusted)
 
 
 def _estimate(report: Report, key: str) -> Estimate | None:

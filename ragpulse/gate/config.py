@@ -11,9 +11,11 @@
     max = 0.10                    # ...or a ceiling (on = "mean" | "ci_high")
 
     [baseline]
-    fail_on_regression = true     # a metric significantly worse than the baseline fails the gate
+    fail_on_regression = true     # a tested metric significantly worse than the baseline fails the gate
+    metrics = ["recall@5", "mrr"] # tested for a regression beside the thresholded metrics (default: DEFAULT_REGRESSION_FAMILY)
+    correction = "holm"           # p-values adjusted over that family ("none": each metric alone)
     regression_threshold = 0.2    # a trace's recall@k / nDCG@k drop listed as a regression
-    ignore = ["precision@10"]     # metrics whose regression does not fail
+    ignore = ["precision@10"]     # metrics left out of the tested family
 
 Without a `[thresholds]` table the documented defaults apply (DEFAULT_THRESHOLDS); with one, exactly its entries.
 """
@@ -29,6 +31,7 @@ from msgspec import Meta
 
 from ragpulse.config import defaults
 from ragpulse.exceptions import GateConfigError
+from ragpulse.model.compare import Correction
 from ragpulse.model.trace import Base, BatchOptions, RunName, Variant, is_metric_key
 from ragpulse.reporting.security_section import RATES
 
@@ -71,9 +74,13 @@ class BaselineRules(Base):
     fail_on_regression: bool = True
     regression_threshold: Annotated[float, Meta(gt=0, le=1)] = defaults.COMPARE_REGRESSION_THRESHOLD
     ignore: list[GateKey] = []
-    correction: Literal["holm", "none"] = "holm"
-    """`holm`: a metric regressed when it got worse with a Holm-adjusted p < 0.05 across all compared metrics (the
-    gate tests ~25 at once); `none`: when its own change is significant (interval or McNemar alone)."""
+    """Metrics left out of the tested family (described, never tested)."""
+    metrics: list[GateKey] | None = None
+    """Metrics tested for a regression beside the thresholded ones; None: DEFAULT_REGRESSION_FAMILY (recall@5,
+    ndcg@5, mrr, faithfulness, hallucination_rate, unanswerable_hallucination_rate, those the comparison has)."""
+    correction: Correction = "holm"
+    """`holm`: a tested metric regressed when it got worse with a Holm-adjusted p < 0.05 over the tested family (the
+    thresholded and `metrics` metrics, not every metric of the report); `none`: by its own p-value alone."""
     run: RunName = "baseline"
     """`options.run` of the job a `--baseline-file` is evaluated as (its other options are the candidate's)."""
     variant: Variant = "rag"
@@ -96,13 +103,28 @@ class GateConfig(Base):
         for key in self.thresholds or ():
             if not is_gate_key(key):
                 raise ValueError(f"`thresholds` names an unknown metric `{key}`")
-            cutoff = key.partition("@")[2]
-            if cutoff and int(cutoff) not in self.options.k:
-                raise ValueError(f"`thresholds` names `{key}` but options.k is {self.options.k}")
+            self._check_cutoff("thresholds", key)
+        for key in self.baseline.metrics or ():
+            if not is_metric_key(key):
+                raise ValueError(f"`baseline.metrics` names an unknown metric `{key}`")
+            self._check_cutoff("baseline.metrics", key)
+
+    def _check_cutoff(self, where: str, key: str) -> None:
+        cutoff = key.partition("@")[2]
+        if cutoff and int(cutoff) not in self.options.k:
+            raise ValueError(f"`{where}` names `{key}` but options.k is {self.options.k}")
 
     @property
     def active_thresholds(self) -> dict[str, Threshold]:
         return dict(DEFAULT_THRESHOLDS) if self.thresholds is None else dict(self.thresholds)
+
+    @property
+    def regression_family(self) -> list[str]:
+        """The metrics a comparison tests for the gate: the thresholded ones, then `[baseline] metrics` (or the
+        default family), less `ignore`; security rates are thresholds only, never compared."""
+        named = [key for key in self.active_thresholds if is_metric_key(key)]
+        extra = defaults.DEFAULT_REGRESSION_FAMILY if self.baseline.metrics is None else self.baseline.metrics
+        return [key for key in dict.fromkeys([*named, *extra]) if key not in self.baseline.ignore]
 
 
 DEFAULT_THRESHOLDS: dict[str, Threshold] = {
