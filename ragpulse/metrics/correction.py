@@ -107,7 +107,7 @@ def resampled_tables(pairs: Sequence[LabelledPair], resamples: int = defaults.BO
 
     Not within the uniform and the targeted group apart: how many targeted picks a period yields is itself random,
     and the weighted table moves with it. In a simulation with targeted picks (tests/test_correction.py) the
-    stratified bootstrap covered 89% where this one covers 94-95%."""
+    stratified bootstrap covered 89% of windows where this one covers about 94%."""
     return bootstrap_means(cell_weights(pairs), resamples, seed) * len(pairs)  # means of the cells * n = totals
 
 
@@ -167,7 +167,7 @@ def corrected_rate(positives: int, n: int, pairs: Sequence[LabelledPair]) -> Cor
                              method=CORRECTION_METHOD)
     raw, table = positives / n, weighted_table(pairs)
     se, sp = float(sensitivity(table)), float(specificity(table))
-    status, detail = correction_status(uniform, se, sp)
+    status, detail = correction_status(len(pairs), uniform, se, sp)
     ok = status == "ok"
     return CorrectedRate(
         raw=raw, raw_ci95=wilson_interval(positives, n), n=n,
@@ -176,7 +176,7 @@ def corrected_rate(positives: int, n: int, pairs: Sequence[LabelledPair]) -> Cor
         estimation_labels=uniform, status=status, detail=detail, method=CORRECTION_METHOD)
 
 
-def correction_status(uniform: int, se: float, sp: float) -> tuple[CorrectionStatus, str]:
+def correction_status(labels: int, uniform: int, se: float, sp: float) -> tuple[CorrectionStatus, str]:
     """Whether the labels support a corrected rate, and the sentence that says what it rests on or why not."""
     if uniform < defaults.MIN_ESTIMATION_LABELS:
         return "too_few_labels", (f"{uniform} labels in the estimation sample; {defaults.MIN_ESTIMATION_LABELS} "
@@ -188,7 +188,7 @@ def correction_status(uniform: int, se: float, sp: float) -> tuple[CorrectionSta
         return "judge_uninformative", (f"the judge's sensitivity {se:.2f} + specificity {sp:.2f} <= 1 on the "
                                        "labels: its verdicts say nothing about the true rate")
     return "ok", (f"corrected for the judge's sensitivity {se:.2f} and specificity {sp:.2f}, measured on "
-                  f"{uniform} labels in the estimation sample")
+                  f"{labels} labels ({uniform} in the estimation sample)")
 
 
 def corrected_interval(positives: int, n: int, pairs: Sequence[LabelledPair],

@@ -3,9 +3,13 @@ hallucination rate corrected for the judge's error (issue 22, parts 4 and 5)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
+from msgspec import Meta
+
+Weight = Annotated[float, Meta(gt=0)]
+"""1 / an inclusion probability: positive (and at least 1 for a true probability)."""
 
 CorrectionStatus = Literal["ok", "too_few_labels", "judge_uninformative", "no_data"]
 """Why a corrected rate has a number, or why it has none."""
@@ -22,7 +26,7 @@ class LabelledPair(Struct):
     """The judge said hallucinated."""
     human: bool
     """The human said hallucinated."""
-    weight: float = 1.0
+    weight: Weight = 1.0
     """1 / the trace's inclusion probability in the review sample (Horvitz–Thompson weight)."""
     uniform: bool = True
     """Picked by the uniform random estimation sample (else a targeted pick)."""
