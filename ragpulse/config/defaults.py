@@ -246,3 +246,9 @@ OTLP_MAX_SPANS_PER_TRACE = 1000
 
 SHUTDOWN_TASK_SECONDS = 2.0
 """How long the API waits at shutdown for its background tasks (the OTLP hand-over) to end."""
+
+MIN_ESTIMATION_LABELS = 30
+"""Uniformly sampled human labels a judge-corrected rate needs; below it the rate says so instead of a number."""
+
+KAPPA_RELIABLE = 0.6
+"""Below this Cohen's kappa against human labels a judge is unreliable (the field's usual threshold)."""
