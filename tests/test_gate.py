@@ -341,3 +341,34 @@ def test_compare_and_gate_give_the_same_verdicts_on_the_same_two_jobs(stack: Liv
     untested = [key for key, d in {**named["retrieval"], **named["generation"]}.items() if not d["tested"]]
     assert untested and all(named["retrieval"].get(k, named["generation"].get(k))["change"] == "untested"
                             for k in untested)
+
+
+# -- a ceiling on the judge-corrected rate ----------------------------------------------------------------------------
+
+def test_a_ceiling_on_the_corrected_rate_reads_the_corrected_number_or_says_why_there_is_none(tmp_path: Path) -> None:
+    from ragpulse.metrics.correction import corrected_rate
+    from ragpulse.model.agreement import LabelledPair
+    from ragpulse.model.trace import BatchOptions
+    from ragpulse.reporting.build import build_report
+    from tests.test_compare import result
+
+    # the judge flags 170 of 1,000; 300 uniform labels say it catches 24 of 30 hallucinations (sensitivity 0.8)
+    # and clears 243 of 270 faithful answers (specificity 0.9): corrected (0.17 + 0.9 - 1) / 0.7 = 0.10
+    pairs = ([LabelledPair(judge=True, human=True)] * 24 + [LabelledPair(judge=False, human=True)] * 6
+             + [LabelledPair(judge=False, human=False)] * 243 + [LabelledPair(judge=True, human=False)] * 27)
+    rate = corrected_rate(170, 1000, pairs)
+    assert rate.status == "ok" and rate.corrected == pytest.approx(0.10)
+    report = build_report("j", BatchOptions(), [result("t", 0, ["d"], ["d"])])
+    path = tmp_path / "gate.toml"
+    for on, verdict in (("corrected", "pass"), ("corrected_ci_high", "fail")):   # 0.10 <= 0.12; its interval reaches past
+        path.write_text(f'[thresholds.hallucination_rate]\nmax = 0.12\non = "{on}"\n')
+        [row] = [r for r in check_report(msgspec.structs.replace(report, corrected={"hallucination_rate": rate}),
+                                         load_config(path)) if r.metric == "hallucination_rate"]
+        assert row.verdict == verdict and row.value == pytest.approx(0.10) and "raw 0.170" in row.detail
+    few = corrected_rate(170, 1000, pairs[:20])
+    [row] = [r for r in check_report(msgspec.structs.replace(report, corrected={"hallucination_rate": few}),
+                                     load_config(path)) if r.metric == "hallucination_rate"]
+    assert row.verdict == "fail" and row.value is None and "30" in row.detail   # required: no number fails, and says why
+    path.write_text('[thresholds."recall@5"]\nmax = 0.5\non = "corrected"\n')
+    with pytest.raises(GateConfigError, match="only hallucination_rate and unanswerable_hallucination_rate"):
+        load_config(path)

@@ -9,6 +9,7 @@ import msgspec
 
 from ragpulse.gate.config import SECURITY_PREFIX, GateConfig, Threshold
 from ragpulse.metrics.stats import Estimate
+from ragpulse.model.agreement import CorrectedRate
 from ragpulse.model.compare import Comparison, MetricDelta
 from ragpulse.model.report import Report
 
@@ -36,7 +37,8 @@ class Row(msgspec.Struct, kw_only=True):
 
 def check_report(report: Report, config: GateConfig) -> list[Row]:
     """One row per threshold, then the failed-traces row."""
-    rows = [_threshold_row(key, _estimate(report, key), threshold)
+    rows = [_corrected_row(key, report.corrected.get(key), threshold) if threshold.on.startswith("corrected")
+            else _threshold_row(key, _estimate(report, key), threshold)
             for key, threshold in config.active_thresholds.items()]
     counts = report.counts
     share = counts.failed / counts.total if counts.total else 0.0
@@ -78,6 +80,22 @@ def _estimate(report: Report, key: str) -> Estimate | None:
     if key in report.retrieval:
         return report.retrieval[key]
     return getattr(report.generation, key, None)
+
+
+def _corrected_row(key: str, rate: CorrectedRate | None, threshold: Threshold) -> Row:
+    """A ceiling held on the judge-corrected rate (or its interval's upper bound); without a corrected number (too
+    few labels, an uninformative judge) it fails when required, and says why."""
+    shown = f"<= {threshold.limit:g} ({threshold.on})"
+    if rate is None or rate.corrected is None or rate.ci95 is None:
+        detail = rate.detail if rate is not None else "no judge-corrected rate: no human labels for this judge"
+        return Row(metric=key, value=None, interval=None, threshold=shown,
+                   verdict="fail" if threshold.required else "no_data",
+                   detail=detail + ("" if threshold.required else " (not required)"))
+    held = rate.corrected if threshold.on == "corrected" else rate.ci95[1]
+    return Row(metric=key, value=rate.corrected, interval=rate.ci95, threshold=shown,
+               verdict=_verdict(held <= threshold.limit),
+               detail=f"judge-corrected ({rate.estimation_labels} labels in the estimation sample); raw "
+                      f"{rate.raw:.3f} over n={rate.n}")
 
 
 def _threshold_row(key: str, est: Estimate | None, threshold: Threshold) -> Row:

@@ -44,7 +44,9 @@ def is_gate_key(key: str) -> bool:
     """True for a metric key or `security.<check>` of the report's security section."""
     return is_metric_key(key) or (key.startswith(SECURITY_PREFIX) and key[len(SECURITY_PREFIX):] in RATES)
 
-Bound = Literal["mean", "ci_low", "ci_high"]
+Bound = Literal["mean", "ci_low", "ci_high", "corrected", "corrected_ci_high"]
+CORRECTABLE = ("hallucination_rate", "unanswerable_hallucination_rate")
+"""The rates the report also gives corrected for the judge's measured error (report.corrected)."""
 
 
 class Threshold(Base):
@@ -53,14 +55,18 @@ class Threshold(Base):
     min: float | None = None
     max: float | None = None
     on: Bound = "mean"
-    """`mean`, or the interval's bound that must clear the threshold: `ci_low` for a floor, `ci_high` for a ceiling."""
+    """`mean`, or the interval's bound that must clear the threshold: `ci_low` for a floor, `ci_high` for a ceiling;
+    for a hallucination rate's ceiling also `corrected` (the rate corrected for the judge's measured error, from human
+    labels) or `corrected_ci_high` (its interval's upper bound, which carries the judge's uncertainty too)."""
     required: bool = True
     """A metric with no value (no trace in its population) fails the gate unless this is false."""
 
     def __post_init__(self) -> None:
         if (self.min is None) == (self.max is None):
             raise ValueError("give exactly one of `min` (a floor) or `max` (a ceiling)")
-        if self.on == "ci_high" and self.min is not None or self.on == "ci_low" and self.max is not None:
+        if self.min is not None and self.on not in ("mean", "ci_low"):
+            raise ValueError("`on` must be `mean` or `ci_low` for a floor, `mean` or `ci_high` for a ceiling")
+        if self.on == "ci_low" and self.max is not None:
             raise ValueError("`on` must be `mean` or `ci_low` for a floor, `mean` or `ci_high` for a ceiling")
 
     @property
@@ -100,10 +106,13 @@ class GateConfig(Base):
     def __post_init__(self) -> None:
         if self.thresholds is None and 5 not in self.options.k:
             raise ValueError("the default thresholds hold recall@5: add 5 to options.k or set [thresholds]")
-        for key in self.thresholds or ():
+        for key, threshold in (self.thresholds or {}).items():
             if not is_gate_key(key):
                 raise ValueError(f"`thresholds` names an unknown metric `{key}`")
             self._check_cutoff("thresholds", key)
+            if threshold.on.startswith("corrected") and key not in CORRECTABLE:
+                raise ValueError(f"`thresholds.{key}.on = \"{threshold.on}\"`: only {' and '.join(CORRECTABLE)} "
+                                 "have a judge-corrected rate")
         for key in self.baseline.metrics or ():
             if not is_metric_key(key):
                 raise ValueError(f"`baseline.metrics` names an unknown metric `{key}`")

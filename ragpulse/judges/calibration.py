@@ -9,7 +9,7 @@ from ragpulse.model.results import TraceResult
 from ragpulse.metrics.agreement import accuracy, cohens_kappa, kappa_interval
 from ragpulse.model.calibration import Agreement, Calibration, CalibrationRequest
 
-KAPPA_RELIABLE = 0.6
+KAPPA_RELIABLE = defaults.KAPPA_RELIABLE
 """Below this kappa the judge is unreliable for this data (the field's usual threshold)."""
 
 
