@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidBody
 from ragpulse.model.results import TraceResult
 from ragpulse.metrics.agreement import accuracy, cohens_kappa, kappa_interval
