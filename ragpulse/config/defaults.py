@@ -66,8 +66,16 @@ BOOTSTRAP_SEED = 20240601
 """Fixed seed, so a report's intervals are reproducible."""
 
 PERMUTATION_DRAWS = 20_000
-"""Monte Carlo draws of the paired sign-flip permutation test (compare, gate) when n is too large to enumerate:
-its smallest p-value is 1 / 20,001, far below 0.05 divided by any family the gate tests."""
+"""Monte Carlo draws of the paired sign-flip permutation test (compare, gate) when n is too large to enumerate (up to
+PERMUTATION_BUDGET / n): its smallest p-value is 1 / 20,001, far below 0.05 divided by any family the gate tests."""
+
+PERMUTATION_MIN_DRAWS = 5_000
+"""The fewest Monte Carlo draws a sign-flip test makes, however many pairs: a floor of 1/5,001 = 0.0002, still 40x
+under 0.05 / 6 (the default family)."""
+
+PERMUTATION_BUDGET = 60_000_000
+"""Signs one sign-flip test may draw (pairs x draws): 20,000 draws up to 3,000 pairs, fewer above, so comparing two
+10,000-trace jobs stays within the cost of building their reports."""
 
 PERMUTATION_EXACT_MAX_N = 14
 """Up to this many pairs the sign-flip test enumerates all 2^n sign patterns (16,384) and its p-value is exact."""

@@ -121,14 +121,15 @@ def bootstrap_p_values(means: np.ndarray) -> list[float]:
     return [min(1.0, 2 * (min(int(lo), int(hi)) + 1) / (b + 1)) for lo, hi in zip(below, above)]
 
 
-def sign_flip_p_values(differences: np.ndarray, draws: int = defaults.PERMUTATION_DRAWS,
+def sign_flip_p_values(differences: np.ndarray, draws: int | None = None,
                        seed: int = defaults.BOOTSTRAP_SEED) -> list[float]:
     """Two-sided paired sign-flip permutation test that each column's mean paired difference is 0.
 
     Under no change a pair's difference is as likely to carry either sign, so |sum of differences| is ranked among
     the |sum| of the same differences under sign patterns: all 2^n of them up to PERMUTATION_EXACT_MAX_N pairs (p is
-    the exact share at least as extreme), else `draws` random patterns counted as (k + 1) / (draws + 1), never 0 and
-    never below 1 / (draws + 1), far under alpha / m for any family the gate tests. A column of zeros gives 1."""
+    the exact share at least as extreme), else `draws` random patterns (default: permutation_draws(n)) counted as
+    (k + 1) / (draws + 1), never 0; its floor, 1 / (draws + 1) <= 1/5,001, is far under alpha / m for any family the
+    gate tests. A column of zeros gives 1."""
     n, m = differences.shape
     observed = np.abs(differences.sum(axis=0))
     slack = 1e-9 * np.maximum(1.0, np.abs(differences).sum(axis=0))  # float noise must not hide a tie
@@ -136,13 +137,22 @@ def sign_flip_p_values(differences: np.ndarray, draws: int = defaults.PERMUTATIO
         patterns = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1) * 2.0 - 1.0
         extreme = np.sum(np.abs(patterns @ differences) >= observed - slack, axis=0)
         return [float(k) / 2 ** n for k in extreme]
+    draws = permutation_draws(n) if draws is None else draws
     rng = np.random.default_rng(seed)
-    block = max(1, min(draws, 2_000_000 // n))
+    block = max(8, min(draws, 4_000_000 // n) // 8 * 8)
     extreme = np.zeros(m, dtype=np.int64)
     for start in range(0, draws, block):
-        signs = np.where(rng.random((min(block, draws - start), n)) < 0.5, -1.0, 1.0)
+        rows = min(block, draws - start)
+        bits = np.unpackbits(np.frombuffer(rng.bytes(rows * n // 8 + 1), dtype=np.uint8))[: rows * n]
+        signs = bits.reshape(rows, n).astype(np.float64) * 2.0 - 1.0   # one random bit a sign: 64x less to draw
         extreme += np.sum(np.abs(signs @ differences) >= observed - slack, axis=0)
     return [(int(k) + 1) / (draws + 1) for k in extreme]
+
+
+def permutation_draws(n: int) -> int:
+    """Monte Carlo draws of the sign-flip test for n pairs: PERMUTATION_DRAWS, fewer for very large n so one test
+    touches at most PERMUTATION_BUDGET signs, never fewer than PERMUTATION_MIN_DRAWS."""
+    return max(defaults.PERMUTATION_MIN_DRAWS, min(defaults.PERMUTATION_DRAWS, defaults.PERMUTATION_BUDGET // max(n, 1)))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -85,11 +85,12 @@ def retrieval_deltas(pairs: Sequence[Pair], keys: Sequence[str] | None = None,
     cand = np.asarray([[c[key] for key in common] for _, c in labelled], dtype=float)
     means = bootstrap_means(cand - base)
     intervals, p_values = percentile_intervals(means), bootstrap_p_values(means)
-    test = [i for i, key in enumerate(common) if key in tested]
+    metrics = [retrieval_metric(key) for key in common]
+    test = [i for i, (key, m) in enumerate(zip(common, metrics, strict=True))
+            if key in tested and m.aggregation == "mean"]   # proportions get McNemar's exact test
     if test:
         for i, p in zip(test, sign_flip_p_values(cand[:, test] - base[:, test]), strict=True):
             p_values[i] = p
-    metrics = [retrieval_metric(key) for key in common]
     return {key: _delta(base[:, i], cand[:, i], intervals[i], p_values[i], m.better, m.aggregation == "proportion",
                         key in tested)
             for i, (key, m) in enumerate(zip(common, metrics, strict=True))}
@@ -109,7 +110,8 @@ def generation_deltas(pairs: Sequence[Pair], names: Sequence[str] | None = None,
         differences = (both[:, 1] - both[:, 0])[:, None]
         means = bootstrap_means(differences)
         test = metric.name in tested
-        p_value = (sign_flip_p_values(differences) if test else bootstrap_p_values(means))[0]
+        permute = test and metric.aggregation == "mean"   # proportions get McNemar's exact test
+        p_value = (sign_flip_p_values(differences) if permute else bootstrap_p_values(means))[0]
         deltas[metric.name] = _delta(both[:, 0], both[:, 1], percentile_intervals(means)[0], p_value, metric.better,
                                      metric.aggregation == "proportion", test)
     return deltas
