@@ -39,6 +39,7 @@ from service.jobs import JobController
 from service.labels import LabelController, ReviewController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
+from service.review_metrics import AgreementCollector
 from service.traces import TraceController
 from service.openapi import document
 
@@ -73,6 +74,7 @@ def create_app(
     scrape_client = redis_client(settings, socket_timeout=defaults.SCRAPE_REDIS_TIMEOUT)  # /metrics: fail fast
     api_metrics.registry.register(RedisMetricsCollector(scrape_client, settings.apps, kinds.models(settings)))
     api_metrics.registry.register(QueueCollector(scrape_client, settings))
+    api_metrics.registry.register(AgreementCollector(scrape_client, settings))
     policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
     loop_client = redis_client(settings, AsyncRedis)
 
