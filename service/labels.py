@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Controller, get, post
+from litestar import Controller, Response, get, post, route
+from litestar.enums import HttpMethod
 from litestar.params import Parameter
 
 from ragpulse.config import defaults
@@ -39,11 +40,18 @@ class LabelController(Controller):
         return call.services.reviews.label(call.tenant, decode_body(body, LabelRequest))
 
     @get("/", sync_to_thread=True, summary="A trace's labels and the reviewers' agreement")
-    def list(self, call: Call, trace_id: TraceIdParam, job_id: JobIdParam = None) -> TraceLabels:
+    def read(self, call: Call, trace_id: TraceIdParam, job_id: JobIdParam = None) -> TraceLabels:
         """Every reviewer's label of the trace, their majority call, and the inter-annotator agreement of its
         reviewers over the app's traces they all labelled within RAGPULSE_AGREEMENT_WINDOW_DAYS: Cohen's kappa for
         two reviewers, Fleiss' kappa for three or more."""
         return call.services.reviews.of_trace(call.tenant, trace_id, job_id)
+
+    @route("/", http_method=HttpMethod.OPTIONS, include_in_schema=False, sync_to_thread=False)
+    def allowed_methods(self) -> Response[None]:
+        """Lists every handler's method: Litestar's automatic OPTIONS answer would list only the first's. Named to
+        sort first: a controller registers its handlers in name order, and only a first OPTIONS handler prevents the
+        automatic one."""
+        return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
 
 
 class ReviewController(Controller):
