@@ -14,10 +14,11 @@ from dispatch.chunks import requeue
 from ragpulse.config import defaults
 from ragpulse.exceptions import Conflict
 from ragpulse.model.calibration import Calibration
-from ragpulse.model.compare import Comparison, RunInfo
+from ragpulse.model.compare import Comparison, Correction, RunInfo
 from ragpulse.model.report import Report
 from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
 from ragpulse.reporting.compare import compare
+from ragpulse.reporting.significance import default_family, parse_family
 from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.store import Store
 from service.context import Call
@@ -74,11 +75,20 @@ class JobController(Controller):
         baseline: Annotated[str, Parameter(max_length=64, description="The baseline's job id (yours, finished).")],
         threshold: Annotated[float, Parameter(gt=0, le=1, description="Per-trace drop of recall@k or nDCG@k "
                                               "listed as a regression.")] = defaults.COMPARE_REGRESSION_THRESHOLD,
+        metrics: Annotated[str | None, Parameter(max_length=2000, description=(
+            "Comma-separated metric keys to test for a change (one multiple-comparison family). Default: the "
+            "candidate batch's options.targets, then recall@5, ndcg@5, mrr, faithfulness, hallucination_rate, "
+            "unanswerable_hallucination_rate. Other metrics are described, not tested."))] = None,
+        correction: Annotated[Correction, Parameter(description=(
+            "How the family's p-values are adjusted: holm (family-wise error <= 0.05) or none."))] = "holm",
     ) -> Comparison:
-        """Paired deltas with bootstrap intervals (McNemar's exact test for proportions), the traces that got worse,
-        slices by question type and source, and the oracle gap or RAG lift when the baseline is such a run.
+        """Paired deltas with bootstrap intervals, the traces that got worse, slices by question type and source, and
+        the oracle gap or RAG lift when the baseline is such a run. Only the tested family gets a decision (McNemar's
+        exact test for proportions, a paired sign-flip permutation test for means, p-values adjusted over the
+        family): the same decision `ragpulse gate` makes.
 
-        404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed."""
+        404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed; 422
+        naming `query.metrics` for an unknown metric key."""
         store, tenant = call.store, call.tenant
         sides = {"path.job_id": store.job(job_id, tenant), "query.baseline": store.job(baseline, tenant)}
         for path, job in sides.items():
@@ -86,8 +96,10 @@ class JobController(Controller):
                 what = "ended without results" if job.status == "failed" else "has not finished"
                 raise Conflict(f"job {job.job_id} is {job.status}; compare it once it has finished",
                                [{"path": path, "message": f"job {what}"}])
+        family = parse_family(metrics) if metrics is not None else default_family(_targets(store, job_id, tenant))
         return compare(_run_info(sides["query.baseline"]), _run_info(sides["path.job_id"]),
-                       store.results.all(baseline), store.results.all(job_id), threshold)
+                       store.results.all(baseline), store.results.all(job_id), threshold, family=family,
+                       correction=correction)
 
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job",
          responses={202: ResponseSpec(ReportPending, description="The job is still running; poll again."),
@@ -120,6 +132,15 @@ class JobController(Controller):
 
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The report page needs inline styles and nothing else: no script, no fetch, no external asset."""
+
+
+def _targets(store: Store, job_id: str, tenant: str) -> list[str]:
+    """The metrics the candidate batch was given targets for (`options.targets`, e.g. a gate's thresholds)."""
+    raw = store.report(job_id, tenant)
+    if raw is None:
+        return []
+    report = msgspec.json.decode(raw, type=Report)
+    return [key for key, target in report.targets.items() if target.source == "options"]
 
 
 def _run_info(job: JobView) -> RunInfo:

@@ -108,7 +108,9 @@ def test_an_unchanged_run_regresses_nothing() -> None:
     baseline = [result(f"t{i}", i, [f"d{i}", "x"], [f"d{i}", "z"]) for i in range(30)]
     found = compare(*runs(), baseline, list(baseline))
     assert found.significant_regressions == [] and found.regressions == []
-    assert all(d.delta == 0 and d.change == "unchanged" for d in found.retrieval.values())
+    assert all(d.delta == 0 and d.change == ("unchanged" if d.tested else "untested")
+               for d in found.retrieval.values())
+    assert [key for key, d in found.retrieval.items() if d.tested] == ["recall@5", "ndcg@5", "mrr"]
 
 
 def test_slices_follow_the_candidates_question_types() -> None:
@@ -118,7 +120,8 @@ def test_slices_follow_the_candidates_question_types() -> None:
                         question_type="multi_hop" if i < 10 else "single_fact") for i in range(30)]
     found = compare(*runs(), baseline, candidate)
     assert found.by_question_type["multi_hop"].matched == 10
-    assert found.by_question_type["multi_hop"].metrics["recall@5"].change == "regressed"
+    multi_hop = found.by_question_type["multi_hop"].metrics["recall@5"]
+    assert multi_hop.delta == -1.0 and multi_hop.excludes_zero and multi_hop.change == "untested"   # described only
     assert found.by_question_type["single_fact"].metrics["recall@5"].delta == 0
     assert list(found.by_source) == ["unspecified"]
 
@@ -233,11 +236,60 @@ def test_bootstrap_p_values_count_resamples_on_each_side_of_zero() -> None:
     assert bootstrap_p_values(bootstrap_means(mixed))[0] > 0.5
 
 
-def test_every_metric_of_a_comparison_carries_its_holm_adjusted_p() -> None:
+def test_only_the_family_is_tested_and_adjusted() -> None:
     baseline = [result(f"t{i}", i, [f"d{i}", "x", "y"], [f"d{i}"]) for i in range(30)]
     candidate = [result(f"t{i}", i, ["x", "y"] if i % 3 == 0 else [f"d{i}", "x"], [f"d{i}"]) for i in range(30)]
-    found = compare(*runs(), baseline, candidate)
-    deltas = list(found.retrieval.values())
-    assert all(d.p_holm is not None and d.p_holm >= d.p_value for d in deltas)
-    assert found.retrieval["recall@5"].p_holm < 0.05                 # a third of the queries broke: still significant
-    assert found.by_question_type["unspecified"].metrics["recall@5"].p_holm is None   # slices are not adjusted
+    found = compare(*runs(), baseline, candidate, family=["recall@5", "mrr", "precision@1"])
+    assert found.family == ["precision@1", "recall@5", "mrr"]            # in the comparison's order
+    tested = {key: d for key, d in found.retrieval.items() if d.tested}
+    assert all(d.p_holm is not None and d.p_holm >= d.p_value and d.p_adjusted == d.p_holm for d in tested.values())
+    assert all(d.p_holm is None and d.change == "untested" for k, d in found.retrieval.items() if k not in tested)
+    assert found.retrieval["recall@5"].change == "regressed"           # a third of the queries broke
+    assert set(found.significant_regressions) <= set(found.family)
+    assert found.by_question_type["unspecified"].metrics["recall@5"].p_holm is None   # slices are not tested
+
+
+# -- the sign-flip permutation test ---------------------------------------------------------------------------------
+
+def test_sign_flip_is_exact_on_small_samples() -> None:
+    from ragpulse.metrics.stats import sign_flip_p_values
+
+    # differences (1, 1, 1): of the 8 sign patterns only +++ and --- reach |sum| = 3, so p = 2/8
+    # differences (1, 2): sums 3, 1, -1, -3; |sum| >= 3 twice of 4, so p = 1/2
+    assert sign_flip_p_values(np.asarray([[1.0], [1.0], [1.0]])) == [0.25]
+    assert sign_flip_p_values(np.asarray([[1.0], [2.0]])) == [0.5]
+    assert sign_flip_p_values(np.zeros((5, 2))) == [1.0, 1.0]          # no change at all
+
+
+def test_sign_flip_reaches_far_below_any_family_threshold() -> None:
+    from ragpulse.config import defaults
+    from ragpulse.metrics.stats import sign_flip_p_values
+
+    # 40 pairs that all lost 0.1: no random sign pattern reaches |sum| = 4, so p is the Monte Carlo floor 1/(B + 1),
+    # where 1,000 bootstrap resamples stopped at 2/1001 and Holm over 27 metrics could never get it under 0.05
+    [p] = sign_flip_p_values(np.full((40, 1), -0.1))
+    assert p == pytest.approx(1 / (defaults.PERMUTATION_DRAWS + 1)) and p * 27 < 0.05 / 10
+
+
+def test_sign_flip_agrees_with_the_normal_approximation_on_a_large_sample() -> None:
+    from ragpulse.metrics.stats import sign_flip_p_values
+
+    rng = np.random.default_rng(11)
+    differences = rng.normal(-0.012, 0.2, 2_000)
+    z = differences.mean() / (np.sqrt(np.mean(differences ** 2)) / np.sqrt(len(differences)))  # the test's null sd
+    normal_p = math.erfc(abs(z) / math.sqrt(2))
+    [p] = sign_flip_p_values(differences[:, None])
+    assert 0.005 < normal_p < 0.2 and p == pytest.approx(normal_p, abs=0.01)
+
+
+def test_noise_alone_rarely_fails_a_family_under_holm() -> None:
+    # 200 comparisons of two runs that differ only by noise, six tested metrics each: Holm keeps the family-wise
+    # false alarm rate under alpha = 0.05 (a few percent; an unadjusted test of six would be near 26%).
+    from ragpulse.metrics.stats import holm, sign_flip_p_values
+
+    rng = np.random.default_rng(3)
+    alarms = 0
+    for _ in range(200):
+        differences = rng.normal(0, 0.2, (60, 6))
+        alarms += min(holm(sign_flip_p_values(differences, draws=2_000))) < 0.05
+    assert alarms / 200 <= 0.08

@@ -205,26 +205,170 @@ def test_the_example_workflow_runs_a_gate_command_the_parser_accepts() -> None:
         assert args.run is cli._gate and args.junit and args.github
 
 
-def test_holm_keeps_one_marginal_metric_among_many_from_failing_the_gate(tmp_path: Path) -> None:
+def test_holm_over_the_gate_family_not_over_every_metric() -> None:
     from ragpulse.gate.checks import check_comparison
     from ragpulse.model.compare import Comparison, MetricDelta, RunInfo
+    from ragpulse.reporting.significance import decide
 
-    def delta(p: float, change: str) -> MetricDelta:
+    def delta(p: float, tested: bool) -> MetricDelta:
         return MetricDelta(n=200, baseline=0.8, candidate=0.78, delta=-0.02, ci95=(-0.04, -0.001), excludes_zero=True,
-                           better="higher", change=change, p_value=p)
+                           better="higher", change="untested", p_value=p, tested=tested)
 
-    metrics = {f"ndcg@{k}": delta(0.5, "unchanged") for k in range(1, 25)} | {"mrr": delta(0.03, "regressed")}
-    from ragpulse.reporting.compare import adjust_holm
-    adjust_holm(metrics)
-    run = RunInfo(job_id="j", run=None, variant="rag")
-    comparison = Comparison(candidate=run, baseline=run, matched=200, only_in_baseline=0, only_in_candidate=0,
-                            retrieval=metrics, generation={}, significant_regressions=["mrr"],
-                            regression_threshold=0.2, regressions=[], regressions_total=0, by_question_type={},
-                            by_source={})
+    def comparison(family: set[str], correction: str = "holm") -> Comparison:
+        metrics = {f"ndcg@{k}": delta(0.5, f"ndcg@{k}" in family) for k in range(1, 25)}
+        metrics["mrr"] = delta(0.004, "mrr" in family)
+        run = RunInfo(job_id="j", run=None, variant="rag")
+        tested = decide(metrics, correction)  # type: ignore[arg-type]
+        return Comparison(candidate=run, baseline=run, matched=200, only_in_baseline=0, only_in_candidate=0,
+                          retrieval=metrics, generation={}, significant_regressions=[k for k, d in metrics.items()
+                                                                                      if d.change == "regressed"],
+                          regression_threshold=0.2, regressions=[], regressions_total=0, by_question_type={},
+                          by_source={}, family=tested, correction=correction)  # type: ignore[arg-type]
+
+    config = load_config(None)
+    # the family the gate tests: mrr and five others -> Holm needs 0.004 x 6 = 0.024 < 0.05: mrr fails
+    rows = {r.metric: r for r in check_comparison(comparison({"mrr", *(f"ndcg@{k}" for k in range(1, 6))}), config)}
+    assert rows["mrr vs baseline"].verdict == "fail" and rows["mrr vs baseline"].p_adjusted == pytest.approx(0.024)
+    assert "ndcg@20 vs baseline" not in rows                               # untested: described in compare only
+    # had every one of the 25 metrics been tested, 0.004 x 25 = 0.1: the note says why a real drop passes
+    everything = {f"ndcg@{k}" for k in range(1, 25)} | {"mrr"}
+    rows = {r.metric: r for r in check_comparison(comparison(everything), config)}
+    assert rows["mrr vs baseline"].verdict == "pass"
+    assert "after Holm's adjustment over the 25 tested metrics p=0.1" in rows["mrr vs baseline"].detail
+    rows = {r.metric: r for r in check_comparison(comparison(everything, "none"), config)}
+    assert rows["mrr vs baseline"].verdict == "fail"
+
+
+def test_the_gate_family_is_its_thresholds_and_baseline_metrics_less_ignored(tmp_path: Path) -> None:
     path = tmp_path / "gate.toml"
-    path.write_text('[thresholds.mrr]\nmin = 0.1\n')
-    [row] = [r for r in check_comparison(comparison, load_config(path)) if r.metric == "mrr vs baseline"]
-    assert row.verdict == "pass" and "Holm-adjusted 0.75" in row.detail       # 0.03 x 25 = 0.75
-    path.write_text('[thresholds.mrr]\nmin = 0.1\n[baseline]\ncorrection = "none"\n')
-    [row] = [r for r in check_comparison(comparison, load_config(path)) if r.metric == "mrr vs baseline"]
-    assert row.verdict == "fail"
+    path.write_text('[thresholds.mrr]\nmin = 0.5\n[baseline]\nmetrics = ["recall@3", "faithfulness"]\n'
+                    'ignore = ["faithfulness"]\n')
+    assert load_config(path).regression_family == ["mrr", "recall@3"]
+    assert GateConfig().regression_family == ["recall@5", "hallucination_rate", "unanswerable_hallucination_rate",
+                                              "ndcg@5", "mrr", "faithfulness"]
+    path.write_text('[baseline]\nmetrics = ["recall@20"]\n')
+    with pytest.raises(GateConfigError, match="`baseline.metrics` names `recall@20` but options.k"):
+        load_config(path)
+
+
+# -- the issue's case: a clear drop fails the regression check, noise does not; compare and gate agree ------------
+
+ACME = ROOT / "examples" / "acme_support_traces.jsonl"
+
+
+def acme(dropped: int) -> list[dict]:
+    """The example traces with the gold documents taken out of the retrieved list of the first `dropped` traces
+    that retrieved one (and kept at least one other document)."""
+    traces = [json.loads(line) for line in ACME.read_text().splitlines() if line.strip()]
+    left = dropped
+    for trace in traces:
+        gold = set(trace.get("gold_doc_ids") or ())
+        kept = [doc for doc in trace["retrieved_docs"] if doc["id"] not in gold]
+        if left and kept and len(kept) < len(trace["retrieved_docs"]):
+            trace["retrieved_docs"], left = kept, left - 1
+    assert left == 0
+    return traces
+
+
+def acme_config(tmp_path: Path, thresholds: bool) -> Path:
+    """A copy of examples/gate.toml with k = [1, 2, 3, 5, 10, 20]; without its threshold tables when asked."""
+    text = (ROOT / "examples" / "gate.toml").read_text().replace("k = [1, 3, 5, 10]", "k = [1, 2, 3, 5, 10, 20]")
+    if not thresholds:
+        text = "thresholds = {}\n" + re.sub(r"\[thresholds\.[^\n]+\n(?:(?!\[)[^\n]*\n)*", "", text)
+    path = tmp_path / ("gate.toml" if thresholds else "gate-no-thresholds.toml")
+    path.write_text(text)
+    assert load_config(path).options.k == [1, 2, 3, 5, 10, 20]
+    return path
+
+
+def baseline_rows(output: str) -> dict[str, str]:
+    """`metric vs baseline` -> PASS / FAIL, read off the gate's table."""
+    return dict(re.findall(r"^(\S+) vs baseline .* (PASS|FAIL)$", output, re.M))
+
+
+def test_a_clear_drop_fails_the_regression_check_with_and_without_thresholds(stack: LiveStack, tmp_path: Path) -> None:
+    candidate = write(tmp_path / "candidate.jsonl", acme(15))
+    for thresholds in (True, False):
+        config = acme_config(tmp_path, thresholds)
+        run = ragpulse_gate(candidate, "--server", stack.url, "--config", config, "--baseline-file", ACME)
+        assert run.returncode == GATE_FAIL, run.stdout + run.stderr
+        rows = baseline_rows(run.stdout)
+        assert rows["recall@5"] == "FAIL" and rows["mrr"] == "FAIL", run.stdout
+        assert "ndcg@20" not in rows and "precision@2" not in rows       # report-only metrics are not tested
+        assert re.search(r"^metric +value +95% CI +threshold +p +p adj +verdict$", run.stdout, re.M)
+        assert re.search(r"^recall@5 vs baseline .* \d\S* +\d\S* +FAIL$", run.stdout, re.M)   # p and adjusted p
+        assert "adjusted (holm over" in run.stdout
+
+
+def test_an_unchanged_file_and_a_noise_level_change_pass(stack: LiveStack, tmp_path: Path) -> None:
+    config = acme_config(tmp_path, thresholds=False)
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        baseline = client.post("/v1/batches", json={"traces": acme(0), "options": {"judge": "local",
+                                                                                    "k": [1, 2, 3, 5, 10, 20]}})
+        wait_for_job(client, baseline.json()["job_id"])
+    for dropped in (0, 2):                      # two traces of 65 losing their gold document is noise
+        candidate = write(tmp_path / f"dropped-{dropped}.jsonl", acme(dropped))
+        run = ragpulse_gate(candidate, "--server", stack.url, "--config", config, "--baseline",
+                            baseline.json()["job_id"])
+        assert run.returncode == GATE_PASS, run.stdout + run.stderr
+        assert set(baseline_rows(run.stdout).values()) == {"PASS"}
+
+
+def test_compare_and_gate_give_the_same_verdicts_on_the_same_two_jobs(stack: LiveStack, tmp_path: Path) -> None:
+    from ragpulse.gate.command import gate_options
+
+    path = acme_config(tmp_path, thresholds=True)
+    config = load_config(path)
+    options = gate_options(config)
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        jobs = [client.post("/v1/batches", json={"traces": traces, "options": options}).json()["job_id"]
+                for traces in (acme(0), acme(15))]
+        for job_id in jobs:
+            wait_for_job(client, job_id)
+        by_default = client.get(f"/v1/jobs/{jobs[1]}/compare", params={"baseline": jobs[0]}).json()
+        named = client.get(f"/v1/jobs/{jobs[1]}/compare",
+                           params={"baseline": jobs[0], "metrics": ",".join(config.regression_family)}).json()
+        bad = client.get(f"/v1/jobs/{jobs[1]}/compare", params={"baseline": jobs[0], "metrics": "recal@5,mrr"})
+    assert bad.status_code == 400 and "query.metrics" in bad.text and "recal@5" in bad.text
+    assert by_default["family"] == named["family"]                     # the candidate's targets, then the defaults
+    run = ragpulse_gate(write(tmp_path / "candidate.jsonl", acme(15)), "--server", stack.url, "--config", path,
+                        "--baseline", jobs[0])
+    rows = baseline_rows(run.stdout)
+    assert set(rows) == set(named["family"])
+    assert sorted(key for key, verdict in rows.items() if verdict == "FAIL") == sorted(
+        named["significant_regressions"]) == sorted(by_default["significant_regressions"])
+    assert {"recall@5", "mrr"} <= set(named["significant_regressions"])
+    untested = [key for key, d in {**named["retrieval"], **named["generation"]}.items() if not d["tested"]]
+    assert untested and all(named["retrieval"].get(k, named["generation"].get(k))["change"] == "untested"
+                            for k in untested)
+
+
+# -- a ceiling on the judge-corrected rate ----------------------------------------------------------------------------
+
+def test_a_ceiling_on_the_corrected_rate_reads_the_corrected_number_or_says_why_there_is_none(tmp_path: Path) -> None:
+    from ragpulse.metrics.correction import corrected_rate
+    from ragpulse.model.agreement import LabelledPair
+    from ragpulse.model.trace import BatchOptions
+    from ragpulse.reporting.build import build_report
+    from tests.test_compare import result
+
+    # the judge flags 170 of 1,000; 300 uniform labels say it catches 24 of 30 hallucinations (sensitivity 0.8)
+    # and clears 243 of 270 faithful answers (specificity 0.9): corrected (0.17 + 0.9 - 1) / 0.7 = 0.10
+    pairs = ([LabelledPair(judge=True, human=True)] * 24 + [LabelledPair(judge=False, human=True)] * 6
+             + [LabelledPair(judge=False, human=False)] * 243 + [LabelledPair(judge=True, human=False)] * 27)
+    rate = corrected_rate(170, 1000, pairs)
+    assert rate.status == "ok" and rate.corrected == pytest.approx(0.10)
+    report = build_report("j", BatchOptions(), [result("t", 0, ["d"], ["d"])])
+    path = tmp_path / "gate.toml"
+    for on, verdict in (("corrected", "pass"), ("corrected_ci_high", "fail")):   # 0.10 <= 0.12; its interval reaches past
+        path.write_text(f'[thresholds.hallucination_rate]\nmax = 0.12\non = "{on}"\n')
+        [row] = [r for r in check_report(msgspec.structs.replace(report, corrected={"hallucination_rate": rate}),
+                                         load_config(path)) if r.metric == "hallucination_rate"]
+        assert row.verdict == verdict and row.value == pytest.approx(0.10) and "raw 0.170" in row.detail
+    few = corrected_rate(170, 1000, pairs[:20])
+    [row] = [r for r in check_report(msgspec.structs.replace(report, corrected={"hallucination_rate": few}),
+                                     load_config(path)) if r.metric == "hallucination_rate"]
+    assert row.verdict == "fail" and row.value is None and "30" in row.detail   # required: no number fails, and says why
+    path.write_text('[thresholds."recall@5"]\nmax = 0.5\non = "corrected"\n')
+    with pytest.raises(GateConfigError, match="only hallucination_rate and unanswerable_hallucination_rate"):
+        load_config(path)

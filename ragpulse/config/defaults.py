@@ -65,6 +65,23 @@ BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20240601
 """Fixed seed, so a report's intervals are reproducible."""
 
+PERMUTATION_DRAWS = 20_000
+"""Monte Carlo draws of the paired sign-flip permutation test (compare, gate) when n is too large to enumerate:
+its smallest p-value is 1 / 20,001, far below 0.05 divided by any family the gate tests."""
+
+PERMUTATION_EXACT_MAX_N = 14
+"""Up to this many pairs the sign-flip test enumerates all 2^n sign patterns (16,384) and its p-value is exact."""
+
+COMPARE_ALPHA = 0.05
+"""Family-wise error rate of the regression check: compare and gate call a change significant when its adjusted
+p-value is below it."""
+
+DEFAULT_REGRESSION_FAMILY = ("recall@5", "ndcg@5", "mrr", "faithfulness", "hallucination_rate",
+                             "unanswerable_hallucination_rate")
+"""The metrics compare and gate test for a regression when nobody names them (`[baseline] metrics` in gate.toml,
+`metrics=` on GET /v1/jobs/{id}/compare), beside the ones with thresholds or targets; a metric the comparison
+lacks (no cutoff 5, no unanswerable trace) is left out of the family."""
+
 REDIS_SOCKET_TIMEOUT = 5.0
 """Seconds before a Redis call is abandoned; the API then answers 503 instead of hanging."""
 
@@ -275,12 +292,15 @@ queue would serve last), so what stays is still picked by hash alone."""
 REVIEW_QUEUE_MAX = 50
 """Most items one GET /v1/apps/{app}/review answers."""
 
-REVIEW_ESTIMATION_NEEDED = 30
-"""Labels the uniform sample needs before corrected rates are given; the queue serves it first until then."""
-
 REVIEW_SCAN_BATCH = 200
 """Index entries the review queue reads per round trip while filling a page."""
 
 AGREEMENT_SCRAPE_SECONDS = 30.0
 """How long the API reuses the judge-agreement gauges it read from the label store (labels arrive at human pace, and
 reading every labelled trace on each scrape would cost Redis more than it tells)."""
+
+MIN_ESTIMATION_LABELS = 30
+"""Uniformly sampled human labels a judge-corrected rate needs; below it the rate says so instead of a number."""
+
+KAPPA_RELIABLE = 0.6
+"""Below this Cohen's kappa against human labels a judge is unreliable (the field's usual threshold)."""

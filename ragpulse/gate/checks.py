@@ -9,8 +9,8 @@ import msgspec
 
 from ragpulse.gate.config import SECURITY_PREFIX, GateConfig, Threshold
 from ragpulse.metrics.stats import Estimate
+from ragpulse.model.agreement import CorrectedRate
 from ragpulse.model.compare import Comparison, MetricDelta
-from ragpulse.reporting.compare import SIGNIFICANCE
 from ragpulse.model.report import Report
 
 Verdict = Literal["pass", "fail", "no_data", "info"]
@@ -25,6 +25,10 @@ class Row(msgspec.Struct, kw_only=True):
     threshold: str
     verdict: Verdict
     detail: str = ""
+    p_value: float | None = None
+    """A baseline row's own p-value (McNemar or sign-flip permutation)."""
+    p_adjusted: float | None = None
+    """A baseline row's p-value adjusted over the tested family: what the verdict reads."""
 
     @property
     def failed(self) -> bool:
@@ -33,7 +37,8 @@ class Row(msgspec.Struct, kw_only=True):
 
 def check_report(report: Report, config: GateConfig) -> list[Row]:
     """One row per threshold, then the failed-traces row."""
-    rows = [_threshold_row(key, _estimate(report, key), threshold)
+    rows = [_corrected_row(key, report.corrected.get(key), threshold) if threshold.on.startswith("corrected")
+            else _threshold_row(key, _estimate(report, key), threshold)
             for key, threshold in config.active_thresholds.items()]
     counts = report.counts
     share = counts.failed / counts.total if counts.total else 0.0
@@ -44,22 +49,11 @@ def check_report(report: Report, config: GateConfig) -> list[Row]:
 
 
 def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
-    """A row per metric that changed significantly, plus the thresholded metrics' deltas; regressions fail unless
-    ignored or `fail_on_regression` is off. The oracle gap or RAG lift, when there is one, as information."""
-    rules = config.baseline
-    watched = set(config.active_thresholds)
-    rows = []
-    for key, delta in {**comparison.retrieval, **comparison.generation}.items():
-        regressed = _regressed(delta, rules.correction)
-        if delta.change == "unchanged" and not regressed and key not in watched:
-            continue
-        fails = regressed and rules.fail_on_regression and key not in rules.ignore
-        test = "McNemar" if delta.mcnemar else "bootstrap"
-        holm = f", Holm-adjusted {delta.p_holm:.3g}" if delta.p_holm is not None else ""
-        rows.append(Row(metric=f"{key} vs baseline", value=delta.delta, interval=delta.ci95,
-                        threshold="no significant regression", verdict="fail" if fails else "pass",
-                        detail=f"{delta.change}: {delta.baseline:.3f} -> {delta.candidate:.3f} over {delta.n} "
-                               f"matched traces; {test} p={delta.p_value:.3g}{holm}"))
+    """A row per metric of the comparison's tested family, decided as the comparison decided it (one function,
+    ragpulse.reporting.significance.decide, for compare and gate alike): a regression fails unless
+    `fail_on_regression` is off. The oracle gap or RAG lift, when there is one, as information."""
+    rows = [_family_row(key, delta, comparison, config.baseline.fail_on_regression)
+            for key, delta in {**comparison.retrieval, **comparison.generation}.items() if delta.tested]
     for name, gap in (("oracle_gap", comparison.oracle_gap), ("rag_lift", comparison.rag_lift)):
         if gap is not None:
             rows.append(Row(metric=f"{name} ({gap.metric})", value=gap.value, interval=gap.ci95, threshold="-",
@@ -67,12 +61,17 @@ def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
     return rows
 
 
-def _regressed(delta: MetricDelta, correction: str) -> bool:
-    """Worse than the baseline, significantly: by the Holm-adjusted p-value, or by the metric's own test."""
-    if correction == "none" or delta.p_holm is None:
-        return delta.change == "regressed"
-    worse = delta.delta < 0 if delta.better == "higher" else delta.delta > 0
-    return worse and delta.p_holm < SIGNIFICANCE
+def _family_row(key: str, delta: MetricDelta, comparison: Comparison, fail_on_regression: bool) -> Row:
+    fails = delta.change == "regressed" and fail_on_regression
+    test = "McNemar" if delta.mcnemar else "sign-flip permutation"
+    adjusted = "" if delta.p_adjusted is None else f", adjusted ({comparison.correction} over " \
+        f"{len(comparison.family)} tested metrics) {delta.p_adjusted:.3g}"
+    why = f"; {delta.note}" if delta.note else ""
+    return Row(metric=f"{key} vs baseline", value=delta.delta, interval=delta.ci95,
+               threshold="no significant regression", verdict="fail" if fails else "pass",
+               detail=f"{delta.change}: {delta.baseline:.3f} -> {delta.candidate:.3f} over {delta.n} matched traces; "
+                      f"{test} p={delta.p_value:.3g}{adjusted}{why}",
+               p_value=delta.p_value, p_adjusted=delta.p_adjusted)
 
 
 def _estimate(report: Report, key: str) -> Estimate | None:
@@ -81,6 +80,22 @@ def _estimate(report: Report, key: str) -> Estimate | None:
     if key in report.retrieval:
         return report.retrieval[key]
     return getattr(report.generation, key, None)
+
+
+def _corrected_row(key: str, rate: CorrectedRate | None, threshold: Threshold) -> Row:
+    """A ceiling held on the judge-corrected rate (or its interval's upper bound); without a corrected number (too
+    few labels, an uninformative judge) it fails when required, and says why."""
+    shown = f"<= {threshold.limit:g} ({threshold.on})"
+    if rate is None or rate.corrected is None or rate.ci95 is None:
+        detail = rate.detail if rate is not None else "no judge-corrected rate: no human labels for this judge"
+        return Row(metric=key, value=None, interval=None, threshold=shown,
+                   verdict="fail" if threshold.required else "no_data",
+                   detail=detail + ("" if threshold.required else " (not required)"))
+    held = rate.corrected if threshold.on == "corrected" else rate.ci95[1]
+    return Row(metric=key, value=rate.corrected, interval=rate.ci95, threshold=shown,
+               verdict=_verdict(held <= threshold.limit),
+               detail=f"judge-corrected ({rate.estimation_labels} labels in the estimation sample); raw "
+                      f"{rate.raw:.3f} over n={rate.n}")
 
 
 def _threshold_row(key: str, est: Estimate | None, threshold: Threshold) -> Row:

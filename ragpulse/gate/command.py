@@ -110,18 +110,20 @@ def _comparison(client: Client, candidate: Evaluation, baseline: Evaluation | No
                 config: GateConfig) -> Comparison | None:
     """The candidate against the baseline: the service's compare endpoint when each side is one job, else the same
     comparison built here from both sides' per-trace results."""
-    threshold = config.baseline.regression_threshold
+    threshold, family, correction = (config.baseline.regression_threshold, config.regression_family,
+                                     config.baseline.correction)
     if baseline is None and baseline_job is None:
         return None
     base_jobs = [job_id for _, job_id in baseline.posted] if baseline else [baseline_job]
     if len(base_jobs) == 1 and len(candidate.posted) == 1:
-        raw = client.compare(candidate.posted[0][1], base_jobs[0], threshold)  # type: ignore[arg-type]
+        raw = client.compare(candidate.posted[0][1], base_jobs[0], threshold,  # type: ignore[arg-type]
+                             family=family, correction=correction)
         return msgspec.convert(raw, Comparison)
     base_results = baseline.results if baseline else client.results(baseline_job)  # type: ignore[arg-type]
     base_view = baseline.jobs[0] if baseline else client.job(baseline_job)  # type: ignore[arg-type]
     cand_view = candidate.jobs[0]
     return compare(_info(base_view, base_jobs), _info(cand_view, [j for _, j in candidate.posted]), base_results,
-                   candidate.results, threshold)
+                   candidate.results, threshold, family=family, correction=correction)
 
 
 def _info(view: dict[str, Any], job_ids: list[str | None]) -> RunInfo:

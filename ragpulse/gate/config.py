@@ -11,9 +11,11 @@
     max = 0.10                    # ...or a ceiling (on = "mean" | "ci_high")
 
     [baseline]
-    fail_on_regression = true     # a metric significantly worse than the baseline fails the gate
+    fail_on_regression = true     # a tested metric significantly worse than the baseline fails the gate
+    metrics = ["recall@5", "mrr"] # tested for a regression beside the thresholded metrics (default: DEFAULT_REGRESSION_FAMILY)
+    correction = "holm"           # p-values adjusted over that family ("none": each metric alone)
     regression_threshold = 0.2    # a trace's recall@k / nDCG@k drop listed as a regression
-    ignore = ["precision@10"]     # metrics whose regression does not fail
+    ignore = ["precision@10"]     # metrics left out of the tested family
 
 Without a `[thresholds]` table the documented defaults apply (DEFAULT_THRESHOLDS); with one, exactly its entries.
 """
@@ -29,6 +31,7 @@ from msgspec import Meta
 
 from ragpulse.config import defaults
 from ragpulse.exceptions import GateConfigError
+from ragpulse.model.compare import Correction
 from ragpulse.model.trace import Base, BatchOptions, RunName, Variant, is_metric_key
 from ragpulse.reporting.security_section import RATES
 
@@ -41,7 +44,9 @@ def is_gate_key(key: str) -> bool:
     """True for a metric key or `security.<check>` of the report's security section."""
     return is_metric_key(key) or (key.startswith(SECURITY_PREFIX) and key[len(SECURITY_PREFIX):] in RATES)
 
-Bound = Literal["mean", "ci_low", "ci_high"]
+Bound = Literal["mean", "ci_low", "ci_high", "corrected", "corrected_ci_high"]
+CORRECTABLE = ("hallucination_rate", "unanswerable_hallucination_rate")
+"""The rates the report also gives corrected for the judge's measured error (report.corrected)."""
 
 
 class Threshold(Base):
@@ -50,14 +55,18 @@ class Threshold(Base):
     min: float | None = None
     max: float | None = None
     on: Bound = "mean"
-    """`mean`, or the interval's bound that must clear the threshold: `ci_low` for a floor, `ci_high` for a ceiling."""
+    """`mean`, or the interval's bound that must clear the threshold: `ci_low` for a floor, `ci_high` for a ceiling;
+    for a hallucination rate's ceiling also `corrected` (the rate corrected for the judge's measured error, from human
+    labels) or `corrected_ci_high` (its interval's upper bound, which carries the judge's uncertainty too)."""
     required: bool = True
     """A metric with no value (no trace in its population) fails the gate unless this is false."""
 
     def __post_init__(self) -> None:
         if (self.min is None) == (self.max is None):
             raise ValueError("give exactly one of `min` (a floor) or `max` (a ceiling)")
-        if self.on == "ci_high" and self.min is not None or self.on == "ci_low" and self.max is not None:
+        if self.min is not None and self.on not in ("mean", "ci_low"):
+            raise ValueError("`on` must be `mean` or `ci_low` for a floor, `mean` or `ci_high` for a ceiling")
+        if self.on == "ci_low" and self.max is not None:
             raise ValueError("`on` must be `mean` or `ci_low` for a floor, `mean` or `ci_high` for a ceiling")
 
     @property
@@ -71,9 +80,13 @@ class BaselineRules(Base):
     fail_on_regression: bool = True
     regression_threshold: Annotated[float, Meta(gt=0, le=1)] = defaults.COMPARE_REGRESSION_THRESHOLD
     ignore: list[GateKey] = []
-    correction: Literal["holm", "none"] = "holm"
-    """`holm`: a metric regressed when it got worse with a Holm-adjusted p < 0.05 across all compared metrics (the
-    gate tests ~25 at once); `none`: when its own change is significant (interval or McNemar alone)."""
+    """Metrics left out of the tested family (described, never tested)."""
+    metrics: list[GateKey] | None = None
+    """Metrics tested for a regression beside the thresholded ones; None: DEFAULT_REGRESSION_FAMILY (recall@5,
+    ndcg@5, mrr, faithfulness, hallucination_rate, unanswerable_hallucination_rate, those the comparison has)."""
+    correction: Correction = "holm"
+    """`holm`: a tested metric regressed when it got worse with a Holm-adjusted p < 0.05 over the tested family (the
+    thresholded and `metrics` metrics, not every metric of the report); `none`: by its own p-value alone."""
     run: RunName = "baseline"
     """`options.run` of the job a `--baseline-file` is evaluated as (its other options are the candidate's)."""
     variant: Variant = "rag"
@@ -93,16 +106,34 @@ class GateConfig(Base):
     def __post_init__(self) -> None:
         if self.thresholds is None and 5 not in self.options.k:
             raise ValueError("the default thresholds hold recall@5: add 5 to options.k or set [thresholds]")
-        for key in self.thresholds or ():
+        for key, threshold in (self.thresholds or {}).items():
             if not is_gate_key(key):
                 raise ValueError(f"`thresholds` names an unknown metric `{key}`")
-            cutoff = key.partition("@")[2]
-            if cutoff and int(cutoff) not in self.options.k:
-                raise ValueError(f"`thresholds` names `{key}` but options.k is {self.options.k}")
+            self._check_cutoff("thresholds", key)
+            if threshold.on.startswith("corrected") and key not in CORRECTABLE:
+                raise ValueError(f"`thresholds.{key}.on = \"{threshold.on}\"`: only {' and '.join(CORRECTABLE)} "
+                                 "have a judge-corrected rate")
+        for key in self.baseline.metrics or ():
+            if not is_metric_key(key):
+                raise ValueError(f"`baseline.metrics` names an unknown metric `{key}`")
+            self._check_cutoff("baseline.metrics", key)
+
+    def _check_cutoff(self, where: str, key: str) -> None:
+        cutoff = key.partition("@")[2]
+        if cutoff and int(cutoff) not in self.options.k:
+            raise ValueError(f"`{where}` names `{key}` but options.k is {self.options.k}")
 
     @property
     def active_thresholds(self) -> dict[str, Threshold]:
         return dict(DEFAULT_THRESHOLDS) if self.thresholds is None else dict(self.thresholds)
+
+    @property
+    def regression_family(self) -> list[str]:
+        """The metrics a comparison tests for the gate: the thresholded ones, then `[baseline] metrics` (or the
+        default family), less `ignore`; security rates are thresholds only, never compared."""
+        named = [key for key in self.active_thresholds if is_metric_key(key)]
+        extra = defaults.DEFAULT_REGRESSION_FAMILY if self.baseline.metrics is None else self.baseline.metrics
+        return [key for key in dict.fromkeys([*named, *extra]) if key not in self.baseline.ignore]
 
 
 DEFAULT_THRESHOLDS: dict[str, Threshold] = {

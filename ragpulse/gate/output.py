@@ -12,14 +12,25 @@ MARKS = {"pass": "PASS", "fail": "FAIL", "no_data": "NO DATA", "info": "info"}
 
 
 def table(rows: Sequence[Row]) -> str:
-    """metric, value, interval, threshold, verdict: one line per row."""
+    """metric, value, interval, threshold, p and adjusted p (baseline rows), verdict: one line per row; a baseline
+    row's explanation (the test, the family, why a change is not significant) on an indented line under it."""
     width = max([len(r.metric) for r in rows] + [6]) + 2
-    lines = [f"{'metric':<{width}}{'value':>8}  {'95% CI':<18}{'threshold':<30}verdict"]
+    lines = [f"{'metric':<{width}}{'value':>8}  {'95% CI':<18}{'threshold':<27}{'p':>8}{'p adj':>8}  verdict"]
     for row in rows:
         value = "-" if row.value is None else f"{row.value:.3f}"
         interval = "-" if row.interval is None else f"[{row.interval[0]:.3f}, {row.interval[1]:.3f}]"
-        lines.append(f"{row.metric:<{width}}{value:>8}  {interval:<18}{row.threshold:<30}{MARKS[row.verdict]}")
+        p_value, p_adjusted = (_p(row.p_value), _p(row.p_adjusted))
+        lines.append(f"{row.metric:<{width}}{value:>8}  {interval:<18}{row.threshold:<27}{p_value:>8}{p_adjusted:>8}"
+                     f"  {MARKS[row.verdict]}")
+        if row.p_value is not None:
+            lines.append(f"{'':<{width}}  {row.detail}")
     return "\n".join(lines)
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if value >= 0.0001 else f"{value:.0e}"
 
 
 def summary(rows: Sequence[Row]) -> str:

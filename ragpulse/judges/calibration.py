@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidBody
 from ragpulse.model.results import TraceResult
 from ragpulse.metrics.agreement import accuracy, cohens_kappa, kappa_interval
 from ragpulse.model.calibration import Agreement, Calibration, CalibrationRequest
 
-KAPPA_RELIABLE = 0.6
+KAPPA_RELIABLE = defaults.KAPPA_RELIABLE
 """Below this kappa the judge is unreliable for this data (the field's usual threshold)."""
 
 

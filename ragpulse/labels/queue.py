@@ -3,7 +3,7 @@
 The app's review index holds the judged traces the design can pick, scored by their draw u. Walking it in score
 order, each trace is placed now (labels.placing): the uniform pool (u < q) comes in hash order, independent of
 content, and the targeted picks (q <= u < pi) in the same order. Until the uniform sample has
-defaults.REVIEW_ESTIMATION_NEEDED labels the queue serves it first (targeted picks only fill the page); after that
+defaults.MIN_ESTIMATION_LABELS labels the queue serves it first (targeted picks only fill the page); after that
 the two alternate, a targeted pick first. A trace already labelled is not served again: with `reviewer`, one that
 reviewer labelled (others' labels make a second opinion, which the inter-annotator figures need); without, one
 anybody labelled. Index entries whose trace has expired are removed as they are met.
@@ -37,13 +37,13 @@ def build(reader: SourceReader, labels: LabelStore, design: ReviewDesign, ask: Q
           uniform_labelled: int) -> ReviewQueue:
     """Up to `ask.n` items, uniform first until the estimation sample has its labels, then interleaved."""
     uniform, targeted = _candidates(reader, labels, design, ask)
-    if uniform_labelled < defaults.REVIEW_ESTIMATION_NEEDED:
+    if uniform_labelled < defaults.MIN_ESTIMATION_LABELS:
         items = [*uniform, *targeted][:ask.n]
     else:
         items = [i for i in chain.from_iterable(zip_longest(targeted, uniform)) if i is not None][:ask.n]
     pool = reader.store.redis.zcount(keys.review_pool(ask.tenant, ask.app), 0, f"({design.q}")
     return ReviewQueue(app=ask.app, items=items, estimation=Estimation(
-        pool=pool, labelled=uniform_labelled, needed=defaults.REVIEW_ESTIMATION_NEEDED))
+        pool=pool, labelled=uniform_labelled, needed=defaults.MIN_ESTIMATION_LABELS))
 
 
 def _candidates(reader: SourceReader, labels: LabelStore, design: ReviewDesign,

@@ -121,6 +121,30 @@ def bootstrap_p_values(means: np.ndarray) -> list[float]:
     return [min(1.0, 2 * (min(int(lo), int(hi)) + 1) / (b + 1)) for lo, hi in zip(below, above)]
 
 
+def sign_flip_p_values(differences: np.ndarray, draws: int = defaults.PERMUTATION_DRAWS,
+                       seed: int = defaults.BOOTSTRAP_SEED) -> list[float]:
+    """Two-sided paired sign-flip permutation test that each column's mean paired difference is 0.
+
+    Under no change a pair's difference is as likely to carry either sign, so |sum of differences| is ranked among
+    the |sum| of the same differences under sign patterns: all 2^n of them up to PERMUTATION_EXACT_MAX_N pairs (p is
+    the exact share at least as extreme), else `draws` random patterns counted as (k + 1) / (draws + 1), never 0 and
+    never below 1 / (draws + 1), far under alpha / m for any family the gate tests. A column of zeros gives 1."""
+    n, m = differences.shape
+    observed = np.abs(differences.sum(axis=0))
+    slack = 1e-9 * np.maximum(1.0, np.abs(differences).sum(axis=0))  # float noise must not hide a tie
+    if n <= defaults.PERMUTATION_EXACT_MAX_N:
+        patterns = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1) * 2.0 - 1.0
+        extreme = np.sum(np.abs(patterns @ differences) >= observed - slack, axis=0)
+        return [float(k) / 2 ** n for k in extreme]
+    rng = np.random.default_rng(seed)
+    block = max(1, min(draws, 2_000_000 // n))
+    extreme = np.zeros(m, dtype=np.int64)
+    for start in range(0, draws, block):
+        signs = np.where(rng.random((min(block, draws - start), n)) < 0.5, -1.0, 1.0)
+        extreme += np.sum(np.abs(signs @ differences) >= observed - slack, axis=0)
+    return [(int(k) + 1) / (draws + 1) for k in extreme]
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment for testing several hypotheses at once (in the input's order): the i-th smallest
     p is multiplied by (m - i), and adjusted values never decrease along that order."""

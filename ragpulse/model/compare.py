@@ -7,7 +7,8 @@ from typing import Literal
 
 import msgspec
 
-Change = Literal["improved", "regressed", "unchanged"]
+Change = Literal["improved", "regressed", "unchanged", "untested"]
+Correction = Literal["holm", "none"]
 
 
 class Struct(msgspec.Struct, kw_only=True):
@@ -45,15 +46,25 @@ class MetricDelta(Struct):
     better: str
     """`higher` or `lower`: which direction is better for this metric."""
     change: Change
-    """`regressed` / `improved` when the change is significant in that direction (proportions: McNemar's exact
-    p < 0.05; means: the interval excludes 0), else `unchanged`."""
+    """For a metric of the tested family: `regressed` / `improved` when its adjusted p-value (`p_adjusted`) is below
+    the comparison's alpha, in that direction, else `unchanged`. `untested` for a report-only metric (and in
+    slices): its delta and interval describe it, and nothing is decided on it."""
     mcnemar: McNemar | None = None
     """For proportions (hit rate, hallucinated...) only."""
     p_value: float = 1.0
-    """Two-sided p-value of no change: McNemar's exact test for proportions, the paired bootstrap's for means."""
+    """Two-sided p-value of no change: McNemar's exact test for proportions; for means, the paired sign-flip
+    permutation test (exact up to 14 pairs, else 20,000 draws) when `tested`, the paired bootstrap's (1,000
+    resamples, descriptive only) otherwise."""
     p_holm: float | None = None
-    """`p_value` adjusted by Holm's method over every metric of the comparison (None in slices): what a gate that
-    checks ~25 metrics at once should read, so that noise alone rarely fails it."""
+    """`p_value` adjusted by Holm's method over the tested family (None when untested)."""
+    tested: bool = False
+    """In the family the regression check tests (the gate's thresholded and `[baseline]` metrics, or the compare
+    request's `metrics`)."""
+    p_adjusted: float | None = None
+    """The p-value the decision reads: `p_holm` under the `holm` correction, `p_value` under `none`; None when
+    untested."""
+    note: str | None = None
+    """Why a tested metric whose interval excludes 0, or whose own p-value is below alpha, is still `unchanged`."""
 
 
 class Regression(Struct):
@@ -107,7 +118,7 @@ class Comparison(Struct):
     retrieval: dict[str, MetricDelta]
     generation: dict[str, MetricDelta]
     significant_regressions: list[str]
-    """Metric keys whose change is `regressed`."""
+    """Tested metric keys whose change is `regressed` (the decision `ragpulse gate` fails on)."""
     regression_threshold: float
     """A trace's recall@k or nDCG@k must drop by at least this much to count as a regression."""
     regressions: list[Regression]
@@ -122,3 +133,10 @@ class Comparison(Struct):
     method: str = ""
     attribution: dict[str, StageDelta] = {}
     """Per failure-attribution stage, matched traces in it before and after (pipeline order)."""
+    family: list[str] = []
+    """The metrics tested for a change, one multiple-comparison family: every other metric is described, never
+    tested."""
+    correction: Correction = "holm"
+    """How the family's p-values are adjusted: `holm` (Holm's step-down, family-wise error <= alpha) or `none`."""
+    alpha: float = 0.05
+    """A tested metric changed significantly when its adjusted p-value is below this."""

@@ -10,6 +10,7 @@ from typing import Union
 
 import msgspec
 
+from ragpulse.model.agreement import CorrectedRate, JudgeAgreement
 from ragpulse.model.calibration import Calibration
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.metrics.operational import Operations
@@ -250,3 +251,12 @@ class Report(Struct):
     attribution: AttributionSection | None = None
     operations: Operations | None = None
     """The app's own latency per stage, cost and context length per query, from the traces' latency_ms and usage."""
+    judge_agreement: JudgeAgreement | None = None
+    """How far the job's judge agrees with human labels of the app's traces (same judge and prompt version):
+    sensitivity, specificity, kappa, each with its interval; None until such labels exist. Read when the report is
+    read, so labels given after the job finished count."""
+    corrected: dict[str, CorrectedRate] = {}
+    """`hallucination_rate` and `unanswerable_hallucination_rate` corrected for the judge's measured error
+    (Rogan-Gladen from human labels; the interval carries both sampling error and the error of the judge's measured
+    sensitivity and specificity); `status` says why there is no number (fewer than 30 labels in the estimation
+    sample, a judge no better than chance)."""

@@ -158,10 +158,14 @@ class Client:
                 return items
             cursor = page.next_cursor
 
-    def compare(self, candidate: str, baseline: str, threshold: float) -> dict[str, Any]:
-        """GET /v1/jobs/{candidate}/compare?baseline=...: the paired comparison."""
-        return self._json(self._request("GET", f"/v1/jobs/{candidate}/compare",
-                                        params={"baseline": baseline, "threshold": threshold}))
+    def compare(self, candidate: str, baseline: str, threshold: float, family: list[str] | None = None,
+                correction: str = "holm") -> dict[str, Any]:
+        """GET /v1/jobs/{candidate}/compare?baseline=...: the paired comparison, testing `family` (the server's
+        default family when None) with `correction`."""
+        params: dict[str, Any] = {"baseline": baseline, "threshold": threshold, "correction": correction}
+        if family is not None:
+            params["metrics"] = ",".join(family)
+        return self._json(self._request("GET", f"/v1/jobs/{candidate}/compare", params=params))
 
     def job(self, job_id: str) -> dict[str, Any]:
         """The job's status view."""

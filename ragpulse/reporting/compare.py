@@ -5,42 +5,48 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
 from ragpulse.config import defaults
 from ragpulse.metrics.registry import GENERATION, GENERATION_BY_NAME, RETRIEVAL_BY_NAME, retrieval_metric
 from ragpulse.metrics.stats import (
-    bootstrap_means, bootstrap_p_values, holm, mcnemar_exact, percentile_intervals,
+    bootstrap_means, bootstrap_p_values, mcnemar_exact, percentile_intervals, sign_flip_p_values,
 )
 from ragpulse.metrics.attribution import STAGES
 from ragpulse.model.compare import (
-    Comparison, McNemar, MetricDelta, Regression, RunInfo, SliceComparison, StageDelta,
+    Comparison, Correction, McNemar, MetricDelta, Regression, RunInfo, SliceComparison, StageDelta,
 )
 from ragpulse.model.results import TraceResult
 from ragpulse.reporting.baselines import baseline_gaps
 from ragpulse.reporting.build import diagnostic_k
 from ragpulse.reporting.pairing import pair_results
+from ragpulse.reporting.significance import decide, default_family
 
 Pair = tuple[TraceResult, TraceResult]
-SIGNIFICANCE = 0.05
-"""McNemar's p-value below which a paired proportion's change counts as significant."""
+SIGNIFICANCE = defaults.COMPARE_ALPHA
+"""The adjusted p-value below which a tested metric's change counts as significant."""
 METHOD = (f"traces matched by trace_id, else by query text; delta = candidate - baseline over pairs where both have "
           f"a value; 95% interval: paired percentile bootstrap, {defaults.BOOTSTRAP_RESAMPLES} resamples, seed "
-          f"{defaults.BOOTSTRAP_SEED}; proportions: McNemar's exact test, significant at p < {SIGNIFICANCE}; "
-          f"p_holm: every metric's p-value adjusted by Holm's method over the comparison's metrics")
+          f"{defaults.BOOTSTRAP_SEED}; only the `family` is tested: proportions by McNemar's exact test, means by a "
+          f"paired sign-flip permutation test (exact up to {defaults.PERMUTATION_EXACT_MAX_N} pairs, else "
+          f"{defaults.PERMUTATION_DRAWS} draws); p-values adjusted over the family (`correction`), significant when "
+          f"the adjusted p < {SIGNIFICANCE}; other metrics are described, not tested")
 
 
 def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[TraceResult],
             candidate_results: Sequence[TraceResult],
-            threshold: float = defaults.COMPARE_REGRESSION_THRESHOLD) -> Comparison:
-    """The candidate job measured against the baseline over their matched traces."""
+            threshold: float = defaults.COMPARE_REGRESSION_THRESHOLD, family: Sequence[str] | None = None,
+            correction: Correction = "holm") -> Comparison:
+    """The candidate job measured against the baseline over their matched traces; the metrics of `family` (the
+    default family when None) are tested, with p-values adjusted by `correction`, the others described."""
     pairing = pair_results(baseline_results, candidate_results)
     pairs = pairing.pairs
-    retrieval = retrieval_deltas(pairs)
-    generation = generation_deltas(pairs)
-    adjust_holm({**retrieval, **generation})
+    tested = set(default_family() if family is None else family)
+    retrieval = retrieval_deltas(pairs, tested=tested)
+    generation = generation_deltas(pairs, tested=tested)
+    family_keys = decide({**retrieval, **generation}, correction)
     k = diagnostic_k(sorted({int(key.split("@")[1]) for key in retrieval if "@" in key}) or [5])
     regressions = find_regressions(pairs, k, threshold)
     return Comparison(
@@ -52,6 +58,7 @@ def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[Tr
         by_question_type=_slices(pairs, lambda r: r.question_type, k),
         by_source=_slices(pairs, lambda r: r.source, k),
         **baseline_gaps(baseline, candidate, generation), method=METHOD, attribution=stage_deltas(pairs),
+        family=family_keys, correction=correction, alpha=SIGNIFICANCE,
     )
 
 
@@ -63,9 +70,10 @@ def stage_deltas(pairs: Sequence[Pair]) -> dict[str, StageDelta]:
             for stage in STAGES if before[stage] or after[stage]}
 
 
-def retrieval_deltas(pairs: Sequence[Pair], keys: Sequence[str] | None = None) -> dict[str, MetricDelta]:
+def retrieval_deltas(pairs: Sequence[Pair], keys: Sequence[str] | None = None,
+                     tested: Collection[str] = ()) -> dict[str, MetricDelta]:
     """Every retrieval metric both jobs report, over the pairs labelled in both (one population, so one bootstrap
-    resamples the pairs once for all metrics)."""
+    resamples the pairs once for all metrics, and one set of sign patterns serves every tested mean)."""
     labelled = [(b.retrieval, c.retrieval) for b, c in pairs if b.retrieval is not None and c.retrieval is not None]
     if not labelled:
         return {}
@@ -77,12 +85,18 @@ def retrieval_deltas(pairs: Sequence[Pair], keys: Sequence[str] | None = None) -
     cand = np.asarray([[c[key] for key in common] for _, c in labelled], dtype=float)
     means = bootstrap_means(cand - base)
     intervals, p_values = percentile_intervals(means), bootstrap_p_values(means)
+    test = [i for i, key in enumerate(common) if key in tested]
+    if test:
+        for i, p in zip(test, sign_flip_p_values(cand[:, test] - base[:, test]), strict=True):
+            p_values[i] = p
     metrics = [retrieval_metric(key) for key in common]
-    return {key: _delta(base[:, i], cand[:, i], intervals[i], p_values[i], m.better, m.aggregation == "proportion")
+    return {key: _delta(base[:, i], cand[:, i], intervals[i], p_values[i], m.better, m.aggregation == "proportion",
+                        key in tested)
             for i, (key, m) in enumerate(zip(common, metrics, strict=True))}
 
 
-def generation_deltas(pairs: Sequence[Pair], names: Sequence[str] | None = None) -> dict[str, MetricDelta]:
+def generation_deltas(pairs: Sequence[Pair], names: Sequence[str] | None = None,
+                      tested: Collection[str] = ()) -> dict[str, MetricDelta]:
     """Every generation metric of the registry over the pairs where both traces are in its population."""
     deltas = {}
     for metric in GENERATION:
@@ -92,35 +106,28 @@ def generation_deltas(pairs: Sequence[Pair], names: Sequence[str] | None = None)
         both = np.asarray([(x, y) for x, y in values if x is not None and y is not None], dtype=float)
         if len(both) == 0:
             continue
-        means = bootstrap_means((both[:, 1] - both[:, 0])[:, None])
-        deltas[metric.name] = _delta(both[:, 0], both[:, 1], percentile_intervals(means)[0],
-                                     bootstrap_p_values(means)[0], metric.better, metric.aggregation == "proportion")
+        differences = (both[:, 1] - both[:, 0])[:, None]
+        means = bootstrap_means(differences)
+        test = metric.name in tested
+        p_value = (sign_flip_p_values(differences) if test else bootstrap_p_values(means))[0]
+        deltas[metric.name] = _delta(both[:, 0], both[:, 1], percentile_intervals(means)[0], p_value, metric.better,
+                                     metric.aggregation == "proportion", test)
     return deltas
 
 
 def _delta(base: np.ndarray, cand: np.ndarray, interval: tuple[float, float], p_value: float, better: str,
-           proportion: bool) -> MetricDelta:
-    sign = 1 if better == "higher" else -1
+           proportion: bool, tested: bool) -> MetricDelta:
+    """One metric's paired change, `untested` until decide() rules on the tested family."""
     base_mean, cand_mean = math.fsum(base) / len(base), math.fsum(cand) / len(cand)
-    excludes_zero = interval[0] > 0 or interval[1] < 0
     test = None
     if proportion:
         gained, lost = int(np.sum(cand > base)), int(np.sum(cand < base))
-        worse, improved = (lost, gained) if sign > 0 else (gained, lost)
+        worse, improved = (lost, gained) if better == "higher" else (gained, lost)
         test = McNemar(worse=worse, better=improved, p_value=mcnemar_exact(worse, improved))
-        significant, direction, p_value = test.p_value < SIGNIFICANCE, improved - worse, test.p_value
-    else:
-        significant, direction = excludes_zero, sign * (cand_mean - base_mean)
-    change = "unchanged" if not significant or direction == 0 else ("improved" if direction > 0 else "regressed")
+        p_value = test.p_value
     return MetricDelta(n=len(base), baseline=base_mean, candidate=cand_mean, delta=cand_mean - base_mean,
-                       ci95=interval, excludes_zero=excludes_zero, better=better, change=change, mcnemar=test,
-                       p_value=p_value)
-
-
-def adjust_holm(deltas: dict[str, MetricDelta]) -> None:
-    """Set every delta's `p_holm`: its p-value adjusted over all of them (in place)."""
-    for delta, adjusted in zip(deltas.values(), holm([d.p_value for d in deltas.values()]), strict=True):
-        delta.p_holm = adjusted
+                       ci95=interval, excludes_zero=interval[0] > 0 or interval[1] < 0, better=better,
+                       change="untested", mcnemar=test, p_value=p_value, tested=tested)
 
 
 def find_regressions(pairs: Sequence[Pair], k: int, threshold: float) -> list[Regression]:

@@ -60,11 +60,17 @@ class Helpers:
         """GET /v1/jobs/{id}/report; RagpulseSDKError with status 202 while the job is still running."""
         return self._json("GET", f"/v1/jobs/{job_id}/report", ok=200)  # type: ignore[return-value]
 
-    def compare(self, candidate: str, baseline: str, threshold: float | None = None) -> Comparison:
-        """GET /v1/jobs/{candidate}/compare?baseline=...: the paired comparison of two finished jobs."""
+    def compare(self, candidate: str, baseline: str, threshold: float | None = None,
+                metrics: list[str] | None = None, correction: str | None = None) -> Comparison:
+        """GET /v1/jobs/{candidate}/compare?baseline=...: the paired comparison of two finished jobs; `metrics` is
+        the family tested for a change (the server's default when None), `correction` `holm` or `none`."""
         params: dict[str, Any] = {"baseline": baseline}
         if threshold is not None:
             params["threshold"] = threshold
+        if metrics is not None:
+            params["metrics"] = ",".join(metrics)
+        if correction is not None:
+            params["correction"] = correction
         return self._json("GET", f"/v1/jobs/{candidate}/compare", params=params)  # type: ignore[return-value]
 
     def trace(self, trace_id: str) -> TraceRecord:

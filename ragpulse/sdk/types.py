@@ -91,3 +91,7 @@ class Comparison(TypedDict):
     rag_lift: dict[str, Any] | None
     method: str
     attribution: dict[str, dict[str, int]]
+    family: list[str]
+    """The metrics tested for a change; the others are described, not tested."""
+    correction: str
+    alpha: float
