@@ -10,7 +10,7 @@ from litestar.params import Parameter
 
 from ragpulse.config import defaults
 from ragpulse.intake.decode import decode_body
-from ragpulse.model.labels import Label, LabelRequest, ReviewQueue, TraceLabels
+from ragpulse.model.labels import AppAgreement, Label, LabelRequest, ReviewQueue, TraceLabels
 from service.context import Call
 from service.monitoring import AppName
 from service.traces import TraceIdParam
@@ -69,3 +69,12 @@ class ReviewController(Controller):
         first until it has 30 labels, then the two alternate. The judge's verdicts are in `judge`: show them only
         after the reviewer answered."""
         return call.services.reviews.queue(call.tenant, app, n, reviewer)
+
+    @get("/agreement", sync_to_thread=True, summary="How far the app's judges agree with human labels")
+    def agreement(self, app: AppName, call: Call) -> AppAgreement:
+        """Per judge and prompt version, over the labels of the last RAGPULSE_AGREEMENT_WINDOW_DAYS: sensitivity
+        (share of human-labelled hallucinations the judge flags), specificity and kappa, each with an interval, from
+        the labelled traces weighted by 1 / their inclusion probability; the number of labels, the oldest and newest,
+        and the reviewers' agreement with each other. A trace with several reviewers counts once, with their majority;
+        ties are left out (`disputed`), as are traces the review design did not pick (`ad_hoc`)."""
+        return call.services.reviews.agreement(call.tenant, app)

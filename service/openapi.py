@@ -48,6 +48,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/labels", "post"): (400, 401, 404, 413, 415, 422, 503),
     ("/v1/labels", "get"): (400, 401, 404, 503),
     ("/v1/apps/{app}/review", "get"): (400, 401, 503),
+    ("/v1/apps/{app}/agreement", "get"): (400, 401, 503),
     ("/v1/apps/{app}/policy", "get"): (400, 401, 503),
     ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 415, 422, 503),
     ("/v1/monitor/{app}", "get"): (400, 401, 503),

@@ -1,7 +1,7 @@
 """The review design and queue: inclusion probabilities are what they claim (a fixed-seed statistical check), and end
 to end on real Redis, the API and a worker: the queue serves exactly the design's picks in hash order, uniform first,
-hides the judge's claim verdicts from the claim list, leaves out what a reviewer labelled, and the labels reach the
-judge-agreement gauges on /metrics."""
+hides the judge's claim verdicts from the claim list, leaves out what a reviewer labelled, and the labels reach
+GET /v1/apps/{app}/agreement and the judge-agreement gauges on /metrics."""
 
 from __future__ import annotations
 
@@ -121,6 +121,16 @@ def test_labelled_items_leave_the_queue_and_reach_the_gauges(api: httpx.Client) 
                                               ).json()["items"]}
     anyone = {i["trace_id"] for i in api.get(f"/v1/apps/{app}/review", params={"n": 50}).json()["items"]}
     assert not seen & for_ann and seen <= for_bob and not seen & anyone
+    agreement = api.get(f"/v1/apps/{app}/agreement").json()
+    [local] = [j for j in agreement["judges"] if j["judge"] == "local" and j["current"]]
+    stats = local["agreement"]
+    uniform = sum(i["reason"] == "uniform" for i in first[:3])
+    assert local["traces"] >= 3 and local["disputed"] == 0 and local["ad_hoc"] == 0
+    assert stats["labels"] >= 3 and stats["estimation_labels"] >= uniform
+    assert stats["counts"]["human_hallucinated_judge_hallucinated"] == 0          # every label contradicts the judge
+    assert stats["counts"]["human_faithful_judge_faithful"] == 0
+    assert "30 are needed" in stats["warning"] and local["newest_label_at"] >= local["oldest_label_at"]
+    assert agreement["window_days"] == 30
     text = api.get("/metrics").text
     assert metric(text, "ragpulse_judge_agreement_labels", app="rq", judge="local") >= 3
     disagreeing = metric(text, "ragpulse_judge_agreement_labels", app="rq", human="hallucinated",

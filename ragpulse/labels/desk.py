@@ -9,14 +9,16 @@ from dataclasses import dataclass
 
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.judge_input import JudgeInputLimits
+from ragpulse.judges.kinds import current_prompt_versions
 from ragpulse.labels import annotators, lookup, queue
+from ragpulse.labels.agreement import app_agreement
 from ragpulse.labels.design import ReviewDesign
 from ragpulse.labels.labelling import calibration_labels, new_label
 from ragpulse.labels.placing import near_threshold, place, place_judged
 from ragpulse.labels.reading import SourceReader
 from ragpulse.labels.store import LabelStore
 from ragpulse.model.calibration import CalibrationRequest
-from ragpulse.model.labels import InterAnnotator, Label, LabelRequest, ReviewQueue, TraceLabels
+from ragpulse.model.labels import AppAgreement, InterAnnotator, Label, LabelRequest, ReviewQueue, TraceLabels
 from ragpulse.model.results import TraceResult
 from ragpulse.store import Store, utcnow
 
@@ -78,3 +80,8 @@ class ReviewDesk:
         """Traces of the app's uniform sample labelled within the agreement window."""
         traces = self.labels.of_app(tenant, app, self.window_start())
         return sum(any(label.sample == "uniform" for label in labels) for labels in traces)
+
+    def agreement(self, tenant: str, app: str) -> AppAgreement:
+        """The judges' agreement with the reviewers on the app's traces labelled within the window."""
+        traces = self.labels.of_app(tenant, app, self.window_start())
+        return app_agreement(app, traces, current_prompt_versions(), self.settings.agreement_window_days)

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from ragpulse.model.agreement import JudgeAgreement
 from ragpulse.model.calibration import ClaimLabel
 from ragpulse.model.trace import Base, TraceId
 from ragpulse.model.verdicts import Verdict
@@ -174,3 +175,37 @@ class ReviewQueue(msgspec.Struct, kw_only=True):
     app: str
     items: list[ReviewItem]
     estimation: Estimation
+
+
+class JudgeVersionAgreement(msgspec.Struct, kw_only=True):
+    """The agreement of one judge and prompt version with the reviewers, over the app's labels in the window."""
+
+    judge: str
+    prompt_version: str
+    current: bool
+    """True when this is the prompt version the judge uses now."""
+    agreement: JudgeAgreement
+    """Sensitivity, specificity and kappa with intervals, from the labelled traces weighted by 1 / inclusion
+    probability (`uniform` pairs: the estimation sample)."""
+    labels: int
+    """Labels (every reviewer's) of these traces."""
+    traces: int
+    """Labelled traces; those in `agreement` are the ones neither disputed nor ad hoc."""
+    disputed: int
+    """Traces whose reviewers tie: left out."""
+    ad_hoc: int
+    """Traces the review design did not pick (no known inclusion probability): left out."""
+    oldest_label_at: str
+    newest_label_at: str
+    inter_annotator: InterAnnotator
+    """How far the reviewers agree with each other on these traces."""
+
+
+class AppAgreement(msgspec.Struct, kw_only=True):
+    """GET /v1/apps/{app}/agreement."""
+
+    app: str
+    window_days: int
+    """Labels younger than this count (RAGPULSE_AGREEMENT_WINDOW_DAYS)."""
+    judges: list[JudgeVersionAgreement]
+    """The versions judges use now first."""
