@@ -177,3 +177,41 @@ def test_every_label_and_review_key_expires(review: Review, redis_client: redis.
     leftovers = [k.decode() for k in redis_client.scan_iter(match="ragpulse:labels:*", count=1000)]
     leftovers += [k.decode() for k in redis_client.scan_iter(match="ragpulse:review:*", count=1000)]
     assert all(redis_client.ttl(k) > 0 for k in leftovers)
+
+
+def test_an_apps_labels_and_review_index_are_capped(redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the cap the traces labelled longest ago lose their labels; the review index keeps its lowest draws."""
+    from ragpulse.config import defaults  # noqa: PLC0415
+    from ragpulse.config.settings import Settings  # noqa: PLC0415
+    from ragpulse.labels.design import draw  # noqa: PLC0415
+    from ragpulse.labels.sources import TraceRef, queue_reviewable  # noqa: PLC0415
+    from ragpulse.labels.store import LabelStore  # noqa: PLC0415
+    from ragpulse.metrics.generation import GenerationScores  # noqa: PLC0415
+    from ragpulse.model.labels import Label  # noqa: PLC0415
+    from ragpulse.model.results import TraceResult  # noqa: PLC0415
+
+    monkeypatch.setattr(defaults, "LABELLED_TRACES_PER_APP", 3)
+    monkeypatch.setattr(defaults, "REVIEW_POOL_CAP", 3)
+    tenant, app = f"cap{uuid.uuid4().hex[:6]}", "capped"
+    store = LabelStore(redis_client, 3600)
+    for n in range(5):
+        store.put(tenant, Label(trace_id=f"t{n}", job_id=None, app=app, reviewer="ann", hallucinated=False,
+                                abstained=False, labelled_at=f"2026-01-01T00:00:0{n}.000Z", judge="local",
+                                prompt_version="v", judge_hallucinated=False, judge_abstained=False, sample="uniform",
+                                inclusion_probability=1.0))
+    assert [len(store.of_trace(tenant, None, f"t{n}")) for n in range(5)] == [0, 0, 1, 1, 1]
+    assert redis_client.zcard(keys.app_labels(tenant, app)) == 3
+
+    scores = GenerationScores(faithfulness=1.0, hallucinated=False, abstained=False, answer_relevance=3,
+                              context_relevance=None, correctness=None, answerable_from_context=True,
+                              unanswerable=False, unanswerable_hallucination=None, claims=1, supported=1,
+                              unsupported=0, contradicted=0, cited=0, cited_not_retrieved=[], cited_without_support=[])
+    settings = Settings(review_sample_rate=1.0)
+    with redis_client.pipeline() as pipe:
+        for n in range(10):
+            result = TraceResult(trace_id=f"t{n}", index=n, status="ok", app=app, labels="unlabelled", retrieval=None,
+                                 judge="local", generation=scores)
+            queue_reviewable(pipe, settings, tenant, TraceRef(f"t{n}", "job", n), result)
+        pipe.execute()
+    kept = [m.decode().rsplit("\x1f", 1)[1] for m in redis_client.zrange(keys.review_pool(tenant, app), 0, -1)]
+    assert kept == sorted((f"t{n}" for n in range(10)), key=lambda t: draw(tenant, app, t))[:3]
