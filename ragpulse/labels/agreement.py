@@ -12,6 +12,7 @@ import datetime
 from collections.abc import Mapping, Sequence
 
 from ragpulse.labels import annotators
+from ragpulse.labels.store import epoch
 from ragpulse.labels.traces import LabelledTrace, by_judge
 from ragpulse.metrics.correction import judge_agreement
 from ragpulse.model.agreement import LabelledPair
@@ -31,7 +32,7 @@ def app_agreement(app: str, traces: Sequence[Sequence[Label]], current: Mapping[
     groups = by_judge(traces)
     entries = [_entry(judge, version, group, current.get(judge) == version)
                for (judge, version), group in groups.items()]
-    entries.sort(key=lambda e: (not e.current, e.judge, -_epoch(e.newest_label_at)))
+    entries.sort(key=lambda e: (not e.current, e.judge, -epoch(e.newest_label_at)))
     return AppAgreement(app=app, window_days=window_days, judges=entries)
 
 
@@ -48,7 +49,3 @@ def _entry(judge: str, version: str, group: list[LabelledTrace], current: bool) 
 def _iso(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")
-
-
-def _epoch(iso: str) -> float:
-    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()

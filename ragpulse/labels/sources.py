@@ -16,13 +16,12 @@ from ragpulse.config import defaults, keys
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.judge_input import JudgeInputLimits, for_judging
 from ragpulse.labels.design import ReviewDesign, draw
+from ragpulse.labels.store import SEP
 from ragpulse.model.labels import ClaimText, DocumentText, JudgeClaim, JudgeView
 from ragpulse.model.results import TraceResult
 from ragpulse.model.trace import Trace
 from ragpulse.store.atomic import WriteQueue
 
-SEP = "\x1f"
-"""Separates the parts of an index member: trace ids cannot hold control characters, job ids only [A-Za-z0-9_-]."""
 
 
 @dataclass(frozen=True)

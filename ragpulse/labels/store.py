@@ -17,6 +17,7 @@ from ragpulse.config import defaults, keys
 from ragpulse.model.labels import Label
 
 SEP = "\x1f"
+"""Separates the parts of an index member: trace ids cannot hold control characters, job ids only [A-Za-z0-9_-]."""
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Label)
 
