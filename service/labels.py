@@ -15,8 +15,8 @@ from service.context import Call
 from service.monitoring import AppName
 from service.traces import TraceIdParam
 
-JobIdParam = Annotated[str | None, Parameter(max_length=64, pattern=r"^[A-Za-z0-9_-]+$",
-                                             description="The batch job holding the trace; absent for an online trace.")]
+JobIdParam = Annotated[str | None, Parameter(
+    max_length=64, pattern=r"^[A-Za-z0-9_-]+$", description="The batch job holding the trace; absent for an online trace.")]
 ReviewerParam = Annotated[str | None, Parameter(
     pattern=r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$",
     description="Leave out the traces this reviewer labelled (others' labels do not hide a trace).")]

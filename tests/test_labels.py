@@ -32,7 +32,7 @@ class Review:
 def review(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Review]:
     tmp = tmp_path_factory.mktemp("labels")
     env = {"RAGPULSE_QUEUE": f"labels-{uuid.uuid4().hex[:8]}", "RAGPULSE_API_KEYS": "acme:key-a,globex:key-b",
-           "RAGPULSE_REVIEW_SAMPLE_RATE": "1", "RAGPULSE_APPS": "shop", "RAGPULSE_JUDGE": "local"}
+           "RAGPULSE_REVIEW_SAMPLE_RATE": "1", "RAGPULSE_APPS": "labelled-shop", "RAGPULSE_JUDGE": "local"}
     url, api = start_api(redis_url, tmp, env)
     worker = start_worker(redis_url, tmp, env, name="labels")
     with (httpx.Client(base_url=url, timeout=30, headers={"Authorization": "Bearer key-a"}) as acme,
@@ -42,8 +42,9 @@ def review(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         proc.stop()
 
 
-def online(tag: str, n: int, app: str = "shop", hallucinate: bool = False) -> list[dict]:
-    """Traces the local judge finds supported (or, with `hallucinate`, unsupported)."""
+def online(tag: str, n: int, app: str = "labelled-shop", hallucinate: bool = False) -> list[dict]:
+    """Traces the local judge finds supported (or, with `hallucinate`, unsupported), of an app no other test module
+    uses (the metrics hash is shared: test_online counts app `shop`)."""
     answer = "The moon is made of green cheese and costs 12 euros." if hallucinate else "Fact {i} holds."
     return [{"trace_id": f"{tag}-{i}", "app": app, "query": f"What about fact {i}?", "answer": answer.format(i=i),
              "retrieved_docs": [{"id": f"d{i}", "text": f"Fact {i} holds. Nothing else is known."}]}
@@ -73,7 +74,7 @@ def test_an_online_label_is_stored_beside_the_judges_call_and_replaced_by_its_re
                   claims=[{"index": 0, "verdict": "unsupported"}])
     assert first.status_code == 201, first.text
     body = first.json()
-    assert body["trace_id"] == trace_id and body["job_id"] is None and body["app"] == "shop"
+    assert body["trace_id"] == trace_id and body["job_id"] is None and body["app"] == "labelled-shop"
     assert body["judge"] == "local" and len(body["prompt_version"]) == 12
     assert body["judge_hallucinated"] is False and body["hallucinated"] is True and body["replaced"] is False
     assert body["sample"] == "uniform" and body["inclusion_probability"] == 1.0 and body["reason"] == "uniform"
@@ -102,7 +103,7 @@ def test_another_tenants_trace_or_job_is_404(review: Review) -> None:
 
 
 def test_an_unjudged_trace_is_422_naming_the_trace_id(review: Review) -> None:
-    trace = {"trace_id": f"noanswer-{uuid.uuid4().hex[:8]}", "app": "shop", "query": "q?",
+    trace = {"trace_id": f"noanswer-{uuid.uuid4().hex[:8]}", "app": "labelled-shop", "query": "q?",
              "retrieved_docs": [{"id": "d", "text": "D."}]}
     [trace_id] = post_online(review.acme, [trace])
     response = label(review.acme, trace_id, "ann", True)
@@ -168,8 +169,9 @@ def test_every_label_and_review_key_expires(review: Review, redis_client: redis.
     tag = uuid.uuid4().hex[:8]
     [trace_id] = post_online(review.acme, online(tag, 1))
     assert label(review.acme, trace_id, "ann", False).status_code == 201
-    written = [keys.trace_labels("acme", None, trace_id), keys.app_labels("acme", "shop"), keys.labelled_apps(),
-               keys.review_pool("acme", "shop"), keys.review_copy("acme", trace_id)]
+    app = "labelled-shop"
+    written = [keys.trace_labels("acme", None, trace_id), keys.app_labels("acme", app), keys.labelled_apps(),
+               keys.review_pool("acme", app), keys.review_copy("acme", trace_id)]
     ttls = {key: redis_client.ttl(key) for key in written}
     assert all(ttl > 0 for ttl in ttls.values()), ttls
     assert ttls[keys.trace_labels("acme", None, trace_id)] > 89 * 86400            # RAGPULSE_LABEL_TTL_DAYS=90
