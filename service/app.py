@@ -18,6 +18,7 @@ import ragpulse
 from dispatch.chunks import ChunkEnqueuer
 from ragpulse.config import defaults
 from ragpulse.judges import kinds
+from ragpulse.labels.desk import ReviewDesk
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
@@ -35,8 +36,10 @@ from service.errors import exception_handlers
 from service.guard import request_guard
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
+from service.labels import LabelController, ReviewController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
+from service.review_metrics import AgreementCollector
 from service.traces import TraceController
 from service.openapi import document
 
@@ -71,6 +74,7 @@ def create_app(
     scrape_client = redis_client(settings, socket_timeout=defaults.SCRAPE_REDIS_TIMEOUT)  # /metrics: fail fast
     api_metrics.registry.register(RedisMetricsCollector(scrape_client, settings.apps, kinds.models(settings)))
     api_metrics.registry.register(QueueCollector(scrape_client, settings))
+    api_metrics.registry.register(AgreementCollector(scrape_client, settings))
     policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
     loop_client = redis_client(settings, AsyncRedis)
 
@@ -96,12 +100,14 @@ def create_app(
     services = Services(settings=settings, store=store, api_metrics=api_metrics, policies=policies,
                         committer=GroupCommitter(loop_client), enqueuer=ChunkEnqueuer(client, settings),
                         online_policies=PolicyCache(loop_client, settings.default_sample_rate),
+                        reviews=ReviewDesk.open(store, settings),
                         otlp_buffer=SpanBuffer(loop_client, settings.queue_prefix, BufferLimits(
                             settings.otlp_settle_seconds, settings.otlp_max_wait_seconds,
                             settings.otlp_max_spans_per_trace)))
     app = Litestar(
         route_handlers=[BatchController, TraceController, otlp_traces, JobController, CalibrationController,
-                        AppPolicyController, MonitorController, healthz, readyz, metrics],
+                        LabelController, ReviewController, AppPolicyController, MonitorController, healthz, readyz,
+                        metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),
             "call": Provide(call_resolver(services), sync_to_thread=False),

@@ -17,6 +17,7 @@ from litestar.openapi.spec import (
 
 from ragpulse.metrics.registry import metric_key_pattern
 from ragpulse.model.calibration import CalibrationRequest
+from ragpulse.model.labels import LabelRequest
 from ragpulse.model.results import Accepted
 from ragpulse.monitoring.sampling import SamplingPolicy
 from ragpulse.model.trace import BatchRequest, TracesPost
@@ -28,7 +29,7 @@ BEARER = "bearerAuth"
 """Name of the security scheme: `Authorization: Bearer <api key>`."""
 
 BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/traces", "post"): TracesPost,
-          ("/v1/calibrations", "post"): CalibrationRequest,
+          ("/v1/calibrations", "post"): CalibrationRequest, ("/v1/labels", "post"): LabelRequest,
           ("/v1/apps/{app}/policy", "put"): SamplingPolicy}
 """Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
@@ -44,6 +45,10 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/jobs/{job_id}/report.html", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/compare", "get"): (400, 401, 404, 409, 503),
     ("/v1/calibrations", "post"): (400, 401, 404, 413, 415, 422, 503),
+    ("/v1/labels", "post"): (400, 401, 404, 413, 415, 422, 503),
+    ("/v1/labels", "get"): (400, 401, 404, 503),
+    ("/v1/apps/{app}/review", "get"): (400, 401, 503),
+    ("/v1/apps/{app}/agreement", "get"): (400, 401, 503),
     ("/v1/apps/{app}/policy", "get"): (400, 401, 503),
     ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 415, 422, 503),
     ("/v1/monitor/{app}", "get"): (400, 401, 503),
@@ -80,6 +85,12 @@ _WHY_HERE = {
     ("/v1/traces", "post", 503): "Redis is unreachable or refused the write, or the online stream holds "
                                  "RAGPULSE_ONLINE_MAX_BACKLOG unprocessed posts (workers are behind); retry after "
                                  "`Retry-After` seconds.",
+    ("/v1/labels", "post", 404): "The trace (or its job) is not this tenant's, or has expired: an online trace "
+                                 "keeps its record RAGPULSE_ONLINE_RESULT_TTL_SECONDS (its review copy "
+                                 "RAGPULSE_REVIEW_TEXT_TTL_SECONDS), a batch trace RAGPULSE_RESULT_TTL_SECONDS.",
+    ("/v1/labels", "post", 422): "The body breaks the schema (`errors` names each failing path), or the trace has no "
+                                 "judge verdict (`errors` names `$.trace_id`).",
+    ("/v1/labels", "get", 404): "The trace has no label and is not this tenant's (or has expired).",
     ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, an invalid app name, or the tenant already has the "
                                            "maximum number of app policies.",
 }

@@ -12,7 +12,7 @@ from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.exceptions import JudgeOutputInvalid
 from ragpulse.judges.quotes import check_quotes, quote_found
 from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
-from ragpulse.metrics.agreement import cohens_kappa
+from ragpulse.metrics.agreement import cohens_kappa, fleiss_kappa
 from ragpulse.metrics.generation import generation_scores
 from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace
 
@@ -208,3 +208,23 @@ def test_cohens_kappa_on_a_hand_computed_table() -> None:
     a = [1] * 4 + [0] * 3 + [1] * 2 + [0]
     b = [1] * 4 + [0] * 3 + [0] * 2 + [1]
     assert cohens_kappa(a, b) == pytest.approx(0.4)
+
+
+def test_fleiss_kappa_on_hand_computed_tables() -> None:
+    # 3 raters, 4 subjects, yes/no counts [3,0], [0,3], [2,1], [1,2]:
+    # P_i = (9-3)/6 = 1, 1, (4+1-3)/6 = 1/3, 1/3 -> P_bar = 2/3; p_yes = p_no = 6/12 -> P_e = 1/2;
+    # kappa = (2/3 - 1/2) / (1 - 1/2) = 1/3.
+    assert fleiss_kappa([[3, 0], [0, 3], [2, 1], [1, 2]]) == pytest.approx(1 / 3)
+    # Fleiss (1971) as Wikipedia works it: 10 subjects, 14 raters, 5 categories -> P_bar = 0.378, P_e = 0.213,
+    # kappa = 0.210.
+    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1], [7, 7, 0, 0, 0],
+             [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    assert fleiss_kappa(table) == pytest.approx(0.20993, abs=1e-5)
+    # Perfect agreement is 1; all ratings in one category is 1 (p_e = 1), as cohens_kappa.
+    assert fleiss_kappa([[2, 0], [0, 2]]) == 1.0 and fleiss_kappa([[3, 0], [3, 0]]) == 1.0
+    # Two raters with equal marginals: Fleiss' kappa is Scott's pi, which equals Cohen's kappa then.
+    a, b = [1, 1, 0, 0, 1, 0], [1, 0, 1, 0, 1, 0]
+    counts = [[x + y, 2 - x - y] for x, y in zip(a, b)]
+    assert fleiss_kappa(counts) == pytest.approx(cohens_kappa(a, b))
+    with pytest.raises(ValueError, match="same number"):
+        fleiss_kappa([[2, 0], [1, 2]])

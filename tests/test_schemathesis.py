@@ -45,6 +45,14 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$.traces[",
         "trace ids must be unique within a batch; JSON Schema cannot say a property is unique across array items",
     ),
+    "has no judge verdict to compare with": (
+        "$.trace_id",
+        "a label needs a trace the judge has judged: server state, not something a JSON schema can express",
+    ),
+    "is reserved for POST /v1/calibrations": (
+        "$",
+        "the reviewer name `calibration` is kept for calibration labels; the schema's pattern does not single it out",
+    ),
     "Expected `int | null`, got `float`": (
         "$.",
         "the same whole-float case for an optional integer field (usage.prompt_tokens)",

@@ -71,3 +71,14 @@ def test_judge_concurrency_is_from_1_to_1024() -> None:
     for bad, reason in (("0", "positive"), ("-3", "positive"), ("1025", "at most 1,024"), ("abc", "an integer")):
         with pytest.raises(ConfigError, match=f"RAGPULSE_JUDGE_CONCURRENCY must be {reason}"):
             Settings.from_env({"RAGPULSE_JUDGE_CONCURRENCY": bad})
+
+
+def test_review_loop_settings_are_read_and_checked() -> None:
+    settings = Settings.from_env({"RAGPULSE_LABEL_TTL_DAYS": "10", "RAGPULSE_AGREEMENT_WINDOW_DAYS": "7",
+                                  "RAGPULSE_REVIEW_SAMPLE_RATE": "0.25", "RAGPULSE_REVIEW_TEXT_TTL_SECONDS": "3600"})
+    assert (settings.label_ttl_seconds, settings.agreement_window_days) == (864000, 7)
+    assert (settings.review_sample_rate, settings.review_text_ttl_seconds) == (0.25, 3600)
+    with pytest.raises(ConfigError, match="RAGPULSE_AGREEMENT_WINDOW_DAYS"):
+        Settings.from_env({"RAGPULSE_LABEL_TTL_DAYS": "10", "RAGPULSE_AGREEMENT_WINDOW_DAYS": "30"})
+    with pytest.raises(ConfigError, match="RAGPULSE_REVIEW_SAMPLE_RATE"):
+        Settings.from_env({"RAGPULSE_REVIEW_SAMPLE_RATE": "1.5"})
