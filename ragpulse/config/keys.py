@@ -144,3 +144,15 @@ def otlp_spans(queue_prefix: str, member: str) -> str:
 def otlp_meta(queue_prefix: str, member: str) -> str:
     """Hash: `first` (epoch seconds of the first span seen), `root` (set once the root span arrived)."""
     return f"{PREFIX}:otlp:{queue_prefix}:meta:{member}"
+
+
+def review_session(digest: str) -> str:
+    """String: JSON ReviewSession of one review-page login, under the SHA-256 of its cookie (the cookie itself is
+    never stored); expires settings.review_session_ttl_seconds after login."""
+    return f"{PREFIX}:review:session:{digest}"
+
+
+def review_sessions(tenant: str) -> str:
+    """Sorted set: session digests of a tenant scored by expiry (epoch seconds), so logins beyond
+    settings.review_max_sessions evict the oldest; expires with its newest session."""
+    return f"{PREFIX}:review:sessions:{len(tenant)}:{tenant}"
