@@ -26,6 +26,7 @@ from ragpulse.otlp.handover import Handover
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from ragpulse.store.connection import reconnect_once
+from ragpulse.store.review_sessions import ReviewSessions
 from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.batches import BatchController
 from service.calibrations import CalibrationController
@@ -37,6 +38,9 @@ from service.health import healthz, metrics, readyz
 from service.jobs import JobController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
+from service.review import ReviewController
+from service.review_auth import review_resolver
+from service.review_login import ReviewLoginController
 from service.traces import TraceController
 from service.openapi import document
 
@@ -98,13 +102,17 @@ def create_app(
                         online_policies=PolicyCache(loop_client, settings.default_sample_rate),
                         otlp_buffer=SpanBuffer(loop_client, settings.queue_prefix, BufferLimits(
                             settings.otlp_settle_seconds, settings.otlp_max_wait_seconds,
-                            settings.otlp_max_spans_per_trace)))
+                            settings.otlp_max_spans_per_trace)),
+                        review_sessions=ReviewSessions(client, settings.review_session_ttl_seconds,
+                                                       settings.review_max_sessions))
     app = Litestar(
         route_handlers=[BatchController, TraceController, otlp_traces, JobController, CalibrationController,
-                        AppPolicyController, MonitorController, healthz, readyz, metrics],
+                        AppPolicyController, MonitorController, ReviewLoginController, ReviewController, healthz,
+                        readyz, metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),
             "call": Provide(call_resolver(services), sync_to_thread=False),
+            "review": Provide(review_resolver(services), sync_to_thread=True),
         },
         exception_handlers=exception_handlers(api_metrics),
         before_request=request_guard(services),

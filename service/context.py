@@ -15,6 +15,7 @@ from dispatch.chunks import ChunkEnqueuer
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.otlp.buffer import SpanBuffer
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
+from ragpulse.store.review_sessions import ReviewSessions
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from ragpulse.monitoring.api_metrics import ApiMetrics
@@ -37,6 +38,8 @@ class Services:
     """Sampling policies as POST /v1/traces reads them: on the event loop, cached a few seconds."""
     otlp_buffer: SpanBuffer
     """OpenTelemetry spans waiting, by trace, to be assembled (POST /v1/otlp/v1/traces)."""
+    review_sessions: ReviewSessions
+    """The review pages' logins (service.review_auth)."""
 
 
 @dataclass(frozen=True)

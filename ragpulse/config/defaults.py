@@ -65,6 +65,18 @@ BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20240601
 """Fixed seed, so a report's intervals are reproducible."""
 
+REVIEW_SESSION_TTL_SECONDS = 8 * 3600
+"""How long a review-page login lasts (absolute, not renewed by use): a working day, then the key is asked again."""
+
+REVIEW_MAX_SESSIONS = 100
+"""Review-page sessions a tenant holds at once; a login beyond it ends the tenant's oldest session."""
+
+REVIEW_FORM_MAX_BYTES = 64 * 1024
+"""Largest form body the review pages accept (413 above it): a label with a long note and its claim verdicts."""
+
+REVIEW_QUEUE_SIZE = 20
+"""Traces the review page asks the review queue for at once; it shows the first this reviewer has not labelled."""
+
 REDIS_SOCKET_TIMEOUT = 5.0
 """Seconds before a Redis call is abandoned; the API then answers 503 instead of hanging."""
 
@@ -229,15 +241,3 @@ OTLP_MAX_SPANS_PER_TRACE = 1000
 
 SHUTDOWN_TASK_SECONDS = 2.0
 """How long the API waits at shutdown for its background tasks (the OTLP hand-over) to end."""
-
-REVIEW_SESSION_TTL_SECONDS = 8 * 3600
-"""How long a review-page login lasts (absolute, not renewed by use): a working day, then the key is asked again."""
-
-REVIEW_MAX_SESSIONS = 100
-"""Review-page sessions a tenant holds at once; a login beyond it ends the tenant's oldest session."""
-
-REVIEW_FORM_MAX_BYTES = 64 * 1024
-"""Largest form body the review pages accept (413 above it): a label with a long note and its claim verdicts."""
-
-REVIEW_QUEUE_SIZE = 20
-"""Traces the review page asks the review queue for at once; it shows the first this reviewer has not labelled."""
