@@ -38,7 +38,7 @@ from service.health import healthz, metrics, readyz
 from service.jobs import JobController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
-from service.review import ReviewController
+from service.review import ReviewPageController
 from service.review_auth import review_resolver
 from service.review_login import ReviewLoginController
 from service.traces import TraceController
@@ -107,7 +107,7 @@ def create_app(
                                                        settings.review_max_sessions))
     app = Litestar(
         route_handlers=[BatchController, TraceController, otlp_traces, JobController, CalibrationController,
-                        AppPolicyController, MonitorController, ReviewLoginController, ReviewController, healthz,
+                        AppPolicyController, MonitorController, ReviewLoginController, ReviewPageController, healthz,
                         readyz, metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),

@@ -17,9 +17,9 @@ from litestar.response import Redirect
 
 from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidBody
-from ragpulse.model.labels import Label, ReviewItem
+from ragpulse.model.labels import Label
 from ragpulse.reporting.review_html import header, index_page, message_page, page
-from ragpulse.reporting.review_trace import result_view, review_path, trace_form
+from ragpulse.reporting.review_trace import Reviewable, result_view, review_path, trace_form
 from service import review_labels
 from service.review_auth import Review, form_text
 from service.review_form import answers, label_request
@@ -29,7 +29,7 @@ AppParam = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9._-]{1,64}$", descripti
 _APP = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
-class ReviewController(Controller):
+class ReviewPageController(Controller):
     """The review pages; every handler acts for the session's tenant (service.review_auth)."""
 
     path = "/review"
@@ -63,13 +63,13 @@ class ReviewController(Controller):
         """Store the reviewer's label, then show it beside the judge's call; a form that cannot be a label is shown
         again (422) with what to fix."""
         review.check_form(data)
+        item = review_labels.item(review, app, form_text(data, "trace_id"), form_text(data, "job_id") or None)
         try:
             request = label_request(data)
         except InvalidBody as exc:
-            item = review_labels.item(review, app, form_text(data, "trace_id"), form_text(data, "job_id") or None)
             form = trace_form(item, review.session.csrf, review.session.reviewer, exc.detail, answers(data))
             return html(page(f"review {app}: {item.trace_id}", form, _top(review, app)), status=422)
-        label = review_labels.save(review, app, request)
+        label = review_labels.save(review, request)
         review.services.review_sessions.remember_reviewer(review.session_id, review.session, label.reviewer)
         query = {"trace_id": label.trace_id, **({"job_id": label.job_id} if label.job_id else {})}
         return Redirect(f"{review_path(app)}/result", query_params=query, status_code=303)
@@ -86,11 +86,12 @@ class ReviewController(Controller):
         return html(page(f"review {app}: {item.trace_id}", result_view(item, label), _top(review, app)))
 
 
-def _own_label(review: Review, item: ReviewItem) -> Label | None:
+def _own_label(review: Review, item: Reviewable) -> Label | None:
     reviewer = review.session.reviewer
     if reviewer is None:
         return None
-    return next((lab for lab in review_labels.labels(review, item) if lab.reviewer == reviewer), None)
+    return next((lab for lab in review_labels.labels(review, item.trace_id, item.job_id) if lab.reviewer == reviewer),
+                None)
 
 
 def _top(review: Review, app: str | None) -> str:

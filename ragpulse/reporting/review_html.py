@@ -44,7 +44,8 @@ input[type=radio]:focus-visible { outline-offset: 1px; }
 .banner { background: #e6f4ea; border: 1px solid var(--ok); border-radius: 6px; padding: 8px 12px; }
 table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: 6px 8px; vertical-align: top; }
 th { color: var(--muted); border-bottom: 1px solid var(--line); } tr + tr td { border-top: 1px solid #f1f3f4; }
-td { overflow-wrap: anywhere; }
+td { overflow-wrap: anywhere; } td.you { overflow-wrap: normal; white-space: nowrap; }
+.trace h3 { margin-top: 12px; }
 .agree { color: var(--ok); font-weight: 600; } .differ { color: var(--bad); font-weight: 600; }
 """
 

@@ -8,20 +8,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from html import escape
+from typing import Protocol
 from urllib.parse import quote
 
-from ragpulse.model.labels import Label, ReviewItem
+from ragpulse.model.labels import ClaimText, DocumentText, JudgeView, Label
 from ragpulse.reporting.review_html import csrf_field
 
 VERDICTS = ("supported", "unsupported", "contradicted")
 """The per-claim choices, as ClaimLabel.verdict spells them; `not sure` sends none."""
 
 
+class Reviewable(Protocol):
+    """A judged trace as a reviewer reads it: a ReviewItem of the queue, or one trace read back by id."""
+
+    trace_id: str
+    job_id: str | None
+    app: str
+    query: str
+    answer: str | None
+    documents: list[DocumentText]
+    claims: list[ClaimText]
+    judge: JudgeView
+
+
 def review_path(app: str) -> str:
     return f"/review/{quote(app, safe='')}"
 
 
-def trace_form(item: ReviewItem, csrf: str, reviewer: str | None, error: str | None = None,
+def trace_form(item: Reviewable, csrf: str, reviewer: str | None, error: str | None = None,
                answers: Mapping[str, str] | None = None) -> str:
     """The trace and the label form; `answers` refill the form after a refused submission."""
     given = answers or {}
@@ -42,7 +56,7 @@ def trace_form(item: ReviewItem, csrf: str, reviewer: str | None, error: str | N
     return f"<div class=review>{_trace(item)}{_documents(item)}{form}</div>"
 
 
-def result_view(item: ReviewItem, label: Label) -> str:
+def result_view(item: Reviewable, label: Label) -> str:
     """The reviewer's label beside the judge's call, and the way on to the next trace."""
     judge = item.judge
     by_claim = {c.index: c.verdict for c in label.claims or ()}
@@ -64,7 +78,7 @@ def result_view(item: ReviewItem, label: Label) -> str:
             f"<p><a class=button id=next href=\"{escape(review_path(item.app))}\">Next trace</a></p></section></div>")
 
 
-def _trace(item: ReviewItem) -> str:
+def _trace(item: Reviewable) -> str:
     answer = (f"<p class=text data-answer>{escape(item.answer)}</p>" if item.answer is not None
               else "<p class=note>No answer text.</p>")
     listed = "".join(f"<li class=text>{escape(c.text)}</li>" for c in item.claims)
@@ -76,7 +90,7 @@ def _trace(item: ReviewItem) -> str:
             f"{' · job ' + escape(item.job_id) if item.job_id else ''}</p></section>")
 
 
-def _documents(item: ReviewItem) -> str:
+def _documents(item: Reviewable) -> str:
     docs = "".join(f"<article class=doc><h3>{escape(d.doc_id)}</h3>"
                    + (f"<p class=text>{escape(d.text)}</p>" if d.text is not None else "<p class=note>no text kept</p>")
                    + "</article>" for d in item.documents)
@@ -112,6 +126,6 @@ def _yes(value: bool) -> str:
 def _row(question: str, yours: str, judges: str, why: str = "") -> str:
     mark = "" if yours == "–" else (" <span class=agree>agree</span>" if yours == judges
                                     else " <span class=differ>differ</span>")
-    return (f"<tr><td class=text>{escape(question)}</td><td data-you>{escape(yours)}</td>"
+    return (f"<tr><td class=text>{escape(question)}</td><td class=you data-you>{escape(yours)}</td>"
             f"<td data-judge-call>{escape(judges)}{mark}{'<br><span class=note>' + why + '</span>' if why else ''}"
             "</td></tr>")
