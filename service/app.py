@@ -18,6 +18,7 @@ import ragpulse
 from dispatch.chunks import ChunkEnqueuer
 from ragpulse.config import defaults
 from ragpulse.judges import kinds
+from ragpulse.labels.desk import ReviewDesk
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
@@ -36,6 +37,7 @@ from service.errors import exception_handlers
 from service.guard import request_guard
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
+from service.labels import LabelController, ReviewController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
 from service.review import ReviewPageController
@@ -100,6 +102,7 @@ def create_app(
     services = Services(settings=settings, store=store, api_metrics=api_metrics, policies=policies,
                         committer=GroupCommitter(loop_client), enqueuer=ChunkEnqueuer(client, settings),
                         online_policies=PolicyCache(loop_client, settings.default_sample_rate),
+                        reviews=ReviewDesk.open(store, settings),
                         otlp_buffer=SpanBuffer(loop_client, settings.queue_prefix, BufferLimits(
                             settings.otlp_settle_seconds, settings.otlp_max_wait_seconds,
                             settings.otlp_max_spans_per_trace)),
@@ -107,8 +110,8 @@ def create_app(
                                                        settings.review_max_sessions))
     app = Litestar(
         route_handlers=[BatchController, TraceController, otlp_traces, JobController, CalibrationController,
-                        AppPolicyController, MonitorController, ReviewLoginController, ReviewPageController, healthz,
-                        readyz, metrics],
+                        LabelController, ReviewController, AppPolicyController, MonitorController,
+                        ReviewLoginController, ReviewPageController, healthz, readyz, metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),
             "call": Provide(call_resolver(services), sync_to_thread=False),

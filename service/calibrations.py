@@ -23,13 +23,16 @@ class CalibrationController(Controller):
         """Accuracy and Cohen's kappa (with a 95% interval) between the judge and humans; a warning below 0.6.
 
         422 naming each `$.labels[i].trace_id` when no label matches a judged trace of the job; the stored
-        calibration is then left as it was."""
+        calibration is then left as it was. The labels that match are also stored in the label store (reviewer
+        `calibration`, replacing the previous calibration's), where they count in the app's judge agreement."""
         store, tenant = call.store, call.tenant
         request = decode_body(body, CalibrationRequest)
         job = store.job(request.job_id, tenant)
         if job.status not in {"finished", "finished_with_errors"}:
             raise InvalidParameter(f"job {request.job_id} is {job.status}; calibrate a finished job",
                                    [{"path": "$.job_id", "message": "job not finished"}])
-        calibration = calibrate(request.job_id, request, store.results.all(request.job_id))
+        results = store.results.all(request.job_id)
+        calibration = calibrate(request.job_id, request, results)
         store.results.save_calibration(request.job_id, msgspec.json.encode(calibration))
+        call.services.reviews.calibrate(tenant, request, results)
         return calibration

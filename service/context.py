@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from litestar import Request
 
 from dispatch.chunks import ChunkEnqueuer
+from ragpulse.labels.desk import ReviewDesk
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.otlp.buffer import SpanBuffer
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
@@ -38,6 +39,8 @@ class Services:
     """Sampling policies as POST /v1/traces reads them: on the event loop, cached a few seconds."""
     otlp_buffer: SpanBuffer
     """OpenTelemetry spans waiting, by trace, to be assembled (POST /v1/otlp/v1/traces)."""
+    reviews: ReviewDesk
+    """Human labels and the review queue."""
     review_sessions: ReviewSessions
     """The review pages' logins (service.review_auth)."""
 

@@ -241,3 +241,54 @@ OTLP_MAX_SPANS_PER_TRACE = 1000
 
 SHUTDOWN_TASK_SECONDS = 2.0
 """How long the API waits at shutdown for its background tasks (the OTLP hand-over) to end."""
+
+LABEL_TTL_DAYS = 90
+"""How long a human label (POST /v1/labels, POST /v1/calibrations) stays in Redis, refreshed when its trace is
+labelled again."""
+
+AGREEMENT_WINDOW_DAYS = 30
+"""Labels younger than this make the judge-agreement figures (GET /v1/apps/{app}/agreement and the
+ragpulse_judge_agreement_labels gauge): a judge's agreement of three months ago says little about today's traffic."""
+
+LABELLED_TRACES_PER_APP = 10_000
+"""Labelled traces kept per tenant and app; past it the traces labelled longest ago lose their labels first."""
+
+LABELLED_APPS_MAX = 1_000
+"""(tenant, app) pairs whose labels /metrics reads at most; past it the pair labelled longest ago is forgotten by the
+scrape (its labels stay readable through the API until they expire)."""
+
+REVIEW_TEXT_TTL_SECONDS = 7 * 24 * 3600
+"""How long an online trace the review design can pick keeps its query, documents, answer and verdicts for review."""
+
+REVIEW_SAMPLE_RATE = 0.1
+"""q: share of judged traces in the uniform estimation pool (by a hash of tenant, app and trace id)."""
+
+REVIEW_TARGETED_RATES = {"disagreement": 1.0, "hallucinated": 0.5, "near_threshold": 0.1}
+"""Share of the judged traces outside the uniform pool that the review design picks, by stratum, in this order of
+precedence: repeat-judge disagreements, judged hallucinations, any trace of an app whose rate is near its alert
+threshold. A trace's inclusion probability is q + (1 - q) x rate."""
+
+REVIEW_ALERT_THRESHOLD = 0.2
+"""The hallucination rate HallucinationRateSpike pages above (deploy/prometheus/alerts.yml)."""
+
+REVIEW_NEAR_BAND = 0.05
+"""An app is near its alert threshold when its hallucination rate over REVIEW_NEAR_MINUTES is this close to it."""
+
+REVIEW_NEAR_MINUTES = 15
+"""The window of that rate, as the alert's."""
+
+REVIEW_NEAR_MIN_ANSWERED = 20
+"""Answered traces that window needs before its rate counts, as the alert's."""
+
+REVIEW_POOL_CAP = 10_000
+"""Reviewable traces indexed per tenant and app; past it the ones with the highest hash leave the index (those the
+queue would serve last), so what stays is still picked by hash alone."""
+
+REVIEW_QUEUE_MAX = 50
+"""Most items one GET /v1/apps/{app}/review answers."""
+
+REVIEW_ESTIMATION_NEEDED = 30
+"""Labels the uniform sample needs before corrected rates are given; the queue serves it first until then."""
+
+REVIEW_SCAN_BATCH = 200
+"""Index entries the review queue reads per round trip while filling a page."""

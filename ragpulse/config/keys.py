@@ -156,3 +156,37 @@ def otlp_spans(queue_prefix: str, member: str) -> str:
 def otlp_meta(queue_prefix: str, member: str) -> str:
     """Hash: `first` (epoch seconds of the first span seen), `root` (set once the root span arrived)."""
     return f"{PREFIX}:otlp:{queue_prefix}:meta:{member}"
+
+
+def trace_labels(tenant: str, job_id: str | None, trace_id: str) -> str:
+    """Hash: reviewer -> msgpack Label of one trace (a batch trace under its job, an online one under none); expires
+    settings.label_ttl_days after its latest label."""
+    return f"{PREFIX}:labels:{len(tenant)}:{tenant}:{job_id or ''}:{trace_id}"
+
+
+def app_labels(tenant: str, app: str) -> str:
+    """Sorted set: the app's labelled traces (labels.refs member) scored by the Unix time of their newest label;
+    at most defaults.LABELLED_TRACES_PER_APP (the oldest leave first, their labels deleted); expires
+    settings.label_ttl_days after the app's latest label."""
+    return f"{PREFIX}:labels:app:{len(tenant)}:{tenant}:{app}"
+
+
+def labelled_apps() -> str:
+    """Sorted set: every (tenant, app) with labels (`<len>:<tenant>:<app>`), scored by its newest label, which the
+    /metrics scrape reads; at most defaults.LABELLED_APPS_MAX; expires settings.label_ttl_days after the latest
+    label."""
+    return f"{PREFIX}:labels:apps"
+
+
+def review_pool(tenant: str, app: str) -> str:
+    """Sorted set: the app's judged traces the review design can pick (labels.refs member) scored by their hash
+    draw in [0, 1); at most defaults.REVIEW_POOL_CAP (the highest draws leave first); expires after the longer of
+    settings.review_text_ttl_seconds and settings.result_ttl_seconds from its latest entry. Entries whose trace has
+    expired are dropped when the queue meets them."""
+    return f"{PREFIX}:review:pool:{len(tenant)}:{tenant}:{app}"
+
+
+def review_copy(tenant: str, trace_id: str) -> str:
+    """String: msgpack ReviewSource (query, documents and answer cut like the judge's input, the judge's verdicts) of
+    one judged online trace the review design can pick; expires after settings.review_text_ttl_seconds."""
+    return f"{PREFIX}:review:copy:{len(tenant)}:{tenant}:{trace_id}"

@@ -77,6 +77,21 @@ class Settings:
     """RAGPULSE_ONLINE_CLAIM_IDLE_SECONDS: a post a worker took and has not finished or refreshed for this long is
     claimed by another worker (default 60)."""
 
+    label_ttl_days: int = defaults.LABEL_TTL_DAYS
+    """RAGPULSE_LABEL_TTL_DAYS: lifetime of a human label in Redis, refreshed when its trace is labelled again (default
+    90)."""
+
+    agreement_window_days: int = defaults.AGREEMENT_WINDOW_DAYS
+    """RAGPULSE_AGREEMENT_WINDOW_DAYS: labels younger than this make the judge-agreement figures and gauges (default
+    30; at most RAGPULSE_LABEL_TTL_DAYS)."""
+
+    review_text_ttl_seconds: int = defaults.REVIEW_TEXT_TTL_SECONDS
+    """RAGPULSE_REVIEW_TEXT_TTL_SECONDS: how long a judged online trace the review design can pick keeps its text and
+    verdicts for review (default 7 days)."""
+
+    review_sample_rate: float = defaults.REVIEW_SAMPLE_RATE
+    """RAGPULSE_REVIEW_SAMPLE_RATE: q, the share of judged traces in the uniform estimation pool (default 0.1)."""
+
     chunk_size: int = defaults.CHUNK_SIZE
     """RAGPULSE_CHUNK_SIZE: traces per worker job (default 500)."""
 
@@ -194,9 +209,17 @@ class Settings:
     (default: tools, falling back to json_schema once per process when the server refuses tools)."""
 
     def __post_init__(self) -> None:
+        if self.agreement_window_days > self.label_ttl_days:
+            raise ConfigError(f"RAGPULSE_AGREEMENT_WINDOW_DAYS ({self.agreement_window_days}) must be at most "
+                              f"RAGPULSE_LABEL_TTL_DAYS ({self.label_ttl_days}): older labels are gone")
         if self.tenant_traces_per_second and self.tenant_traces_burst < self.max_traces:
             raise ConfigError(f"RAGPULSE_TENANT_TRACES_BURST ({self.tenant_traces_burst}) must be at least "
                               f"RAGPULSE_MAX_TRACES ({self.max_traces}): a full batch could never be accepted")
+
+    @property
+    def label_ttl_seconds(self) -> int:
+        """RAGPULSE_LABEL_TTL_DAYS in seconds."""
+        return self.label_ttl_days * 86400
 
     @functools.cached_property
     def tenants(self) -> frozenset[str]:
@@ -234,6 +257,10 @@ class Settings:
             "tenant_traces_burst": _int(env, "RAGPULSE_TENANT_TRACES_BURST", cls.tenant_traces_burst),
             "result_ttl_seconds": _int(env, "RAGPULSE_RESULT_TTL_SECONDS", cls.result_ttl_seconds),
             "chunk_size": _int(env, "RAGPULSE_CHUNK_SIZE", cls.chunk_size),
+            "label_ttl_days": _int(env, "RAGPULSE_LABEL_TTL_DAYS", cls.label_ttl_days),
+            "agreement_window_days": _int(env, "RAGPULSE_AGREEMENT_WINDOW_DAYS", cls.agreement_window_days),
+            "review_text_ttl_seconds": _int(env, "RAGPULSE_REVIEW_TEXT_TTL_SECONDS", cls.review_text_ttl_seconds),
+            "review_sample_rate": _rate(env, "RAGPULSE_REVIEW_SAMPLE_RATE", cls.review_sample_rate),
             "online_result_ttl_seconds": _int(env, "RAGPULSE_ONLINE_RESULT_TTL_SECONDS", cls.online_result_ttl_seconds),
             "online_max_backlog": _int(env, "RAGPULSE_ONLINE_MAX_BACKLOG", cls.online_max_backlog),
             "online_claim_idle_seconds": _int(env, "RAGPULSE_ONLINE_CLAIM_IDLE_SECONDS", cls.online_claim_idle_seconds),

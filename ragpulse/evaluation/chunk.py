@@ -27,6 +27,7 @@ from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.judges import kinds
+from ragpulse.labels.sources import TraceRef, queue_reviewable
 from ragpulse.model.results import Security, TraceResult
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import Judge
@@ -36,6 +37,7 @@ from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, judge_for
 from ragpulse.security.trace import check_trace
 from ragpulse.store import JobRecord, Store
 from ragpulse.store.aio import AsyncJobStore
+from ragpulse.store.atomic import WriteQueue
 from ragpulse.store.connection import RETRIED_ERRORS, OutageBackoff, worker_async_client
 
 log = logging.getLogger("ragpulse.evaluation.chunk")
@@ -114,9 +116,13 @@ class ChunkRun:
     async def _one(self, index: int, trace: Trace, bound: asyncio.Semaphore) -> None:
         async with bound:
             result = await self._evaluate(index, trace)
+        await self.job.record(result, counting=functools.partial(self._counting, result=result))
+
+    def _counting(self, pipe: WriteQueue, result: TraceResult) -> None:
+        """The writes applied with a newly stored result: its counts, and its entry in the app's review index."""
         s, tenant = self.settings, self.job.tenant
-        await self.job.record(result, counting=functools.partial(
-            queue_result_counts, apps=s.apps, tenants=s.tenants, tenant=tenant, result=result))
+        queue_result_counts(pipe, s.apps, s.tenants, tenant, result)
+        queue_reviewable(pipe, s, tenant, TraceRef(result.trace_id, self.job.job_id, result.index), result)
 
     async def _evaluate(self, index: int, trace: Trace) -> TraceResult:
         failure = await self.guard.failure()

@@ -1,4 +1,5 @@
-"""Agreement between two raters (judge vs human, or a judge with itself): accuracy and Cohen's kappa."""
+"""Agreement between raters: accuracy and Cohen's kappa for two (judge vs human, a judge with itself, two reviewers),
+Fleiss' kappa for more."""
 
 from __future__ import annotations
 
@@ -24,6 +25,25 @@ def cohens_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
     if expected == 1.0:
         return 1.0
     return (observed - expected) / (1 - expected)
+
+
+def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
+    """Fleiss' kappa of N subjects each rated by the same number n >= 2 of raters into k categories; `counts[i][j]`
+    is how many raters put subject i in category j.
+
+    P_i = (sum_j n_ij^2 - n) / (n (n - 1)), P_bar = mean_i P_i, p_j = sum_i n_ij / (N n), P_e = sum_j p_j^2,
+    kappa = (P_bar - P_e) / (1 - P_e); 1.0 when every rating falls in one category (P_e = 1), as cohens_kappa.
+    """
+    table = np.asarray(counts, dtype=float)
+    n = table[0].sum()
+    if n < 2 or not np.all(table.sum(axis=1) == n):
+        raise ValueError("Fleiss' kappa needs the same number (at least 2) of ratings for every subject")
+    agreement = ((table ** 2).sum(axis=1) - n) / (n * (n - 1))
+    shares = table.sum(axis=0) / table.sum()
+    expected = float((shares ** 2).sum())
+    if expected == 1.0:
+        return 1.0
+    return (float(agreement.mean()) - expected) / (1 - expected)
 
 
 def kappa_interval(

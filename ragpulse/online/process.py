@@ -20,6 +20,7 @@ from ragpulse.evaluation.calls import CallCounter, add_spend, no_spend
 from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.judges import kinds
+from ragpulse.labels.sources import TraceRef, queue_reviewable
 from ragpulse.model.results import Security, Spend, TraceResult
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.model.verdicts import Judge
@@ -94,7 +95,8 @@ class PostProcessor:
         return self.writes(post, results)
 
     def writes(self, post: Post, results: list[TraceResult]) -> Group:
-        """The writes counting every trace of the post and storing the record of each sampled or failed one."""
+        """The writes counting every trace of the post and storing the record of each sampled or failed one, and
+        making the judged ones the review design can pick reviewable."""
         pipe = Writes()
         processed_at = utcnow()
         for trace, decision, result in zip(post.traces, post.decisions, results, strict=True):
@@ -103,6 +105,7 @@ class PostProcessor:
                 record = records.finished(pending_record(trace, decision, post.received_at), result, processed_at)
                 pipe.set(keys.online_trace(post.tenant, record.trace_id), records.encode(record),
                          ex=self.settings.online_result_ttl_seconds)
+                queue_reviewable(pipe, self.settings, post.tenant, TraceRef(record.trace_id), result, trace)
         return pipe.group
 
     def failed_writes(self, post: Post, error: str) -> Group:

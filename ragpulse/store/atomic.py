@@ -90,7 +90,8 @@ def room_in(stream: str, cap: int) -> Command:
 
 class Writes:
     """Writes recorded as a group, for code that only queues writes and never reads: the pipeline methods the online
-    path and the counters use (hincrbyfloat, hincrby, expire, set, xadd), each appending one command tuple. About a
+    path, the counters and the review index use (hincrbyfloat, hincrby, expire, set, xadd, zadd, zremrangebyrank),
+    each appending one command tuple. About a
     tenth of the cost of queueing onto a redis-py pipeline, which builds its command through layers of callbacks;
     on the online ingest and acknowledgement paths that overhead was a tenth of the API's CPU per post."""
 
@@ -111,6 +112,12 @@ class Writes:
 
     def xadd(self, key: str, fields: dict[bytes | str, bytes | str]) -> None:
         self.group.append(("XADD", key, "*", *(word for pair in fields.items() for word in pair)))
+
+    def zadd(self, key: str, mapping: dict[str, float]) -> None:
+        self.group.append(("ZADD", key, *(word for member, score in mapping.items() for word in (score, member))))
+
+    def zremrangebyrank(self, key: str, start: int, end: int) -> None:
+        self.group.append(("ZREMRANGEBYRANK", key, start, end))
 
 
 WriteQueue = redis.client.Pipeline | Writes
