@@ -31,10 +31,11 @@ class Browser:
              "about:blank"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         port = self._devtools_port()
         page = next(t for t in httpx.get(f"http://127.0.0.1:{port}/json/list").json() if t["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None)
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None).__enter__()   # closed in close()
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
         self.send("Page.enable")
+        self.send("Emulation.setFocusEmulationEnabled", enabled=True)   # autofocus and :focus-visible, headless
 
     def _devtools_port(self, timeout: float = 60.0) -> int:
         assert self.proc.stderr is not None

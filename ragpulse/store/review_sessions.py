@@ -53,13 +53,14 @@ class ReviewSessions:
     def open(self, tenant: str) -> tuple[str, ReviewSession]:
         """A new session for `tenant`: (the id for the cookie, the session); the tenant's oldest ends beyond the cap."""
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
-        now = int(time.time())
-        session = ReviewSession(tenant=tenant, csrf=secrets.token_urlsafe(SESSION_ID_BYTES), expires_at=now + self.ttl)
+        now = time.time()
+        session = ReviewSession(tenant=tenant, csrf=secrets.token_urlsafe(SESSION_ID_BYTES),
+                                expires_at=int(now) + self.ttl)
         index, digest = keys.review_sessions(tenant), _digest(session_id)
         pipe = self.redis.pipeline()
         pipe.set(keys.review_session(digest), _encode(session), ex=self.ttl)
         pipe.zremrangebyscore(index, "-inf", now)
-        pipe.zadd(index, {digest: session.expires_at})
+        pipe.zadd(index, {digest: now + self.ttl})   # to the microsecond: two logins in one second stay in order
         pipe.expire(index, self.ttl)
         pipe.zrange(index, 0, -self.cap - 1)      # the oldest beyond the cap (none while under it)
         evicted = pipe.execute()[-1]
