@@ -126,6 +126,8 @@ def test_login_exchanges_the_key_for_a_session_cookie_and_no_url_holds_it(review
         assert browser.get(f"/review/{APP}").status_code == 303                      # the cookie opens nothing now
     behind_tls = httpx.post(f"{review.url}/review/login", data={"api_key": key}, headers={"X-Forwarded-Proto": "https"})
     assert "Secure" in behind_tls.headers["set-cookie"]                             # https at the proxy: Secure
+    huge = httpx.post(f"{review.url}/review/login", data={"api_key": "k" * 100_000})
+    assert huge.status_code == 413                                                  # forms are small
 
 
 def test_a_post_without_the_sessions_csrf_token_or_from_another_site_is_refused(review: ReviewStack) -> None:
