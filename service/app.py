@@ -43,6 +43,7 @@ from service.otlp import otlp_traces
 from service.review import ReviewPageController
 from service.review_auth import review_resolver
 from service.review_login import ReviewLoginController
+from service.review_metrics import AgreementCollector
 from service.traces import TraceController
 from service.openapi import document
 
@@ -77,6 +78,7 @@ def create_app(
     scrape_client = redis_client(settings, socket_timeout=defaults.SCRAPE_REDIS_TIMEOUT)  # /metrics: fail fast
     api_metrics.registry.register(RedisMetricsCollector(scrape_client, settings.apps, kinds.models(settings)))
     api_metrics.registry.register(QueueCollector(scrape_client, settings))
+    api_metrics.registry.register(AgreementCollector(scrape_client, settings))
     policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
     loop_client = redis_client(settings, AsyncRedis)
 

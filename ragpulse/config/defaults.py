@@ -292,3 +292,7 @@ REVIEW_ESTIMATION_NEEDED = 30
 
 REVIEW_SCAN_BATCH = 200
 """Index entries the review queue reads per round trip while filling a page."""
+
+AGREEMENT_SCRAPE_SECONDS = 30.0
+"""How long the API reuses the judge-agreement gauges it read from the label store (labels arrive at human pace, and
+reading every labelled trace on each scrape would cost Redis more than it tells)."""

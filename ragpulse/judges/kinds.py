@@ -48,6 +48,9 @@ class JudgeKind:
     model: Callable[[Settings], str | None] = lambda settings: None
     """The model it judges with under these settings (what a dry run prices and self-evaluation compares)."""
 
+    prompt_version: Callable[[], str] | None = None
+    """The prompt version its judgments carry now (imported only when asked); None for `none`."""
+
 
 def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
     import anthropic  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
@@ -133,14 +136,27 @@ class ReportingJudge:
                                   cache_creation_input_tokens=call.cache_creation_input_tokens)
 
 
+def _llm_prompt_version() -> str:
+    from ragpulse.judges.prompt import PROMPT_VERSION  # noqa: PLC0415
+
+    return PROMPT_VERSION
+
+
+def _local_prompt_version() -> str:
+    from ragpulse.judges.local import PROMPT_VERSION  # noqa: PLC0415
+
+    return PROMPT_VERSION
+
+
 JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
     JudgeKind(name="none", billable=False, remote=False, offline=True, heuristic=False, factory=None),
-    JudgeKind(name="local", billable=False, remote=False, offline=True, heuristic=True, factory=_local),
+    JudgeKind(name="local", billable=False, remote=False, offline=True, heuristic=True, factory=_local,
+              prompt_version=_local_prompt_version),
     JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, factory=_anthropic,
-              model=lambda settings: settings.judge_model),
+              model=lambda settings: settings.judge_model, prompt_version=_llm_prompt_version),
     # Billable though often free: a self-hosted model has no price and costs 0 (price_known false in a dry run).
     JudgeKind(name="openai", billable=True, remote=True, offline=False, heuristic=False, factory=_openai,
-              model=lambda settings: settings.openai_model),
+              model=lambda settings: settings.openai_model, prompt_version=_llm_prompt_version),
 )}
 """Judge name -> its declaration, in the order help texts and errors list them."""
 
@@ -153,6 +169,11 @@ def names() -> tuple[str, ...]:
 def judging_names() -> tuple[str, ...]:
     """Names of the judges that judge traces (every one but `none`): the values of the `judge` label."""
     return tuple(name for name, kind in JUDGES.items() if kind.factory is not None)
+
+
+def current_prompt_versions() -> dict[str, str]:
+    """Judging judge name -> the prompt version its judgments carry now."""
+    return {name: kind.prompt_version() for name, kind in JUDGES.items() if kind.prompt_version is not None}
 
 
 def judges_traces(name: str | None) -> bool:

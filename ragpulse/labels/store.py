@@ -96,6 +96,11 @@ class LabelStore:
         members = self.redis.zrangebyscore(keys.app_labels(tenant, app), since, "+inf")
         return [labels for labels in self.of_traces(tenant, map(parse_member, members)) if labels]
 
+    def newest(self) -> float:
+        """Unix time of the newest label of any app (0 without any)."""
+        top = self.redis.zrevrange(keys.labelled_apps(), 0, 0, withscores=True)
+        return top[0][1] if top else 0.0
+
     def apps(self) -> list[tuple[str, str]]:
         """Every (tenant, app) with labels, as the /metrics scrape reads them."""
         pairs = []
