@@ -16,7 +16,8 @@ from litestar.exceptions import HTTPException, TooManyRequestsException
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
-    Conflict, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable,
+    Conflict, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
+    MalformedBody, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics

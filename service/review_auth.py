@@ -63,7 +63,8 @@ def review_resolver(services: Services) -> Callable[[Request], Review]:
         if not settings.open_access:
             raise LoginRequired(request.url.path)
         session_id, session = sessions.open(defaults.OPEN_TENANT)
-        return Review(session_id, session, services, [session_cookie(request, session_id, settings.review_session_ttl_seconds)])
+        cookie = session_cookie(request, session_id, settings.review_session_ttl_seconds)
+        return Review(session_id, session, services, [cookie])
 
     return resolve
 

@@ -33,7 +33,8 @@ def label_request(form: Mapping[str, Any]) -> LabelRequest:
               for name in _claim_fields(form) if form_text(form, name) in VERDICTS]
     fields = {"trace_id": form_text(form, "trace_id"), "job_id": form_text(form, "job_id") or None,
               "reviewer": form_text(form, "reviewer").strip(),
-              "hallucinated": YES_NO[form_text(form, "hallucinated")], "abstained": YES_NO[form_text(form, "abstained")],
+              "hallucinated": YES_NO[form_text(form, "hallucinated")],
+              "abstained": YES_NO[form_text(form, "abstained")],
               "claims": sorted(claims, key=lambda c: c.index) or None, "note": form_text(form, "note").strip() or None}
     try:
         return msgspec.convert(fields, LabelRequest)
