@@ -10,6 +10,8 @@
     │   ├── TooLarge           the body or the batch exceeds a limit (413)
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
+    │   └── LoginRequired      a review page without a live session cookie (303 to the login form)
+    ├── Forbidden              a review-page form without its session's CSRF token, or posted from another origin (403)
     ├── RateLimited            the tenant is over its ingest rate; carries the seconds until it fits (429)
     ├── Backlogged             the online stream is full: workers are behind, the post is refused (503)
     ├── TraceNotFound          no online trace record with this id for this tenant (404)
@@ -82,6 +84,18 @@ class UnsupportedMediaType(InputError):
 
 class Unauthorized(RagpulseError):
     """The request carries no API key, or one we do not know."""
+
+
+class LoginRequired(Unauthorized):
+    """A review page was asked for without a live session cookie; `next_path` is where to return after login."""
+
+    def __init__(self, next_path: str) -> None:
+        super().__init__(f"log in at /review/login to open {next_path}")
+        self.next_path = next_path
+
+
+class Forbidden(RagpulseError):
+    """A review-page form came without its session's CSRF token, or from another site: refused unread."""
 
 
 class RateLimited(RagpulseError):

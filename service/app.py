@@ -27,6 +27,7 @@ from ragpulse.otlp.handover import Handover
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from ragpulse.store.connection import reconnect_once
+from ragpulse.store.review_sessions import ReviewSessions
 from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.batches import BatchController
 from service.calibrations import CalibrationController
@@ -39,6 +40,9 @@ from service.jobs import JobController
 from service.labels import LabelController, ReviewController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
+from service.review import ReviewPageController
+from service.review_auth import review_resolver
+from service.review_login import ReviewLoginController
 from service.review_metrics import AgreementCollector
 from service.traces import TraceController
 from service.openapi import document
@@ -103,14 +107,17 @@ def create_app(
                         reviews=ReviewDesk.open(store, settings),
                         otlp_buffer=SpanBuffer(loop_client, settings.queue_prefix, BufferLimits(
                             settings.otlp_settle_seconds, settings.otlp_max_wait_seconds,
-                            settings.otlp_max_spans_per_trace)))
+                            settings.otlp_max_spans_per_trace)),
+                        review_sessions=ReviewSessions(client, settings.review_session_ttl_seconds,
+                                                       settings.review_max_sessions))
     app = Litestar(
         route_handlers=[BatchController, TraceController, otlp_traces, JobController, CalibrationController,
-                        LabelController, ReviewController, AppPolicyController, MonitorController, healthz, readyz,
-                        metrics],
+                        LabelController, ReviewController, AppPolicyController, MonitorController,
+                        ReviewLoginController, ReviewPageController, healthz, readyz, metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),
             "call": Provide(call_resolver(services), sync_to_thread=False),
+            "review": Provide(review_resolver(services), sync_to_thread=True),
         },
         exception_handlers=exception_handlers(api_metrics),
         before_request=request_guard(services),

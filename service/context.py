@@ -16,6 +16,7 @@ from ragpulse.labels.desk import ReviewDesk
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.otlp.buffer import SpanBuffer
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
+from ragpulse.store.review_sessions import ReviewSessions
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from ragpulse.monitoring.api_metrics import ApiMetrics
@@ -40,6 +41,8 @@ class Services:
     """OpenTelemetry spans waiting, by trace, to be assembled (POST /v1/otlp/v1/traces)."""
     reviews: ReviewDesk
     """Human labels and the review queue."""
+    review_sessions: ReviewSessions
+    """The review pages' logins (service.review_auth)."""
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,14 @@ from typing import Any
 import msgspec
 import redis
 from litestar import Request, Response
+from litestar.response import Redirect
 from litestar.exceptions import HTTPException, TooManyRequestsException
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
-    Conflict, InputError, RateLimited, InvalidBody, InvalidParameter, JobNotFound, MalformedBody, StoreRefused, StoreUnavailable,
+    Conflict, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
+    MalformedBody, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
@@ -31,6 +33,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     TooLarge: (413, "Payload too large"),
     UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
+    Forbidden: (403, "Forbidden"),
     JobNotFound: (404, "Job not found"),
     TraceNotFound: (404, "Trace not found"),
 }
@@ -96,8 +99,14 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
         return counted(problem(500, "Internal server error", "an unexpected error occurred; it has been logged"))
 
+    def to_login(_: Request, exc: Exception) -> Response[Any]:
+        assert isinstance(exc, LoginRequired)
+        return Redirect("/review/login", query_params={"next": exc.next_path}, status_code=303,
+                        headers={"Cache-Control": "no-store"})
+
     return {
         **dict.fromkeys(_STATUS, domain),
+        LoginRequired: to_login,
         StoreUnavailable: unavailable,
         redis.ConnectionError: unavailable,
         redis.TimeoutError: unavailable,

@@ -90,6 +90,18 @@ DEFAULT_REGRESSION_FAMILY = ("recall@5", "ndcg@5", "mrr", "faithfulness", "hallu
 `metrics=` on GET /v1/jobs/{id}/compare), beside the ones with thresholds or targets; a metric the comparison
 lacks (no cutoff 5, no unanswerable trace) is left out of the family."""
 
+REVIEW_SESSION_TTL_SECONDS = 8 * 3600
+"""How long a review-page login lasts (absolute, not renewed by use): a working day, then the key is asked again."""
+
+REVIEW_MAX_SESSIONS = 100
+"""Review-page sessions a tenant holds at once; a login beyond it ends the tenant's oldest session."""
+
+REVIEW_FORM_MAX_BYTES = 64 * 1024
+"""Largest form body the review pages accept (413 above it): a label with a long note and its claim verdicts."""
+
+REVIEW_QUEUE_SIZE = 20
+"""Traces the review page asks the review queue for at once; it shows the first this reviewer has not labelled."""
+
 REDIS_SOCKET_TIMEOUT = 5.0
 """Seconds before a Redis call is abandoned; the API then answers 503 instead of hanging."""
 

@@ -101,6 +101,18 @@ def tenant_apps(tenant: str) -> str:
     return f"{PREFIX}:apps:{tenant}"
 
 
+def review_session(digest: str) -> str:
+    """String: JSON ReviewSession of one review-page login, under the SHA-256 of its cookie (the cookie itself is
+    never stored); expires settings.review_session_ttl_seconds after login."""
+    return f"{PREFIX}:review:session:{digest}"
+
+
+def review_sessions(tenant: str) -> str:
+    """Sorted set: session digests of a tenant scored by expiry (epoch seconds), so logins beyond
+    settings.review_max_sessions evict the oldest; expires with its newest session."""
+    return f"{PREFIX}:review:sessions:{len(tenant)}:{tenant}"
+
+
 def tenant_ingest_bucket(tenant: str) -> str:
     """Hash: the tenant's ingest token bucket (`tokens` left, `at` Redis-clock ms of that count), shared by every API
     replica. Expires once it would have refilled (burst / rate seconds, plus one): a missing bucket is a full one."""

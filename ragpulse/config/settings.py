@@ -145,6 +145,13 @@ class Settings:
     max_apps_per_tenant: int = defaults.MAX_APPS_PER_TENANT
     """RAGPULSE_MAX_APPS_PER_TENANT: stored sampling policies per tenant (bounds Redis growth)."""
 
+    review_session_ttl_seconds: int = defaults.REVIEW_SESSION_TTL_SECONDS
+    """RAGPULSE_REVIEW_SESSION_TTL_SECONDS: how long a review-page login lasts, from login (default 8 hours)."""
+
+    review_max_sessions: int = defaults.REVIEW_MAX_SESSIONS
+    """RAGPULSE_REVIEW_MAX_SESSIONS: review-page sessions a tenant holds at once; more logins end the oldest
+    (default 100)."""
+
     callback_allowlist: tuple[str, ...] = ()
     """RAGPULSE_CALLBACK_ALLOWLIST: comma-separated `host`, `host:port`, `*.domain`, an IP or `IP:port` (IPv6 in
     brackets: `[::1]:8080`) a callback may target; a URL without a port has its scheme's default (443, 80)."""
@@ -277,6 +284,9 @@ class Settings:
             "metrics_token": _secret(env, "RAGPULSE_METRICS_TOKEN"),
             "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE", cls.default_sample_rate),
             "max_apps_per_tenant": _int(env, "RAGPULSE_MAX_APPS_PER_TENANT", cls.max_apps_per_tenant),
+            "review_session_ttl_seconds": _int(env, "RAGPULSE_REVIEW_SESSION_TTL_SECONDS",
+                                               cls.review_session_ttl_seconds),
+            "review_max_sessions": _int(env, "RAGPULSE_REVIEW_MAX_SESSIONS", cls.review_max_sessions),
             "callback_allowlist": _allowlist(env),
             "callback_secret": env.get("RAGPULSE_CALLBACK_SECRET") or None,
             "callback_retry_seconds": tuple(int(x) for x in _list(env, "RAGPULSE_CALLBACK_RETRY_SECONDS",
