@@ -244,6 +244,25 @@ def test_every_hallucination_rate_divides_by_answered_traces_as_the_report_does(
         assert "ragpulse_traces_answered_total" in expr and "ragpulse_traces_judged_total" not in expr, legend
 
 
+PAGING_SELECTOR = '{judge!="local"}'
+"""How the hallucination alerts read their counters (alerts.yml's header): LLM-judged traces only."""
+HALLUCINATION_COUNTERS = ("ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total",
+                          "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total")
+
+
+def test_the_hallucination_alerts_read_llm_judged_traces_only() -> None:
+    """The offline heuristic never pages: every read of the hallucination rates' counters in the rules carries the one
+    documented selector, and that selector leaves out exactly the judges declared heuristic."""
+    from ragpulse.judges.kinds import JUDGES
+
+    reads = re.findall(rf"\b({'|'.join(HALLUCINATION_COUNTERS)})(\{{[^}}]*\}})?", (PROMETHEUS / "alerts.yml").read_text())
+    assert {name for name, _ in reads} == set(HALLUCINATION_COUNTERS)
+    assert all(selector == PAGING_SELECTOR for _, selector in reads), reads
+    left_out = set(re.findall(r'judge!="(\w+)"', PAGING_SELECTOR))
+    assert left_out == {name for name, kind in JUDGES.items() if kind.heuristic}
+    assert PAGING_SELECTOR in (DEPLOY / "README.md").read_text(), "the runbook says how to change it"
+
+
 def test_rules_and_dashboard_keep_tenant_wherever_they_keep_app() -> None:
     """Two tenants may name an app alike: an aggregation that keeps `app` but drops `tenant` would merge them (one
     tenant's traffic moving another's rates and alerts), and a panel must show one tenant's series only."""
@@ -334,19 +353,24 @@ def test_dashboard_wilson_band_matches_the_report_wilson_interval(promtool: str,
     for app, (h_rate, n_rate) in WILSON_CASES.items():
         hallucinated, answered = round(h_rate * 60), round(n_rate * 60)
         lower, upper = wilson_interval(hallucinated, answered)
-        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="anthropic"}}',
                        "values": f"0+{n_rate}x120"})
         # judged traces that made no claim (abstentions) are no part of the rate
-        series.append({"series": f'ragpulse_traces_judged_total{{tenant="t1",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_judged_total{{tenant="t1",app="{app}",judge="anthropic"}}',
                        "values": f"0+{2 * n_rate}x120"})
         # another tenant's app of the same name, all hallucinated: no part of t1's band
-        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t2",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t2",app="{app}",judge="anthropic"}}',
                        "values": "0+5x120"})
-        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t2",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t2",app="{app}",judge="anthropic"}}',
                        "values": "0+5x120"})
         if h_rate:  # wil-none has no hallucinated series at all, as before a first hallucination
-            series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="local"}}',
+            series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="anthropic"}}',
                            "values": f"0+{h_rate}x120"})
+        # the offline heuristic judging the same app, all hallucinated: no part of the band (it never pages)
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="local"}}',
+                       "values": "0+3x120"})
+        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="local"}}',
+                       "values": "0+3x120"})
         for legend, expected in {"95% lower": lower, "95% upper": upper,
                                  "hallucination rate": hallucinated / answered}.items():
             expr = as_promql(wilson_exprs()[legend], app=app)
