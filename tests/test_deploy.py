@@ -30,6 +30,7 @@ from ragpulse.exceptions import ConfigError
 from ragpulse.metrics.stats import wilson_interval
 from ragpulse.ops.redis_server import redis_server_binary
 from ragpulse.config.settings import Settings
+from ragpulse.monitoring.catalog import AGREEMENT_GAUGES
 from tests.support import ROOT, Proc, child_env, start_worker
 
 DEPLOY = ROOT / "deploy"
@@ -59,7 +60,7 @@ METRICS = {
     "ragpulse_job_duration_seconds", "ragpulse_api_batches_total",
     "ragpulse_api_requests_rejected_total", "ragpulse_online_lag_seconds", "ragpulse_online_backlog",
     "ragpulse_online_posts_failed_total", "ragpulse_api_online_posts_total",
-    *SECURITY_AND_PIPELINE,
+    *SECURITY_AND_PIPELINE, *(gauge.name for gauge in AGREEMENT_GAUGES),
 }
 """The metric names the API exposes (issue 5). A rule or panel naming anything else would silently show nothing."""
 
@@ -68,7 +69,8 @@ HISTOGRAMS = {"ragpulse_faithfulness", "ragpulse_judge_latency_seconds", "ragpul
 PER_APP = {"ragpulse_traces_received_total", "ragpulse_traces_sampled_total", "ragpulse_traces_judged_total",
            "ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total", "ragpulse_claims_total",
            "ragpulse_faithfulness", "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total",
-           "ragpulse_abstentions_total", "ragpulse_judge_errors_total", *SECURITY_AND_PIPELINE}
+           "ragpulse_abstentions_total", "ragpulse_judge_errors_total", *SECURITY_AND_PIPELINE,
+           *(gauge.name for gauge in AGREEMENT_GAUGES if "app" in gauge.labels)}
 """The metrics labelled by tenant and app (of METRICS): rules and panels must keep both whenever they keep app."""
 METRICS_TOKEN_IN_PROMETHEUS = "/run/secrets/ragpulse_metrics_token"
 """Where the compose Prometheus reads the bearer token of /metrics (the compose secret ragpulse_metrics_token)."""
@@ -192,7 +194,8 @@ def alert_rules() -> list[dict]:
 def test_every_alert_has_for_severity_and_annotations() -> None:
     alerts = alert_rules()
     assert {a["alert"] for a in alerts} >= {"HallucinationRateSpike", "UnanswerableHallucinationRateHigh",
-                                            "JudgeErrorRateHigh", "QueueBacklogGrowing", "NoWorkers"}
+                                            "JudgeErrorRateHigh", "QueueBacklogGrowing", "NoWorkers",
+                                            "JudgeAgreementLow", "JudgeUnvalidated"}
     for alert in alerts:
         assert alert.get("for"), f"{alert['alert']} has no `for:`: one bad scrape would page"
         assert alert["labels"]["severity"] in {"critical", "warning"}, alert["alert"]
@@ -229,6 +232,18 @@ def test_hallucination_spike_thresholds_are_the_agreed_ones() -> None:
     assert "tenant_app:ragpulse_traces_answered:increase15m >= 20" in expr
 
 
+def test_judge_agreement_thresholds_are_the_agreed_ones() -> None:
+    """Issue 22: kappa below 0.6 on at least 50 labels; no label in 14 days while the hallucination alerts are armed."""
+    low = next(a for a in alert_rules() if a["alert"] == "JudgeAgreementLow")["expr"]
+    assert "tenant_app_judge_prompt:ragpulse_judge_agreement:kappa{judge!=\"local\"} < 0.6" in low
+    assert "tenant_app_judge_prompt:ragpulse_judge_agreement_labels:sum >= 50" in low
+    rules = {rule.get("record"): rule["expr"] for group in load_yaml(PROMETHEUS / "alerts.yml")["groups"]
+             for rule in group["rules"]}
+    assert "< 14 * 86400" in rules["tenant_app_judge:ragpulse_traces_answered_unvalidated:increase1h"]
+    assert 'ragpulse_judge_agreement_labels{sample="uniform"}' in rules[
+        "tenant_app_judge_prompt:ragpulse_judge_agreement_labels:uniform"], "targeted picks would bias kappa"
+
+
 def test_every_hallucination_rate_divides_by_answered_traces_as_the_report_does() -> None:
     """Rules and panels: hallucinated / answered (judged traces that made claims), never / judged."""
     rules = {rule.get("record"): rule["expr"] for group in load_yaml(PROMETHEUS / "alerts.yml")["groups"]
@@ -242,6 +257,26 @@ def test_every_hallucination_rate_divides_by_answered_traces_as_the_report_does(
         assert "judged" not in rules[name], name
     for legend, expr in wilson_exprs().items():
         assert "ragpulse_traces_answered_total" in expr and "ragpulse_traces_judged_total" not in expr, legend
+
+
+PAGING_SELECTOR = '{judge!="local"}'
+"""How the hallucination alerts read their counters (alerts.yml's header): LLM-judged traces only."""
+HALLUCINATION_COUNTERS = ("ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total",
+                          "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total")
+
+
+def test_the_hallucination_alerts_read_llm_judged_traces_only() -> None:
+    """The offline heuristic never pages: every read of the hallucination rates' counters in the rules carries the one
+    documented selector, and that selector leaves out exactly the judges declared heuristic."""
+    from ragpulse.judges.kinds import JUDGES
+
+    rules = (PROMETHEUS / "alerts.yml").read_text()
+    reads = re.findall(rf"\b({'|'.join(HALLUCINATION_COUNTERS)})(\{{[^}}]*\}})?", rules)
+    assert {name for name, _ in reads} == set(HALLUCINATION_COUNTERS)
+    assert all(selector == PAGING_SELECTOR for _, selector in reads), reads
+    left_out = set(re.findall(r'judge!="(\w+)"', PAGING_SELECTOR))
+    assert left_out == {name for name, kind in JUDGES.items() if kind.heuristic}
+    assert PAGING_SELECTOR in (DEPLOY / "README.md").read_text(), "the runbook says how to change it"
 
 
 def test_rules_and_dashboard_keep_tenant_wherever_they_keep_app() -> None:
@@ -259,17 +294,35 @@ def test_rules_and_dashboard_keep_tenant_wherever_they_keep_app() -> None:
         if name.startswith("panel") and "app=~" in expr:
             for selector in re.findall(r"ragpulse_\w+\{([^}]*)\}", expr):
                 assert 'tenant="$tenant"' in selector, f"{name}: {{{selector}}}"
-    recorded = [rule["record"] for rule in rules if "record" in rule and "app" in rule["record"].split(":")[0]]
-    assert recorded and all(name.startswith("tenant_app:") for name in recorded), recorded
+    levels = {rule["record"].split(":")[0] for rule in rules if "record" in rule}
+    levels = {level for level in levels if "app" in level}
+    assert levels == {"tenant_app", "tenant_app_judge", "tenant_app_judge_prompt"}, levels
     variables = {v["name"]: v for v in json.loads(DASHBOARD.read_text())["templating"]["list"]}
     assert variables["tenant"]["multi"] is False and variables["tenant"]["includeAll"] is False
     assert '{tenant="$tenant"}' in variables["app"]["query"]["query"]
 
 
+def test_every_metric_the_rules_read_is_declared_in_the_catalog() -> None:
+    """A rule reading a name nothing exposes evaluates to nothing and never fires: every ragpulse_* series the rules
+    read is a family of ragpulse.monitoring.catalog, and the `max by` across API replicas keeps exactly its labels
+    (fewer would merge series, say two judges' counts, before they are summed)."""
+    from ragpulse.monitoring.catalog import ALL, GAUGES
+
+    declared = {m.name + ("_total" if m.kind == "counter" else ""): m for m in (*ALL, *GAUGES, *AGREEMENT_GAUGES)}
+    rules = [rule for group in load_yaml(PROMETHEUS / "alerts.yml")["groups"] for rule in group["rules"]]
+    for rule in rules:
+        name = rule.get("record") or rule["alert"]
+        read = metric_names(rule["expr"])
+        assert read <= declared.keys(), f"{name} reads undeclared {sorted(read - declared.keys())}"
+        for labels, metric in re.findall(r"max by \(([^)]*)\) \(\s*(?:increase\()?(ragpulse_\w+)", rule["expr"]):
+            kept = {label.strip() for label in labels.split(",")}
+            assert kept == set(declared[metric].labels), f"{name}: max by ({labels}) of {metric}, across replicas"
+
+
 def test_every_per_app_metric_the_rules_use_is_one_the_api_labels_by_tenant() -> None:
     from ragpulse.monitoring.catalog import ALL
 
-    exposed = {m.name + ("_total" if m.kind == "counter" else ""): m.labels for m in ALL}
+    exposed = {m.name + ("_total" if m.kind == "counter" else ""): m.labels for m in (*ALL, *AGREEMENT_GAUGES)}
     assert PER_APP <= exposed.keys()
     assert {name for name, labels in exposed.items() if "app" in labels} == PER_APP | {
         "ragpulse_traces_not_sampled_total", "ragpulse_checks_failed_total", "ragpulse_context_precision",
@@ -334,19 +387,24 @@ def test_dashboard_wilson_band_matches_the_report_wilson_interval(promtool: str,
     for app, (h_rate, n_rate) in WILSON_CASES.items():
         hallucinated, answered = round(h_rate * 60), round(n_rate * 60)
         lower, upper = wilson_interval(hallucinated, answered)
-        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="anthropic"}}',
                        "values": f"0+{n_rate}x120"})
         # judged traces that made no claim (abstentions) are no part of the rate
-        series.append({"series": f'ragpulse_traces_judged_total{{tenant="t1",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_judged_total{{tenant="t1",app="{app}",judge="anthropic"}}',
                        "values": f"0+{2 * n_rate}x120"})
         # another tenant's app of the same name, all hallucinated: no part of t1's band
-        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t2",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t2",app="{app}",judge="anthropic"}}',
                        "values": "0+5x120"})
-        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t2",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t2",app="{app}",judge="anthropic"}}',
                        "values": "0+5x120"})
         if h_rate:  # wil-none has no hallucinated series at all, as before a first hallucination
-            series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="local"}}',
+            series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="anthropic"}}',
                            "values": f"0+{h_rate}x120"})
+        # the offline heuristic judging the same app, all hallucinated: no part of the band (it never pages)
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="local"}}',
+                       "values": "0+3x120"})
+        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="local"}}',
+                       "values": "0+3x120"})
         for legend, expected in {"95% lower": lower, "95% upper": upper,
                                  "hallucination rate": hallucinated / answered}.items():
             expr = as_promql(wilson_exprs()[legend], app=app)
@@ -375,7 +433,11 @@ def test_dashboard_covers_quality_security_cost_queue_and_judge_status() -> None
                    # issue 15: what the security alerts watch, with their denominators; attribution; app latency
                    "ragpulse_security_acl_leaks_total", "ragpulse_security_injection_followed_total",
                    "ragpulse_security_pii_answers_total", "ragpulse_security_checked_total",
-                   "ragpulse_attribution_total", "ragpulse_pipeline_latency_seconds_bucket"):
+                   "ragpulse_attribution_total", "ragpulse_pipeline_latency_seconds_bucket",
+                   # issue 22: agreement per app and judge, labels and their age, and the heuristic on its own
+                   "tenant_app_judge_prompt:ragpulse_judge_agreement:kappa",
+                   "tenant_app_judge_prompt:ragpulse_judge_agreement_labels:sum",
+                   "tenant_app_judge_prompt:ragpulse_judge_labels_last:age_seconds"):
         assert needed in queries, needed
     assert "max by (model, status) (rate(ragpulse_judge_requests_total" in queries
 

@@ -114,6 +114,33 @@ def test_two_tenants_naming_an_app_alike_get_separate_series(redis_client) -> No
     assert value("ragpulse_claims_total", {"tenant": t1, "app": app, "verdict": "unsupported"}) == 0
 
 
+def test_unanswerable_counts_carry_the_judge_and_older_unlabelled_fields_do_not_break_the_scrape(redis_client) -> None:
+    """The unanswerable hallucination rate's two counters are labelled by judge, as the hallucination rate's are, so
+    the alert rules can leave the heuristic out. Fields stored before `judge` existed are left out of /metrics."""
+    from ragpulse.monitoring.counters import field
+    from ragpulse.monitoring.recorder import count_result
+
+    tenant, app = f"t-{uuid.uuid4().hex[:6]}", f"u-{uuid.uuid4().hex[:6]}"
+    batch = MetricsBatch({app}, {tenant})
+    guess = scored(True, 0.5, unanswerable=True)                        # did not abstain: a hallucination
+    count_result(batch, tenant, result(app, guess))
+    count_result(batch, tenant, msgspec.structs.replace(result(app, guess), judge="local"))
+    count_result(batch, tenant, msgspec.structs.replace(result(app, scored(False, None, unanswerable=True,
+                                                                           abstained=True)), judge="local"))
+    batch.flush(redis_client)
+    for name in (catalog.UNANSWERABLE.name, catalog.UNANSWERABLE_HALLUCINATIONS.name):   # as written before
+        redis_client.hincrbyfloat(keys.metrics(), field(name, "total", {"tenant": tenant, "app": app}), 7)
+    registry = CollectorRegistry()
+    registry.register(RedisMetricsCollector(redis_client, apps={app}))
+    value = lambda name, judge: registry.get_sample_value(  # noqa: E731
+        name, {"tenant": tenant, "app": app, "judge": judge})
+    assert value("ragpulse_unanswerable_traces_total", "anthropic") == 1
+    assert value("ragpulse_unanswerable_hallucinations_total", "anthropic") == 1
+    assert value("ragpulse_unanswerable_traces_total", "local") == 2
+    assert value("ragpulse_unanswerable_hallucinations_total", "local") == 1
+    assert registry.get_sample_value("ragpulse_unanswerable_traces_total", {"tenant": tenant, "app": app}) is None
+
+
 def test_every_per_app_family_is_labelled_by_tenant_and_app() -> None:
     """The quality families (declared in the metric registry) and the catalog's own per-app ones alike."""
     from ragpulse.metrics.registry import prometheus_families

@@ -149,7 +149,7 @@ GENERATION: tuple[GenerationMetric, ...] = (
         "unsupported", better="lower", target=0.15, breakdown=True, column="unans_halluc",
         prometheus=MetricDef("ragpulse_unanswerable_hallucinations", "counter",
                              "Unanswerable traces whose answer did not abstain and asserted something unsupported.",
-                             PER_APP)),
+                             (*PER_APP, "judge"))),
     GenerationMetric(
         "answer_relevance", _generation(lambda g: float(g.answer_relevance)), "mean",
         "how well the answer addresses the question, 1-3", target=2.5, breakdown=True,

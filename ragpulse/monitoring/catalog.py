@@ -25,7 +25,8 @@ TRACES_NOT_SAMPLED = MetricDef("ragpulse_traces_not_sampled", "counter",
 TRACES_JUDGED = MetricDef("ragpulse_traces_judged", "counter", "Traces with a judge verdict.", (*PER_APP, "judge"))
 CLAIMS = MetricDef("ragpulse_claims", "counter", "Judged claims by verdict.", (*PER_APP, "verdict"))
 UNANSWERABLE = MetricDef("ragpulse_unanswerable_traces", "counter",
-                         "Judged traces labelled unanswerable, or unlabelled and judged not answerable from their context.", PER_APP)
+                         "Judged traces labelled unanswerable, or unlabelled and judged not answerable from their "
+                         "context: the unanswerable hallucination rate's denominator.", (*PER_APP, "judge"))
 ABSTENTIONS = MetricDef("ragpulse_abstentions", "counter", "Judged traces whose answer abstained.", PER_APP)
 JUDGE_ERRORS = MetricDef("ragpulse_judge_errors", "counter", "Traces that ended as judge_error.", PER_APP)
 CHECKS = MetricDef("ragpulse_checks_failed", "counter", "Cheap programmatic checks that flagged a trace.",

@@ -56,7 +56,7 @@ class RedisMetricsCollector(Collector):
         values = {**self.label_values, "tenant": _tenants(samples)}
         for metric in ALL:
             family = _family(metric)
-            rows = samples.get(metric.name, [])
+            rows = _declared(metric, samples.get(metric.name, []))
             if metric.kind == "counter":
                 _add_counters(family, metric, rows, _zeros(metric, values))
             else:
@@ -68,6 +68,14 @@ def _tenants(samples: Mapping[str, list[tuple[str, dict[str, str], float]]]) -> 
     """The `tenant` values stored so far: writers bound them (configured tenants, else `other`), and a tenant's
     traces are counted as received before anything else of theirs, so its other series start at 0 from then on."""
     return tuple(sorted({labels["tenant"] for rows in samples.values() for _, labels, _ in rows if "tenant" in labels}))
+
+
+def _declared(metric: MetricDef, rows: list) -> list:
+    """The stored rows labelled as the family is declared now. A family that gained a label (issue 22 gave the
+    unanswerable counters `judge`) keeps the fields written before under the old label set: those are left out
+    rather than given a guessed value, and the new series start at 0."""
+    names = set(metric.labels)
+    return [row for row in rows if set(row[1]) - {"le"} == names]
 
 
 def _zeros(metric: MetricDef, values: Mapping[str, tuple[str, ...]]) -> list[tuple[str, ...]]:

@@ -44,7 +44,7 @@ def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
     if g.abstained:
         batch.inc(m.ABSTENTIONS, app)
     if g.unanswerable:
-        batch.inc(m.UNANSWERABLE, app)
+        batch.inc(m.UNANSWERABLE, labels)
     count_registered(batch, result, labels)
 
 
