@@ -69,6 +69,10 @@ class Report(TypedDict):
     security: dict[str, Any] | None
     attribution: dict[str, Any] | None
     operations: dict[str, Any] | None
+    judge_agreement: dict[str, Any] | None
+    """The job's judge against human labels of the app's traces: sensitivity, specificity, kappa."""
+    corrected: dict[str, dict[str, Any]]
+    """Hallucination rates corrected for the judge's measured error (status says why there is no number)."""
 
 
 class Comparison(TypedDict):
