@@ -189,9 +189,6 @@ def test_every_metric_the_rules_and_dashboard_use_is_exposed(client: httpx.Clien
     text = client.get("/metrics").text
     declared = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
     exposed = {name + "_total" if name + "_total" in METRICS else name for name in declared}
-    # The judge-agreement gauges are the review loop's to expose (issue 22, built on another branch). Until then they
-    # may all be missing, never some: remove this once that branch is merged.
-    agreement = {gauge.name for gauge in AGREEMENT_GAUGES}
-    pending = agreement - exposed if not agreement & exposed else set()
-    assert METRICS - pending <= exposed, sorted(METRICS - exposed)
+    assert {gauge.name for gauge in AGREEMENT_GAUGES} <= exposed          # the review loop's, read at scrape time
+    assert METRICS <= exposed, sorted(METRICS - exposed)
     assert 'ragpulse_traces_judged_total{app="default",judge="anthropic",tenant="default"}' in text   # at 0 before any
