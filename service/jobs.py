@@ -97,9 +97,11 @@ class JobController(Controller):
                 raise Conflict(f"job {job.job_id} is {job.status}; compare it once it has finished",
                                [{"path": path, "message": f"job {what}"}])
         family = parse_family(metrics) if metrics is not None else default_family(_targets(store, job_id, tenant))
-        return compare(_run_info(sides["query.baseline"]), _run_info(sides["path.job_id"]),
-                       store.results.all(baseline), store.results.all(job_id), threshold, family=family,
-                       correction=correction)
+        results = {"baseline": store.results.all(baseline), "candidate": store.results.all(job_id)}
+        comparison = compare(_run_info(sides["query.baseline"]), _run_info(sides["path.job_id"]),
+                             results["baseline"], results["candidate"], threshold, family=family,
+                             correction=correction)
+        return call.services.reviews.correct_comparison(tenant, comparison, results)
 
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job",
          responses={202: ResponseSpec(ReportPending, description="The job is still running; poll again."),
@@ -111,7 +113,8 @@ class JobController(Controller):
         if raw is None:
             pending = _pending(store, job_id, tenant)
             return Response(pending, status_code=_pending_status(pending))  # type: ignore[arg-type]
-        return Response(_with_calibration(store, job_id, raw))
+        report = call.services.reviews.correct_report(tenant, job_id, _with_calibration(store, job_id, raw))
+        return Response(report)
 
     @get("/{job_id:str}/report.html", sync_to_thread=True, summary="The report as one self-contained HTML page",
          media_type=MediaType.HTML)
@@ -125,7 +128,7 @@ class JobController(Controller):
             return Response(f"<!doctype html><title>report not ready</title><p>job {escape(job_id)} is "
                             f"{pending.status}; {pending.detail}.", status_code=_pending_status(pending),
                             media_type=MediaType.HTML)
-        report = _with_calibration(store, job_id, raw)
+        report = call.services.reviews.correct_report(tenant, job_id, _with_calibration(store, job_id, raw))
         page = render_html(report, failing_traces(report, store.results.all(job_id)))
         return Response(page, media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
 

@@ -64,13 +64,16 @@ class MonitorController(Controller):
     @get("/{app:str}", sync_to_thread=True, summary="Rolling hallucination rate and friends")
     def monitor(self, app: AppName, call: Call, window: Literal["5m", "1h", "24h"] = "1h") -> dict:
         """Judged traces, hallucination rate (Wilson 95%), unanswerable hallucination rate, mean faithfulness,
-        abstention rate, judge error rate, and the sample rate in force, over the window.
+        abstention rate, judge error rate, and the sample rate in force, over the window; `corrected`: each
+        hallucination rate corrected for the online judge's measured error (from the app's human labels; a status
+        instead of a number below 30 labels of the estimation sample), `judge_agreement`, and which `judge` it is.
 
         hallucination_rate is the report's definition: hallucinated among judged traces that made claims (`answered`,
         its n); abstentions and claim-less answers are out. Prometheus computes the same rate as
         ragpulse_traces_hallucinated_total / ragpulse_traces_answered_total."""
         totals = window_totals(call.store.redis, call.tenant, app, WINDOWS[window])
-        return monitor_view(totals, app, window, call.services.policies.get(call.tenant, app).sample_rate)
+        view = monitor_view(totals, app, window, call.services.policies.get(call.tenant, app).sample_rate)
+        return call.services.reviews.correct_monitor(call.tenant, app, view)
 
 
 class QueueCollector(Collector):

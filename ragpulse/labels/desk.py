@@ -4,21 +4,29 @@ labels, serve the review queue. Each composes the modules that own one concern."
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
 from dataclasses import dataclass
 
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.judge_input import JudgeInputLimits
-from ragpulse.judges.kinds import current_prompt_versions
-from ragpulse.labels import annotators, lookup, queue
+from ragpulse.judges.kinds import current_prompt_versions, is_heuristic
+from ragpulse.labels import annotators, corrections, lookup, queue
 from ragpulse.labels.agreement import app_agreement
 from ragpulse.labels.design import ReviewDesign
 from ragpulse.labels.labelling import calibration_labels, new_label
 from ragpulse.labels.placing import near_threshold, place, place_judged
 from ragpulse.labels.reading import SourceReader
 from ragpulse.labels.store import LabelStore
+from ragpulse.labels.traces import LabelledTrace, by_judge
 from ragpulse.model.calibration import CalibrationRequest
 from ragpulse.model.labels import AppAgreement, InterAnnotator, Label, LabelRequest, ReviewQueue, TraceLabels
+from ragpulse.model.agreement import CorrectedRate
+from ragpulse.model.compare import Comparison, CorrectedSides
+from ragpulse.model.report import Report
 from ragpulse.model.results import TraceResult
 from ragpulse.store import Store, utcnow
 
@@ -75,6 +83,58 @@ class ReviewDesk:
         ask = queue.QueueRequest(tenant, app, n, reviewer, near_threshold(self.store.redis, tenant, app))
         reader = SourceReader(self.store, tenant, JudgeInputLimits.from_settings(self.settings))
         return queue.build(reader, self.labels, self.design, ask, self.uniform_labelled(tenant, app))
+
+    def labelled(self, tenant: str, app: str, judge: str, prompt_version: str) -> list[LabelledTrace]:
+        """The app's labelled traces judged by this judge and prompt version, within the agreement window."""
+        return by_judge(self.labels.of_app(tenant, app, self.window_start())).get((judge, prompt_version), [])
+
+    def correct_report(self, tenant: str, job_id: str, report: Report) -> Report:
+        """The report with the judge's agreement with the app's reviewers and the hallucination rates corrected for
+        the judge's measured error (in place). The app is the job's traces' (a job holding several apps: one of
+        them); the judge is the one that judged most of its traces, at the prompt version it uses now."""
+        judge = max(report.generation.judges.items(), key=lambda item: item[1], default=(None, 0))[0]
+        version = current_prompt_versions().get(judge or "")
+        result = self.store.results.any(job_id)
+        if judge is None or version is None or result is None:
+            return report
+        traces = self.labelled(tenant, result.app, judge, version)
+        estimates = {rate: getattr(report.generation, rate, None) for rate in corrections.CORRECTED}
+        report.judge_agreement = corrections.agreement(traces)
+        report.corrected = corrections.corrected_rates(corrections.counts_of(estimates), traces)
+        return report
+
+    def correct_monitor(self, tenant: str, app: str, view: dict[str, Any]) -> dict[str, Any]:
+        """The monitor's view with `corrected` (each hallucination rate corrected for the online judge's measured
+        error, by the app's labels of that judge at its current prompt version) and `judge_agreement` (in place)."""
+        judge = self.settings.default_judge
+        version = current_prompt_versions().get(judge)
+        traces = self.labelled(tenant, app, judge, version) if version is not None else []
+        counts = {rate: (round(view[rate]["rate"] * view[rate]["n"]), view[rate]["n"])
+                  for rate in corrections.CORRECTED if view.get(rate)}
+        view["judge"] = {"judge": judge, "prompt_version": version, "heuristic": is_heuristic(judge)}
+        view["judge_agreement"] = msgspec.to_builtins(corrections.agreement(traces))
+        view["corrected"] = msgspec.to_builtins(corrections.corrected_rates(counts, traces))
+        return view
+
+    def correct_comparison(self, tenant: str, comparison: Comparison, sides: Mapping[str, Sequence[TraceResult]]
+                           ) -> Comparison:
+        """The comparison with each hallucination rate of the matched traces corrected on both sides (in place);
+        `sides` holds each side's results (`baseline`, `candidate`): their app and most frequent judge."""
+        for rate in corrections.CORRECTED:
+            delta = comparison.generation.get(rate)
+            if delta is None:
+                continue
+            found = {side: self._corrected(tenant, sides[side], rate, getattr(delta, side), delta.n)
+                     for side in ("baseline", "candidate")}
+            comparison.corrected[rate] = CorrectedSides(**found)
+        return comparison
+
+    def _corrected(self, tenant: str, results: Sequence[TraceResult], rate: str, mean: float, n: int) -> CorrectedRate:
+        judges = Counter(r.judge for r in results if r.judge and r.generation is not None)
+        judge = judges.most_common(1)[0][0] if judges else ""
+        version = current_prompt_versions().get(judge)
+        traces = self.labelled(tenant, results[0].app, judge, version) if version and results else []
+        return corrections.corrected_rates({rate: (round(mean * n), n)}, traces)[rate]
 
     def uniform_labelled(self, tenant: str, app: str) -> int:
         """Traces of the app's uniform sample labelled within the agreement window."""

@@ -75,7 +75,7 @@ def judge_view(result: TraceResult) -> JudgeView | None:
               for i, c in enumerate(result.claims)]
     return JudgeView(judge=result.judge or "unknown", prompt_version=version,
                      hallucinated=result.generation.hallucinated, abstained=result.generation.abstained,
-                     claims=claims)
+                     claims=claims, unanswerable=bool(result.generation.unanswerable))
 
 
 def review_source(trace: Trace, result: TraceResult, view: JudgeView, limits: JudgeInputLimits,

@@ -29,6 +29,8 @@ class LabelledTrace:
     newest: float
     """Unix times of its oldest and newest label."""
     labels: tuple[Label, ...]
+    unanswerable: bool = False
+    """In the unanswerable-hallucination rate's population (its newest label says so)."""
 
 
 def reduce(labels: Sequence[Label]) -> LabelledTrace:
@@ -37,7 +39,8 @@ def reduce(labels: Sequence[Label]) -> LabelledTrace:
     return LabelledTrace(judge=last.judge, prompt_version=last.prompt_version,
                          judge_hallucinated=last.judge_hallucinated, human=majority(labels), sample=last.sample,
                          inclusion_probability=last.inclusion_probability, oldest=epoch(labels[0].labelled_at),
-                         newest=epoch(last.labelled_at), labels=tuple(labels))
+                         newest=epoch(last.labelled_at), labels=tuple(labels),
+                         unanswerable=bool(last.unanswerable))
 
 
 def by_judge(traces: Iterable[Sequence[Label]]) -> dict[tuple[str, str], list[LabelledTrace]]:

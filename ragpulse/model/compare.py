@@ -7,6 +7,8 @@ from typing import Literal
 
 import msgspec
 
+from ragpulse.model.agreement import CorrectedRate
+
 Change = Literal["improved", "regressed", "unchanged", "untested"]
 Correction = Literal["holm", "none"]
 
@@ -106,6 +108,13 @@ class Gap(Struct):
     meaning: str
 
 
+class CorrectedSides(Struct):
+    """One rate of the matched traces, judge-corrected on each side."""
+
+    baseline: CorrectedRate
+    candidate: CorrectedRate
+
+
 class Comparison(Struct):
     """GET /v1/jobs/{candidate}/compare?baseline={job_id}: the candidate measured against the baseline, trace by
     trace (matched by `trace_id`, else by query text)."""
@@ -140,3 +149,6 @@ class Comparison(Struct):
     """How the family's p-values are adjusted: `holm` (Holm's step-down, family-wise error <= alpha) or `none`."""
     alpha: float = 0.05
     """A tested metric changed significantly when its adjusted p-value is below this."""
+    corrected: dict[str, CorrectedSides] = {}
+    """hallucination_rate and unanswerable_hallucination_rate over the matched traces, each side corrected for its
+    judge's measured error (the app's human labels of that judge and prompt version); filled by the service."""

@@ -80,6 +80,9 @@ class Label(msgspec.Struct, kw_only=True):
     None for `ad_hoc` labels."""
     uniform_probability: float | None = None
     """q when `sample` is `uniform`, else None."""
+    unanswerable: bool | None = None
+    """The trace is in the unanswerable-hallucination rate's population, as the judged result says (None on labels
+    stored before this field)."""
     reason: ReviewReason | None = None
     """The stratum of a targeted pick (`uniform` for the uniform sample), None when `ad_hoc`."""
     replaced: bool = False
@@ -140,6 +143,8 @@ class JudgeView(msgspec.Struct, kw_only=True):
     hallucinated: bool
     abstained: bool
     claims: list[JudgeClaim]
+    unanswerable: bool = False
+    """The trace is in the unanswerable-hallucination rate's population (labelled unanswerable, else judged so)."""
 
 
 class ReviewItem(msgspec.Struct, kw_only=True):

@@ -99,3 +99,5 @@ class Comparison(TypedDict):
     """The metrics tested for a change; the others are described, not tested."""
     correction: str
     alpha: float
+    corrected: dict[str, dict[str, Any]]
+    """Hallucination rates of the matched traces, judge-corrected on each side."""

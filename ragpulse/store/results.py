@@ -70,6 +70,11 @@ class Results:
             stored, failed, skipped = pipe.execute()
         return stored, failed, skipped
 
+    def any(self, job_id: str) -> TraceResult | None:
+        """One stored result of the job (no order promised), None without any: what a job's app is read from."""
+        _cursor, fields = self.redis.hscan(keys.job_results(job_id), 0, count=1)
+        return _result_decoder.decode(next(iter(fields.values()))) if fields else None
+
     def all(self, job_id: str) -> list[TraceResult]:
         """Every stored result of the job, in trace order."""
         raw = self.redis.hgetall(keys.job_results(job_id))
