@@ -115,6 +115,8 @@ def test_the_report_comparison_and_gate_read_the_corrected_rate(loop: Loop, tmp_
     corrected = report["corrected"]["hallucination_rate"]
     assert corrected["status"] == "ok" and covers(corrected, 0.3) and report["judge_agreement"]["sensitivity"]
     assert "unanswerable_hallucination_rate" not in report["corrected"]   # no unanswerable trace: no rate to correct
+    page = loop.client.get(f"/v1/jobs/{jobs[0]}/report.html").text
+    assert "<h2>Judge-corrected rates</h2>" in page and f"{corrected['corrected']:.3f}" in page
     comparison = loop.client.get(f"/v1/jobs/{jobs[1]}/compare", params={"baseline": jobs[0]}).json()
     sides = comparison["corrected"]["hallucination_rate"]
     assert sides["baseline"]["corrected"] == sides["candidate"]["corrected"] == corrected["corrected"]

@@ -11,6 +11,7 @@ from html import escape
 
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL, default_target
 from ragpulse.metrics.stats import Estimate
+from ragpulse.reporting.agreement_html import corrected_section
 from ragpulse.model.report import DiagnosticMatrix, Group, Report
 from ragpulse.model.results import TraceResult
 from ragpulse.reporting.build import diagnostic_k
@@ -74,6 +75,7 @@ def render_html(report: Report, failing: Sequence[TraceResult] = ()) -> str:
         _bars([(m.name, getattr(gen, m.name), _target(report, m.name), m.better, m.scale) for m in GENERATION]),
         f"<p class=note>{gen.n_judged} judged, {gen.n_abstained} abstained; unanswerable: {gen.unanswerable.n} "
         f"({gen.unanswerable.labelled} labelled), {gen.unanswerable.hallucinated} hallucinated.</p></section></div>",
+        "<h2>Judge-corrected rates</h2>", corrected_section(report),
         "<h2>Retrieval × generation</h2>", _matrix(report.diagnostic_matrix),
         "<h2>Failure attribution</h2>", _attribution(report),
         "<h2>Security</h2>", _security(report),
