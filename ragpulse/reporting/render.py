@@ -87,6 +87,18 @@ def _generation(report: Report) -> list[str]:
                    if cost.cache_read_input_tokens or cost.cache_creation_input_tokens else ""))
     if gen.repeat_agreement.n:
         rows += _metric_table({"repeat_agreement": gen.repeat_agreement.agreement_rate})[1:]
+    return rows + _corrected(report)
+
+
+def _corrected(report: Report) -> list[str]:
+    """Each hallucination rate corrected for the judge's measured error, or why there is no number."""
+    rows = []
+    for name, rate in report.corrected.items():
+        if rate.corrected is None or rate.ci95 is None:
+            rows.append(f"  {name} judge-corrected: - ({rate.detail})")
+        else:
+            rows.append(f"  {name} judge-corrected: {rate.corrected:.3f} [{rate.ci95[0]:.3f}, {rate.ci95[1]:.3f}] "
+                        f"(judge {rate.raw:.3f}; {rate.estimation_labels} labels in the estimation sample)")
     return rows
 
 
