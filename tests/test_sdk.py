@@ -34,12 +34,13 @@ def trace(i: int, tag: str = "t") -> dict:
 # -- pieces ------------------------------------------------------------------------------------------------------
 
 
-def test_backoff_is_full_jitter_under_a_doubling_cap_and_never_below_retry_after() -> None:
+def test_backoff_is_full_jitter_under_a_doubling_cap_and_never_below_retry_after_up_to_the_cap() -> None:
     backoff = Backoff(max_retries=5, base=0.1, cap=0.3)
     for attempt, ceiling in [(0, 0.1), (1, 0.2), (2, 0.3), (6, 0.3)]:   # 0.1 * 2**n, capped at 0.3
         delays = [backoff.delay(attempt, None) for _ in range(200)]
         assert all(0 <= d <= ceiling for d in delays) and max(delays) > ceiling / 2
-    assert all(backoff.delay(0, 2.0) == 2.0 for _ in range(50))          # the hint exceeds any jitter at attempt 0
+    assert all(backoff.delay(0, 0.25) == 0.25 for _ in range(50))        # the hint exceeds any jitter at attempt 0
+    assert all(backoff.delay(0, 86400.0) == 0.3 for _ in range(50))      # a day's hint waits the cap, no more
 
 
 @pytest.mark.parametrize(("status", "header", "seconds"), [
@@ -86,7 +87,9 @@ def test_a_caller_bug_raises_at_once_and_the_trace_is_copied() -> None:
 def test_faults_are_retried_and_every_trace_is_delivered_exactly_once_in_order() -> None:
     with FakeIngest() as fake:
         fake.push(Step(429, {"retry-after": "0.2"}), Step(503, {"retry-after": "0"}), Step(500), Step(DROP))
-        with RagpulseClient(fake.url, "key-1", batch_size=10, flush_interval_ms=20, **FAST) as client:
+        # a cap above the 0.2 s hint, which is honoured (under the cap, the hint would wait the cap only)
+        with RagpulseClient(fake.url, "key-1", batch_size=10, flush_interval_ms=20, backoff_base=0.01,
+                            backoff_cap=1.0) as client:
             ids = [client.log_trace(trace(i)) for i in range(30)]
             assert client.flush(timeout=10)
             stats = client.stats()
@@ -96,6 +99,15 @@ def test_faults_are_retried_and_every_trace_is_delivered_exactly_once_in_order()
     assert fake.attempts[1].at - fake.attempts[0].at >= 0.2                  # Retry-After honoured
     assert {a.authorization for a in fake.attempts} == {"Bearer key-1"}
     assert (stats.sent, stats.retries, stats.failed, stats.queued, stats.dropped) == (30, 4, 0, 0, 0)
+
+
+def test_a_retry_after_beyond_the_backoff_cap_does_not_freeze_delivery() -> None:
+    with FakeIngest() as fake:
+        fake.push(Step(503, {"retry-after": "86400"}), Step(429, {"retry-after": "86400"}))
+        with RagpulseClient(fake.url, flush_interval_ms=10, **FAST) as client:
+            ids = [client.log_trace(trace(i)) for i in range(3)]
+            assert client.flush(timeout=10)      # honouring the hint would wait a day: False after 10 s
+    assert fake.delivered() == ids and [a.status for a in fake.attempts] == [503, 429, 202]
 
 
 def test_retries_are_bounded_then_the_batch_fails_and_the_next_goes_on() -> None:

@@ -14,21 +14,22 @@ from ragpulse import __version__
 from ragpulse.exceptions import RagpulseSDKError
 
 HINTED = frozenset({429, 503})
-"""Statuses whose `Retry-After` (in seconds) is honoured: no retry comes sooner."""
+"""Statuses whose `Retry-After` (in seconds) is honoured up to the backoff cap: no retry comes sooner."""
 
 
 @dataclass(frozen=True)
 class Backoff:
-    """Bounded retries: attempt n waits uniform(0, min(cap, base * 2**n)) seconds, or Retry-After when longer."""
+    """Bounded retries: attempt n waits uniform(0, min(cap, base * 2**n)) seconds, or Retry-After when longer, but
+    never more than `cap`: a server asking for a day (`Retry-After: 86400`) must not freeze delivery until close."""
 
     max_retries: int = 5
     base: float = 0.25
     cap: float = 30.0
 
     def delay(self, attempt: int, hint: float | None) -> float:
-        """Seconds before retry number `attempt` (0-based): full jitter, never below the server's hint."""
+        """Seconds before retry number `attempt` (0-based): full jitter, never below the server's hint up to `cap`."""
         jitter = random.uniform(0, min(self.cap, self.base * 2 ** attempt))
-        return jitter if hint is None else max(hint, jitter)
+        return jitter if hint is None else max(min(hint, self.cap), jitter)
 
 
 def retryable(status: int) -> bool:
