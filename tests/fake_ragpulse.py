@@ -1,6 +1,6 @@
 """A scripted stand-in for ragpulse's POST /v1/traces on loopback: the SDK's edge, faulted on purpose.
 
-Each post takes the next scripted step (`push`), or `default` once the script is used up: an answer with a status
+Each post (to any path: /v1/traces, or /v1/batches for the helpers) takes the next scripted step (`push`), or `default` once the script is used up: an answer with a status
 and headers, `DROP` (the connection closes with no answer), with an optional stall first. Only posts answered 2xx
 count as delivered."""
 
@@ -30,12 +30,14 @@ class Step:
 
 @dataclass
 class Attempt:
-    """One post as received: when, its trace ids in order, and the status it got (DROP for none)."""
+    """One post as received: when, its path, trace ids in order, the status it got (DROP for none) and headers."""
 
     at: float
+    path: str
     trace_ids: list[str]
     status: int
     authorization: str | None
+    idempotency_key: str | None
 
 
 class FakeIngest(LoopbackServer):
@@ -55,13 +57,14 @@ class FakeIngest(LoopbackServer):
         """Trace ids of every post answered 2xx, in the order received."""
         return [tid for a in self.attempts if 200 <= a.status < 300 for tid in a.trace_ids]
 
-    def _next(self, trace_ids: list[str], authorization: str | None) -> Step:
+    def _next(self, handler: BaseHTTPRequestHandler, trace_ids: list[str]) -> Step:
         with self.lock:
             step = self.script.popleft() if self.script else self.default
-            self.attempts.append(Attempt(time.monotonic(), trace_ids, step.status, authorization))
+            self.attempts.append(Attempt(time.monotonic(), handler.path, trace_ids, step.status,
+                                         handler.headers.get("authorization"), handler.headers.get("idempotency-key")))
         return step
 
     def _answer(self, handler: BaseHTTPRequestHandler, body: dict) -> tuple[int, dict[str, str], object]:
-        step = self._next([t["trace_id"] for t in body["traces"]], handler.headers.get("authorization"))
+        step = self._next(handler, [t.get("trace_id") for t in body["traces"]])
         time.sleep(step.stall)
         return step.status, step.headers, step.body or {"accepted": len(body["traces"])}

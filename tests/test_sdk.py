@@ -99,6 +99,9 @@ def test_faults_are_retried_and_every_trace_is_delivered_exactly_once_in_order()
     assert fake.attempts[1].at - fake.attempts[0].at >= 0.2                  # Retry-After honoured
     assert {a.authorization for a in fake.attempts} == {"Bearer key-1"}
     assert (stats.sent, stats.retries, stats.failed, stats.queued, stats.dropped) == (30, 4, 0, 0, 0)
+    keys = [a.idempotency_key for a in fake.attempts]
+    assert len(set(keys[:5])) == 1 and len(keys[0]) == 32       # one key for the batch, sent again on each retry
+    assert len(set(keys)) == 3                                   # and a new one for each of the next two batches
 
 
 def test_a_retry_after_beyond_the_backoff_cap_does_not_freeze_delivery() -> None:
@@ -170,6 +173,7 @@ def test_a_422_rejects_the_traces_it_names_without_retrying_and_resends_the_rest
             assert client.flush(timeout=10)
             stats = client.stats()
     assert [a.trace_ids for a in fake.attempts] == [ids[:3], [ids[0], ids[2]], ids[3:]]
+    assert len({a.idempotency_key for a in fake.attempts}) == 3  # the resend is another body: another key
     assert fake.delivered() == [ids[0], ids[2]]
     assert (stats.rejected, stats.sent, stats.retries, stats.failed) == (4, 2, 0, 0)
 
@@ -205,6 +209,17 @@ def test_an_unused_client_is_collected_and_its_thread_ends() -> None:
         assert ref() is None
         thread.join(timeout=5)
         assert not thread.is_alive() and fake.delivered() == ["t-0"]
+
+
+def test_submit_batch_retries_a_503_under_one_idempotency_key() -> None:
+    with FakeIngest(Step(202, body={"job_id": "job-1"})) as fake:
+        fake.push(Step(503))
+        with RagpulseClient(fake.url, **FAST) as client:
+            assert client.submit_batch([trace(0)], k=[1]) == "job-1"
+            assert client.submit_batch([trace(1)], k=[1]) == "job-1"
+    assert [(a.path, a.status) for a in fake.attempts] == [("/v1/batches", 503), ("/v1/batches", 202), ("/v1/batches", 202)]
+    first, retry, second = (a.idempotency_key for a in fake.attempts)
+    assert first == retry and second not in (None, first)     # the retry is the same post; the next one is not
 
 
 # -- against the real service --------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,10 @@ from ragpulse.exceptions import RagpulseSDKError
 
 HINTED = frozenset({429, 503})
 """Statuses whose `Retry-After` (in seconds) is honoured up to the backoff cap: no retry comes sooner."""
+
+IDEMPOTENCY_KEY = "Idempotency-Key"
+"""The header naming one POST: the same value on each of its retries, so a service that committed a post but
+answered 503 (or whose answer was lost) replays that answer instead of counting the post twice."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,11 @@ class Transport:
         """The first answer that is not worth retrying, or the last one once retries run out or `abort` is set.
 
         Raises RagpulseSDKError (status None) when the last try got no answer at all. With `resend_after_write`
-        False, only failures to connect are retried (the request may have been processed otherwise)."""
+        False, only failures to connect are retried (the request may have been processed otherwise).
+
+        A POST carries an `Idempotency-Key` (random, made here once, sent again on each retry) unless given one."""
+        if method == "POST":
+            kwargs["headers"] = {IDEMPOTENCY_KEY: uuid.uuid4().hex, **kwargs.get("headers", {})}
         attempt = 0
         while True:
             try:
