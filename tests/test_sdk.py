@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import json
 import threading
 import time
 import uuid
@@ -159,8 +160,26 @@ def test_a_full_queue_drops_the_oldest_and_the_newest_are_delivered() -> None:
         with RagpulseClient(fake.url, max_queue=10, batch_size=100, flush_interval_ms=60_000) as client:
             ids = [client.log_trace(trace(i)) for i in range(25)]
             assert client.dropped == 15 and client.stats().queued == 10
+            assert client.stats().dropped_by == {"queue_full": 15}
             assert client.flush(timeout=10)
     assert fake.delivered() == ids[15:]
+
+
+def test_the_queue_is_bounded_in_bytes_too_dropping_the_oldest_and_any_trace_larger_than_the_bound(caplog) -> None:
+    bound = 10_000
+    traces = [{**trace(i), "answer": "x" * 1000} for i in range(25)]
+    sizes = [len(json.dumps(t, separators=(",", ":"))) for t in traces]
+    kept = next(n for n in range(25, 0, -1) if sum(sizes[-n:]) <= bound)   # the newest that fit: 9 of ~1.1 KB
+    with FakeIngest() as fake:
+        with RagpulseClient(fake.url, max_queue_bytes=bound, batch_size=100, flush_interval_ms=60_000) as client:
+            ids = [client.log_trace(t) for t in traces]
+            client.log_trace(trace(99), answer="x" * bound)                 # alone over the bound: dropped itself
+            stats = client.stats()
+            assert client.flush(timeout=10)
+    assert 5 < kept < 25 and stats.queued == kept
+    assert stats.dropped_by == {"queue_full": 25 - kept, "larger_than_queue": 1} and stats.dropped == 26 - kept
+    assert fake.delivered() == ids[-kept:]
+    assert "t-99 dropped: its JSON is" in caplog.text
 
 
 def test_a_422_rejects_the_traces_it_names_without_retrying_and_resends_the_rest_once() -> None:

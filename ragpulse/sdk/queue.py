@@ -1,5 +1,6 @@
-"""The SDK's bounded trace queue: many threads put, one sender thread takes batches; the oldest trace is dropped
-when it is full, and `flush` can wait for everything put before it to be settled (delivered or given up)."""
+"""The SDK's bounded trace queue: many threads put, one sender thread takes batches; the oldest traces are dropped
+when it is full (in traces or in bytes), and `flush` can wait for everything put before it to be settled (delivered
+or given up)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+
+from ragpulse.sdk.stats import AFTER_CLOSE, LARGER_THAN_QUEUE, QUEUE_FULL, Counters
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +25,13 @@ class TraceQueue:
     """A deque under one condition variable. Settlement is tracked by sequence number: a trace is settled once it
     was dropped, or the batch it was taken in was settled."""
 
-    def __init__(self, maxlen: int, batch_size: int) -> None:
+    def __init__(self, maxlen: int, max_bytes: int, batch_size: int, counters: Counters) -> None:
         self._items: deque[Item] = deque()
         self._maxlen = maxlen
+        self.max_bytes = max_bytes
+        self._bytes = 0
+        """The JSON bytes of the queued traces (ASCII: `json.dumps` escapes the rest, so characters are bytes)."""
+        self._counters = counters
         self._batch_size = batch_size
         self._cond = threading.Condition()
         self._next_seq = 0
@@ -33,22 +40,24 @@ class TraceQueue:
         self._flush_to = 0
         """Sequence numbers below this should be sent now, without waiting for a full batch or the interval."""
         self._closed = False
-        self.dropped = 0
 
-    def put(self, trace_id: str, text: str) -> bool:
-        """Append one trace, dropping the oldest when full; False when the queue is closed (the trace is dropped)."""
+    def put(self, trace_id: str, text: str) -> str | None:
+        """Append one trace, dropping the oldest while full; None, or the reason this trace itself was dropped
+        (closed, or larger than the whole byte bound: it would push out everything else and still not fit)."""
         with self._cond:
-            if self._closed:
-                self.dropped += 1
-                return False
-            if len(self._items) >= self._maxlen:
-                self._items.popleft()
-                self.dropped += 1
+            refused = AFTER_CLOSE if self._closed else LARGER_THAN_QUEUE if len(text) > self.max_bytes else None
+            if refused:
+                self._counters.drop(refused)
+                return refused
+            while len(self._items) >= self._maxlen or self._bytes + len(text) > self.max_bytes:
+                self._bytes -= len(self._items.popleft().json)
+                self._counters.drop(QUEUE_FULL)
             self._items.append(Item(self._next_seq, trace_id, text))
+            self._bytes += len(text)
             self._next_seq += 1
             if len(self._items) in (1, self._batch_size):  # the sender waits for a first trace, then a full batch
                 self._cond.notify_all()
-            return True
+            return None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -64,6 +73,7 @@ class TraceQueue:
             if self._closed and not self._items:
                 return None
             batch = [self._items.popleft() for _ in range(min(self._batch_size, len(self._items)))]
+            self._bytes -= sum(len(item.json) for item in batch)
             self._inflight = batch[0].seq if batch else None
             return batch
 
@@ -80,7 +90,7 @@ class TraceQueue:
     def drain(self) -> list[Item]:
         """Remove and return every queued trace (the sender gives them up when aborted)."""
         with self._cond:
-            items, self._items = list(self._items), deque()
+            items, self._items, self._bytes = list(self._items), deque(), 0
             self._cond.notify_all()
             return items
 

@@ -3,33 +3,45 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+QUEUE_FULL = "queue_full"
+"""A drop reason: pushed out of a queue holding `max_queue` traces or `max_queue_bytes` (the oldest go first)."""
+LARGER_THAN_QUEUE = "larger_than_queue"
+"""A drop reason: one trace larger than `max_queue_bytes` on its own; it never entered the queue."""
+AFTER_CLOSE = "after_close"
+"""A drop reason: logged after close()."""
 
 
 @dataclass(frozen=True, slots=True)
 class Stats:
-    """A snapshot of `RagpulseClient.stats()`; every trace logged ends in exactly one of the last five."""
+    """A snapshot of `RagpulseClient.stats()`; every trace logged ends in exactly one of the first five."""
 
     queued: int
     """Waiting in the queue or in the batch being sent."""
     sent: int
     """Accepted by the service (202)."""
     dropped: int
-    """Pushed out of a full queue (the oldest go first), or logged after close."""
+    """Never sent, by the SDK's own decision: `dropped_by` gives the reasons."""
     rejected: int
     """Refused by the service as invalid (400, 413, 422): never retried."""
     failed: int
     """Given up: retries ran out, another error status (401, 403, ...), or close timed out before sending."""
     retries: int
     """Posts sent again after a 429, a 5xx or a connection error."""
+    dropped_by: dict[str, int] = field(default_factory=dict)
+    """`dropped` by reason: queue_full, larger_than_queue, after_close (only reasons that happened)."""
 
 
 class Counters:
-    """The sender's running totals, under a lock so that `stats()` can read them from any thread."""
+    """The running totals, under a lock so that `stats()` can read them from any thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.sent = self.rejected = self.failed = self.retries = self.inflight = 0
+        self._dropped: Counter[str] = Counter()
 
     def add(self, **deltas: int) -> None:
         """Add to the named counters at once, e.g. `add(sent=100, inflight=-100)`."""
@@ -37,7 +49,18 @@ class Counters:
             for name, delta in deltas.items():
                 setattr(self, name, getattr(self, name) + delta)
 
-    def snapshot(self, waiting: int, dropped: int) -> Stats:
+    def drop(self, reason: str, count: int = 1) -> None:
+        """Count traces dropped for `reason` (one of this module's drop reasons)."""
         with self._lock:
-            return Stats(queued=waiting + self.inflight, sent=self.sent, dropped=dropped, rejected=self.rejected,
-                         failed=self.failed, retries=self.retries)
+            self._dropped[reason] += count
+
+    @property
+    def dropped(self) -> int:
+        with self._lock:
+            return self._dropped.total()
+
+    def snapshot(self, waiting: int) -> Stats:
+        with self._lock:
+            return Stats(queued=waiting + self.inflight, sent=self.sent, dropped=self._dropped.total(),
+                         rejected=self.rejected, failed=self.failed, retries=self.retries,
+                         dropped_by=dict(self._dropped))
