@@ -197,6 +197,28 @@ def test_a_422_rejects_the_traces_it_names_without_retrying_and_resends_the_rest
     assert (stats.rejected, stats.sent, stats.retries, stats.failed) == (4, 2, 0, 0)
 
 
+def test_a_413_splits_the_post_in_halves_down_to_one_trace_and_drops_a_trace_too_large_alone(caplog) -> None:
+    # ~10 KB each but trace 5, ~30 KB; the fake's limit is 25 KB: 8 -> 4 + 4 -> [0,1] [2,3] and [4,5] [6,7] ->
+    # [4] [5]; [5] alone is still too large. The script's 503 goes to the first post under the limit, [0,1].
+    sizes = [10_000] * 5 + [30_000] + [10_000] * 2
+    with FakeIngest(max_bytes=25_000) as fake:
+        fake.push(Step(503))
+        with RagpulseClient(fake.url, batch_size=8, flush_interval_ms=20, **FAST) as client:
+            ids = [client.log_trace(trace(i), answer="x" * size) for i, size in enumerate(sizes)]
+            assert client.flush(timeout=10)
+            stats = client.stats()
+    posts = [(a.trace_ids, a.status) for a in fake.attempts]
+    assert posts == [(ids, 413), (ids[:4], 413), (ids[:2], 503), (ids[:2], 202), (ids[2:4], 202), (ids[4:], 413),
+                     (ids[4:6], 413), ([ids[4]], 202), ([ids[5]], 413), (ids[6:], 202)]
+    assert fake.delivered() == ids[:5] + ids[6:]
+    assert (stats.sent, stats.dropped, stats.dropped_by, stats.rejected, stats.failed, stats.queued) == (
+        7, 1, {"too_large": 1}, 0, 0, 0)
+    assert "trace t-5 dropped: the service refuses it as too large even alone" in caplog.text
+    assert "the limit is 25000" in caplog.text                                  # the service's reason
+    keys = [a.idempotency_key for a in fake.attempts]
+    assert keys[2] == keys[3] and len(set(keys)) == len(keys) - 1               # a key per half, kept on its retry
+
+
 def test_close_delivers_what_is_queued_is_idempotent_and_later_traces_are_dropped() -> None:
     with FakeIngest() as fake:
         client = RagpulseClient(fake.url, batch_size=100, flush_interval_ms=60_000)
@@ -258,6 +280,22 @@ def test_logged_traces_read_back_from_the_real_service(stack) -> None:
         with pytest.raises(RagpulseSDKError) as missing:
             client.trace(f"{tag}-never-logged")
         assert missing.value.status == 404 and isinstance(missing.value, ClientError)
+
+
+@pytest.mark.integration
+def test_a_413_from_the_real_service_splits_the_post_and_drops_only_the_trace_too_large_alone(api_factory) -> None:
+    tag = uuid.uuid4().hex[:8]
+    url = api_factory({"RAGPULSE_MAX_BODY_BYTES": str(64 * 1024)})
+    sizes = [20_000] * 6 + [100_000] + [20_000] * 3                  # 300 KB in one post; one trace over 64 KiB
+    with RagpulseClient(url, batch_size=10, flush_interval_ms=20) as client:
+        ids = [client.log_trace(trace(i, tag), answer="x" * size) for i, size in enumerate(sizes)]
+        assert client.flush(timeout=60)
+        stats = client.stats()
+        assert (stats.sent, stats.dropped_by, stats.rejected, stats.failed) == (9, {"too_large": 1}, 0, 0)
+        assert client.trace(ids[9])["trace_id"] == ids[9]
+        with pytest.raises(RagpulseSDKError) as missing:
+            client.trace(ids[6])
+        assert missing.value.status == 404
 
 
 @pytest.mark.integration

@@ -7,13 +7,17 @@ import re
 
 from ragpulse.exceptions import RagpulseSDKError
 from ragpulse.sdk.queue import Item, TraceQueue
+from ragpulse.sdk import stats
 from ragpulse.sdk.stats import Counters
 from ragpulse.sdk.transport import Transport, problem
 
 log = logging.getLogger("ragpulse.sdk")
 
-REJECTING = frozenset({400, 413, 422})
+REJECTING = frozenset({400, 422})
 """Statuses that mean the traces themselves are bad: sending them again cannot help."""
+
+TOO_LARGE = 413
+"""The post is over the service's body limit: its halves are sent instead, down to single traces."""
 
 _TRACE_INDEX = re.compile(r"^\$\.traces\[(\d+)\]")
 
@@ -55,9 +59,22 @@ class Sender:
         if response.status_code < 300:
             return self.counters.add(sent=len(batch), inflight=-len(batch))
         error = problem(response)
+        if response.status_code == TOO_LARGE:
+            return self._halve(batch, error)
         if response.status_code not in REJECTING:
             return self._give_up(batch, str(error))
         self._rejected(batch, error, split)
+
+    def _halve(self, batch: list[Item], error: RagpulseSDKError) -> None:
+        """Send each half of a post refused as too large (each a post of its own, with its own key); a single trace
+        refused alone can never be sent: it is dropped, with the service's reason."""
+        if len(batch) > 1:
+            middle = len(batch) // 2
+            self._deliver(batch[:middle], split=True)
+            return self._deliver(batch[middle:], split=True)
+        log.warning("ragpulse SDK: trace %s dropped: the service refuses it as too large even alone (%d bytes of "
+                    "JSON): %s", batch[0].trace_id, len(batch[0].json), error)
+        self.counters.drop(stats.TOO_LARGE, inflight=True)
 
     def _rejected(self, batch: list[Item], error: RagpulseSDKError, split: bool) -> None:
         """Count the traces the errors name as rejected; when every error names a trace, send the others once more."""

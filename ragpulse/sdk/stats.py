@@ -11,6 +11,8 @@ QUEUE_FULL = "queue_full"
 """A drop reason: pushed out of a queue holding `max_queue` traces or `max_queue_bytes` (the oldest go first)."""
 LARGER_THAN_QUEUE = "larger_than_queue"
 """A drop reason: one trace larger than `max_queue_bytes` on its own; it never entered the queue."""
+TOO_LARGE = "too_large"
+"""A drop reason: refused by the service as too large (413) even when posted alone."""
 AFTER_CLOSE = "after_close"
 """A drop reason: logged after close()."""
 
@@ -26,13 +28,13 @@ class Stats:
     dropped: int
     """Never sent, by the SDK's own decision: `dropped_by` gives the reasons."""
     rejected: int
-    """Refused by the service as invalid (400, 413, 422): never retried."""
+    """Refused by the service as invalid (400, 422): never retried."""
     failed: int
     """Given up: retries ran out, another error status (401, 403, ...), or close timed out before sending."""
     retries: int
     """Posts sent again after a 429, a 5xx or a connection error."""
     dropped_by: dict[str, int] = field(default_factory=dict)
-    """`dropped` by reason: queue_full, larger_than_queue, after_close (only reasons that happened)."""
+    """`dropped` by reason: queue_full, larger_than_queue, too_large, after_close (only reasons that happened)."""
 
 
 class Counters:
@@ -49,10 +51,12 @@ class Counters:
             for name, delta in deltas.items():
                 setattr(self, name, getattr(self, name) + delta)
 
-    def drop(self, reason: str, count: int = 1) -> None:
-        """Count traces dropped for `reason` (one of this module's drop reasons)."""
+    def drop(self, reason: str, count: int = 1, *, inflight: bool = False) -> None:
+        """Count traces dropped for `reason` (one of this module's drop reasons), taken from the batch in flight
+        when `inflight` (else they were in the queue, or never entered it)."""
         with self._lock:
             self._dropped[reason] += count
+            self.inflight -= count if inflight else 0
 
     @property
     def dropped(self) -> int:
