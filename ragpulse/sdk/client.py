@@ -93,24 +93,24 @@ class RagpulseClient(Helpers):
         return self._queue.flush(timeout)
 
     def close(self, timeout: float | None = 5.0) -> bool:
-        """Flush for up to `timeout` seconds, give up on what is left, stop the thread. Idempotent; True when
-        everything logged was settled in time."""
+        """Send what is queued for up to `timeout` seconds, then give up on what is left (counted failed), queued or
+        on the wire, and return: a server that never answers holds close no longer than `timeout`. Idempotent; True
+        when everything logged was settled in time. Traces logged from now on are dropped."""
         if self._closed:
             return True
         self._closed = True
         atexit.unregister(self._at_exit)
-        done = self._queue.flush(timeout)
-        self._queue.close()
-        if not done:
-            self._abort.set()
-            left = self._queue.drain()
-            if left:
-                self._counters.add(failed=len(left))
-                log.warning("ragpulse SDK: close timed out; %d traces not sent, e.g. %s", len(left),
-                            [item.trace_id for item in left[:5]])
-        self._thread.join(timeout=1.0)
+        self._queue.close()  # the sender sends what is left without waiting for a full batch, then exits
+        self._thread.join(timeout)
+        # A post still on the wire is left to its own timeout in the (daemon) thread, which ends after it; its
+        # traces count as failed now, and the abort ends any backoff wait at once.
+        self._abort.set()
+        given_up, queued = self._queue.abandon()
+        if given_up:
+            log.warning("ragpulse SDK: close timed out after %s s; %d traces not delivered (counted failed), e.g. "
+                        "queued ones %s", timeout, given_up, queued[:5])
         self._api.close()
-        return done
+        return not given_up
 
     def __enter__(self) -> RagpulseClient:
         return self

@@ -74,6 +74,7 @@ class TraceQueue:
                 return None
             batch = [self._items.popleft() for _ in range(min(self._batch_size, len(self._items)))]
             self._bytes -= sum(len(item.json) for item in batch)
+            self._counters.taken(len(batch))
             self._inflight = batch[0].seq if batch else None
             return batch
 
@@ -87,12 +88,14 @@ class TraceQueue:
             self._inflight = None
             self._cond.notify_all()
 
-    def drain(self) -> list[Item]:
-        """Remove and return every queued trace (the sender gives them up when aborted)."""
+    def abandon(self) -> tuple[int, list[str]]:
+        """Give up on every trace not yet settled, queued or in flight (close timed out): they count as failed, and
+        the sender's later word on its batch is ignored. Returns how many, and the ids of those still queued."""
         with self._cond:
             items, self._items, self._bytes = list(self._items), deque(), 0
+            self._inflight = None
             self._cond.notify_all()
-            return items
+            return self._counters.abandon(len(items)), [item.trace_id for item in items]
 
     def flush(self, timeout: float | None) -> bool:
         """Ask for everything put so far to be sent now; wait until it is settled. False on timeout."""

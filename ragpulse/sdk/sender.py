@@ -36,7 +36,6 @@ class Sender:
         while (batch := self.queue.take(self.interval)) is not None:
             if not batch:
                 continue
-            self.counters.add(inflight=len(batch))
             try:
                 self._deliver(batch, split=True)
             except Exception:  # a bug here must not kill the thread and leave flush() waiting forever
@@ -53,11 +52,11 @@ class Sender:
         try:
             response = self.transport.send("POST", "/v1/traces", content=body.encode(),
                                            headers={"content-type": "application/json"},
-                                           on_retry=lambda: self.counters.add(retries=1))
+                                           on_retry=self.counters.retried)
         except RagpulseSDKError as exc:
             return self._give_up(batch, str(exc))
         if response.status_code < 300:
-            return self.counters.add(sent=len(batch), inflight=-len(batch))
+            return self.counters.settle("sent", len(batch))
         error = problem(response)
         if response.status_code == TOO_LARGE:
             return self._halve(batch, error)
@@ -84,13 +83,13 @@ class Sender:
         paths = "; ".join(f"{e.get('path')}: {e.get('message')}" for e in error.errors[:5])
         log.warning("ragpulse SDK: %d traces rejected (%s) %s, e.g. trace ids %s", len(refused), error,
                     paths, [item.trace_id for item in refused[:5]])
-        self.counters.add(rejected=len(refused), inflight=-len(refused))
+        self.counters.settle("rejected", len(refused))
         if keep:
             self._deliver(keep, split=False)
 
     def _give_up(self, batch: list[Item], reason: str) -> None:
         log.warning("ragpulse SDK: gave up on %d traces: %s", len(batch), reason)
-        self.counters.add(failed=len(batch), inflight=-len(batch))
+        self.counters.settle("failed", len(batch))
 
 
 def bad_indices(errors: list[dict], size: int) -> set[int] | None:

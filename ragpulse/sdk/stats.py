@@ -38,25 +38,49 @@ class Stats:
 
 
 class Counters:
-    """The running totals, under a lock so that `stats()` can read them from any thread."""
+    """The running totals, under a lock so that `stats()` can read them from any thread.
+
+    Traces taken by the sender count as in flight until it settles them; once close() gave up on them (`abandon`),
+    they count as failed and the sender's later word on them is ignored, so that no trace is counted twice."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.sent = self.rejected = self.failed = self.retries = self.inflight = 0
         self._dropped: Counter[str] = Counter()
+        self._abandoned = False
 
-    def add(self, **deltas: int) -> None:
-        """Add to the named counters at once, e.g. `add(sent=100, inflight=-100)`."""
+    def taken(self, count: int) -> None:
+        """The sender took `count` traces from the queue (called under the queue's lock, so none is ever unseen)."""
         with self._lock:
-            for name, delta in deltas.items():
-                setattr(self, name, getattr(self, name) + delta)
+            self.inflight += count
+
+    def settle(self, outcome: str, count: int) -> None:
+        """Move `count` traces in flight to `outcome`: sent, rejected or failed."""
+        with self._lock:
+            if not self._abandoned:
+                setattr(self, outcome, getattr(self, outcome) + count)
+                self.inflight -= count
+
+    def retried(self) -> None:
+        with self._lock:
+            self.retries += 1
 
     def drop(self, reason: str, count: int = 1, *, inflight: bool = False) -> None:
         """Count traces dropped for `reason` (one of this module's drop reasons), taken from the batch in flight
         when `inflight` (else they were in the queue, or never entered it)."""
         with self._lock:
+            if inflight and self._abandoned:
+                return
             self._dropped[reason] += count
             self.inflight -= count if inflight else 0
+
+    def abandon(self, queued: int) -> int:
+        """close() gives up: `queued` traces taken out of the queue and those in flight count as failed; returns
+        how many."""
+        with self._lock:
+            given_up, self.inflight, self._abandoned = queued + self.inflight, 0, True
+            self.failed += given_up
+            return given_up
 
     @property
     def dropped(self) -> int:
