@@ -195,7 +195,7 @@ def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: in
     """Evaluate the file, print one report over all of it (and write it as a page to `html`)."""
     evaluation = evaluate_file(client, file, options, size, want_results=html is not None)
     for job in evaluation.failed_jobs:
-        print(f"job {job['job_id']} failed: {job['error']}", file=sys.stderr)
+        print(f"job {job.job_id} failed: {job.error}", file=sys.stderr)
     if evaluation.report is None:
         return EXIT_FAILED
     print(render_report(evaluation.report))
