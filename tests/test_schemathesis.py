@@ -45,6 +45,14 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$.traces[",
         "trace ids must be unique within a batch; JSON Schema cannot say a property is unique across array items",
     ),
+    "is labelled again, ": (
+        "$.labels[",
+        "one calibration label per trace: JSON Schema cannot say a property is unique across array items",
+    ),
+    "already has a verdict at": (
+        "$.labels[",
+        "one verdict per claim within a label: the same rule, for claim indexes",
+    ),
     "has no judge verdict to compare with": (
         "$.trace_id",
         "a label needs a trace the judge has judged: server state, not something a JSON schema can express",
@@ -55,7 +63,7 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
     ),
 }
 """Schema-valid bodies the API refuses with a 422, each matched by message and path and nothing else: on purpose
-(callbacks, storage limits of free-form metadata, unique trace ids). A whole float (3.0) for an integer field is
+(callbacks, storage limits of free-form metadata, unique trace ids and labels). A whole float (3.0) for an integer field is
 accepted (ragpulse/intake/whole.py), so it needs no entry."""
 
 
