@@ -29,6 +29,7 @@
     ├── ClientError            `ragpulse eval`: the service answered an error or could not be reached
     │   ├── TracesRejected     the service rejected the traces themselves (400, 413, 422), with every failing path
     │   ├── ServerUnreachable  no HTTP answer at all (connection refused, timeout, DNS)
+    │   ├── BadAnswer          a 2xx whose body is not the API's JSON (a proxy's page, a wrong URL)
     │   └── RagpulseSDKError   `ragpulse.sdk`: a helper call failed; carries the status and problem-details `errors`
     ├── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
     └── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
@@ -190,6 +191,11 @@ class TracesRejected(ClientError):
 
 class ServerUnreachable(ClientError):
     """No HTTP answer from the service at all: connection refused, timeout, name resolution."""
+
+
+class BadAnswer(ClientError):
+    """The service answered without an error status, but not with the JSON its API promises for the call (an HTML
+    page from a proxy or a wrong base URL, or an object of another shape): nothing it said can be trusted."""
 
 
 class RagpulseSDKError(ClientError):

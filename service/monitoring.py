@@ -19,12 +19,13 @@ from ragpulse.monitoring.catalog import GAUGES, ONLINE_BACKLOG, ONLINE_LAG, QUEU
 from ragpulse.online.post import stream_key
 from ragpulse.online.stream import backlog
 from ragpulse.monitoring.definitions import MetricDef
-from ragpulse.monitoring.sampling import PolicyInForce, SamplingPolicy
+from ragpulse.model.trace import APP_NAME_PATTERN
+from ragpulse.monitoring.sampling import PolicyInForce, PolicyUpdate
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
 from ragpulse.config.settings import Settings
 from service.context import Call
 
-AppName = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9._-]{1,64}$", description="RAG application name.")]
+AppName = Annotated[str, Parameter(pattern=APP_NAME_PATTERN, description="RAG application name.")]
 
 
 class AppPolicyController(Controller):
@@ -43,9 +44,10 @@ class AppPolicyController(Controller):
     @put("/", sync_to_thread=True, summary="Set the app's sampling policy")
     def write(self, app: AppName, body: bytes, call: Call) -> PolicyInForce:
         """Replace the policy (`{sample_rate, always_judge}`; rules left out keep their built-in default) and answer
-        the policy now in force, as GET does. Sampling is by a hash of trace_id, so a retried post is sampled the
+        the policy now in force, as GET does. A GET answer can be PUT back as it is: its `app`, `stored` and `sources`
+        describe the policy and are ignored. Sampling is by a hash of trace_id, so a retried post is sampled the
         same way."""
-        call.services.policies.put(call.tenant, app, decode_body(body, SamplingPolicy))
+        call.services.policies.put(call.tenant, app, decode_body(body, PolicyUpdate).policy())
         return call.services.policies.in_force(call.tenant, app)
 
     @route("/", http_method=HttpMethod.OPTIONS, include_in_schema=False, sync_to_thread=False)

@@ -19,7 +19,7 @@ from ragpulse.metrics.registry import metric_key_pattern
 from ragpulse.model.calibration import CalibrationRequest
 from ragpulse.model.labels import LabelRequest
 from ragpulse.model.results import Accepted
-from ragpulse.monitoring.sampling import SamplingPolicy
+from ragpulse.monitoring.sampling import PolicyUpdate
 from ragpulse.model.trace import BatchRequest, TracesPost
 from service.batches import DryRun
 from service.errors import PROBLEM, ProblemDetails
@@ -30,7 +30,7 @@ BEARER = "bearerAuth"
 
 BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/traces", "post"): TracesPost,
           ("/v1/calibrations", "post"): CalibrationRequest, ("/v1/labels", "post"): LabelRequest,
-          ("/v1/apps/{app}/policy", "put"): SamplingPolicy}
+          ("/v1/apps/{app}/policy", "put"): PolicyUpdate}
 """Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
 ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
@@ -44,7 +44,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/jobs/{job_id}/report", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/report.html", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/compare", "get"): (400, 401, 404, 409, 503),
-    ("/v1/calibrations", "post"): (400, 401, 404, 413, 415, 422, 503),
+    ("/v1/calibrations", "post"): (400, 401, 404, 409, 413, 415, 422, 503),
     ("/v1/labels", "post"): (400, 401, 404, 413, 415, 422, 503),
     ("/v1/labels", "get"): (400, 401, 404, 503),
     ("/v1/apps/{app}/review", "get"): (400, 401, 503),
@@ -54,7 +54,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/monitor/{app}", "get"): (400, 401, 503),
     ("/healthz", "get"): (),
     ("/readyz", "get"): (503,),
-    ("/metrics", "get"): (),
+    ("/metrics", "get"): (401,),
 }
 """The problem-details statuses each operation can answer (a test checks that every operation is listed)."""
 
@@ -77,9 +77,13 @@ _WHY_HERE = {
     ("/v1/otlp/v1/traces", "post", 400): "The body is not an OTLP ExportTraceServiceRequest in the encoding its "
                                           "Content-Type names.",
     ("/v1/otlp/v1/traces", "post", 415): "Send `application/x-protobuf` or `application/json` (OTLP/HTTP).",
-    ("/v1/calibrations", "post", 400): "Malformed JSON, or the job has not finished (`errors` names `$.job_id`).",
-    ("/v1/calibrations", "post", 422): "The body breaks the schema, or no label matches a judged trace of the job "
-                                       "(`errors` names each `$.labels[i].trace_id`).",
+    ("/v1/calibrations", "post", 409): "The job is still queued or running, or failed (`errors` names `$.job_id`).",
+    ("/v1/calibrations", "post", 422): "The body breaks the schema; no label matches a judged trace of the job "
+                                       "(`errors` names each `$.labels[i].trace_id`); a trace is labelled twice "
+                                       "(the second `$.labels[i].trace_id`); or a claim is given two verdicts, or "
+                                       "is past the end of the judge's claims (`$.labels[i].claims[j].index`).",
+    ("/metrics", "get", 401): "RAGPULSE_METRICS_TOKEN is set and the request does not send it as `Authorization: "
+                              "Bearer <metrics token>` (an API key opens no metrics).",
     ("/v1/traces/{trace_id}", "get", 404): "No record of this trace for this tenant: it was not sampled (only "
                                             "counted), its record expired, or it is another tenant's.",
     ("/v1/traces", "post", 503): "Redis is unreachable or refused the write, or the online stream holds "
@@ -144,8 +148,9 @@ def document_bodies(app: Litestar, schemas: dict[str, Any]) -> None:
     refs, found = msgspec.json.schema_components(list(BODIES.values()), ref_template=_REF)
     _add_date_time_formats(found, BODIES.values())
     # Trace.__post_init__ refuses both label kinds at once; say so, or a schema-valid trace would get a 422.
-    found["Trace"]["not"] = {"required": ["gold_doc_ids", "relevance"],
-                             "properties": {"gold_doc_ids": {"type": "array"}, "relevance": {"type": "object"}}}
+    for trace in ("Trace", "PostedTrace"):
+        found[trace]["not"] = {"required": ["gold_doc_ids", "relevance"],
+                               "properties": {"gold_doc_ids": {"type": "array"}, "relevance": {"type": "object"}}}
     # BatchOptions.targets takes metric keys of the registry only (a cutoff must also be in `k`, which no schema says).
     found["BatchOptions"]["properties"]["targets"]["anyOf"][0]["propertyNames"]["pattern"] = metric_key_pattern()
     schemas.update(found)

@@ -18,6 +18,7 @@ from litestar.response import Redirect
 from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidBody
 from ragpulse.model.labels import Label
+from ragpulse.model.trace import APP_NAME_PATTERN
 from ragpulse.reporting.review_html import header, index_page, message_page, page
 from ragpulse.reporting.review_trace import Reviewable, result_view, review_path, trace_form
 from service import review_labels
@@ -25,8 +26,8 @@ from service.review_auth import Review, form_text
 from service.review_form import answers, label_request
 from service.review_login import Form, html
 
-AppParam = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9._-]{1,64}$", description="The app whose traces to review.")]
-_APP = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+AppParam = Annotated[str, Parameter(pattern=APP_NAME_PATTERN, description="The app whose traces to review.")]
+_APP = re.compile(APP_NAME_PATTERN)
 
 
 class ReviewPageController(Controller):

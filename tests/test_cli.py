@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ragpulse.config import defaults
 from ragpulse.gate import command as gate_command
 from ragpulse.ops import cli
 from tests.fake_anthropic import FakeAnthropic, Fault
+from tests.fake_api import HTML, Answer, FakeApi
 from tests.support import ROOT, child_env, start_api, start_worker
 
 if TYPE_CHECKING:
@@ -228,6 +230,38 @@ def test_a_failed_job_exits_1(judged: tuple[str, FakeAnthropic], tmp_path: Path)
     assert result.returncode == 1, result.stderr
     assert re.search(r"job [0-9a-f]{32} failed: .*rejected the credentials", result.stderr)
     assert result.stdout == ""
+
+
+# -- a broken server: exit 1 as documented (3 is "some traces failed"), never a traceback -------------------------
+
+def eval_in_process(api: FakeApi, tmp_path: Path) -> int:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"query": "q", "retrieved_docs": [{"id": "d"}], "gold_doc_ids": ["d"]}) + "\n")
+    return cli.main(["eval", str(path), "--server", api.url])
+
+
+@pytest.mark.parametrize(("route", "answer"), [
+    ("submit", Answer(200, HTML, content_type="text/html")),
+    ("job", Answer(200, b'{"status": "finished"}')),
+    ("report", Answer(200, HTML, content_type="text/html")),
+    ("job", Answer(429, headers={"retry-after": "0"})),
+])
+def test_eval_against_a_broken_server_exits_1_without_a_traceback(
+        route: str, answer: Answer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(defaults, "CLIENT_BACKOFF_SECONDS", 0.01)
+    with FakeApi() as api:
+        api.push(route, *[answer] * (defaults.CLIENT_RETRIES + 1))
+        assert eval_in_process(api, tmp_path) == cli.EXIT_FAILED   # before: an uncaught error on the 200s
+    err = capsys.readouterr().err
+    assert "ragpulse eval: " in err and ("not the API's JSON" in err or "HTTP 429" in err)
+
+
+def test_eval_retries_one_503_while_polling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeApi() as api:
+        api.push("job", Answer(503, headers={"retry-after": "0"}))
+        assert eval_in_process(api, tmp_path) == cli.EXIT_OK       # before: 1 at once
+    assert "recall@5" in capsys.readouterr().out
 
 
 def test_readme_settings_table_lists_every_variable_the_service_reads() -> None:

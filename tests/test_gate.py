@@ -16,6 +16,7 @@ import msgspec
 import pytest
 import yaml
 
+from ragpulse.config import defaults
 from ragpulse.exceptions import GateConfigError
 from ragpulse.gate.checks import Row, check_report
 from ragpulse.gate.command import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE
@@ -24,6 +25,7 @@ from ragpulse.gate.output import github_annotations, write_junit
 from ragpulse.metrics.stats import Estimate
 from ragpulse.ops import cli
 from ragpulse.ops.redis_server import free_port
+from tests.fake_api import HTML, Answer, FakeApi
 from tests.support import ROOT, child_env, wait_for_job
 from tests.traces import dropped_for_a_third, faithful_traces
 
@@ -191,6 +193,74 @@ def test_bad_input_exits_2_and_an_unreachable_server_exits_3(stack: LiveStack, f
     run = ragpulse_gate(good, "--server", f"http://127.0.0.1:{free_port()}", "--config", config)
     assert run.returncode == GATE_UNREACHABLE and "cannot reach" in run.stderr
     assert ragpulse_gate(good, "--baseline", "x", "--baseline-file", good).returncode == GATE_BAD_INPUT  # argparse
+
+
+# -- a broken server exits 3, never 1 with a traceback; what may pass is retried (a fake API on loopback) ----------
+
+PASSING = '[thresholds."recall@5"]\nmin = 0.5\n'
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries as the CLI makes them, with waits short enough for a test (a Retry-After above the cap included)."""
+    monkeypatch.setattr(defaults, "CLIENT_BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr(defaults, "CLIENT_BACKOFF_CAP_SECONDS", 0.05)
+
+
+def gate_in_process(api: FakeApi, tmp_path: Path) -> int:
+    config = tmp_path / "gate.toml"
+    config.write_text(PASSING)
+    traces = write(tmp_path / "t.jsonl", [{"query": "q", "retrieved_docs": [{"id": "d"}], "gold_doc_ids": ["d"]}])
+    return cli.main(["gate", str(traces), "--server", api.url, "--config", str(config)])
+
+
+@pytest.mark.parametrize(("route", "answer", "says"), [
+    ("submit", Answer(200, HTML, content_type="text/html"), "POST /v1/batches answered HTTP 200 (text/html)"),
+    ("submit", Answer(202, b'{"accepted": 1}'), "Object missing required field `job_id`"),
+    ("job", Answer(200, HTML, content_type="text/html"), "not the API's JSON"),
+    ("job", Answer(200, b'{"job_id": "x", "status": "done"}'), "Invalid enum value 'done' - at `$.status`"),
+    ("job", Answer(302, b"", {"location": "/login"}), "answered HTTP 302"),
+    ("report", Answer(200, b"[]"), "Expected `object`, got `array`"),
+    ("report", Answer(500, HTML * 6, content_type="text/html"), "HTTP 500: <!doctype html>"),
+])
+def test_a_broken_server_exits_3_naming_what_it_answered(route: str, answer: Answer, says: str, tmp_path: Path,
+                                                        fast_retries: None, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeApi() as api:
+        api.push(route, *[answer] * (defaults.CLIENT_RETRIES + 1))
+        assert gate_in_process(api, tmp_path) == GATE_UNREACHABLE   # before: 1 ("a gate failed") with a traceback
+    assert says in capsys.readouterr().err
+
+
+def test_a_429_is_retried_after_its_retry_after_then_exits_3_not_2(tmp_path: Path, fast_retries: None,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(defaults, "CLIENT_BACKOFF_CAP_SECONDS", 1.0)
+    monkeypatch.setattr(defaults, "CLIENT_RETRIES", 2)
+    with FakeApi() as api:
+        api.push("submit", Answer(429, headers={"retry-after": "1"}))
+        assert gate_in_process(api, tmp_path) == GATE_PASS
+        first, second = api.times("submit")
+        assert second - first >= 1.0        # the server's hint, not the backoff's own jitter (at most 0.01 s)
+
+        api.push("submit", *[Answer(429, headers={"retry-after": "86400"})] * (defaults.CLIENT_RETRIES + 1))
+        assert gate_in_process(api, tmp_path) == GATE_UNREACHABLE   # before: 2, "bad input"
+        assert len(api.times("submit")) == 2 + 2 + 1   # bounded, and the day's hint capped at 1 s
+    assert "HTTP 429" in capsys.readouterr().err
+
+
+def test_one_503_while_polling_is_retried(tmp_path: Path, fast_retries: None) -> None:
+    with FakeApi() as api:
+        api.push("job", Answer(503, headers={"retry-after": "0"}))
+        assert gate_in_process(api, tmp_path) == GATE_PASS          # before: 3 at once
+        assert len(api.times("job")) == 2
+
+
+def test_a_5xx_to_the_post_is_not_sent_again(tmp_path: Path, fast_retries: None) -> None:
+    """The post may have been committed before the 5xx: sending it again could queue the traces twice."""
+    with FakeApi() as api:
+        api.push("submit", Answer(503))
+        assert gate_in_process(api, tmp_path) == GATE_UNREACHABLE
+        assert len(api.times("submit")) == 1
 
 
 def test_the_example_workflow_runs_a_gate_command_the_parser_accepts() -> None:

@@ -152,3 +152,34 @@ def test_tagged_and_recursive_types_are_proved_and_checked_too() -> None:
     twice = body.replace(b'"x": 1', b'"x": 1, "x": "y"')
     assert duplicates.repeated_keys(twice, Node) == [
         {"path": "$.children[0].attributes.x", "message": "duplicate key `x`: name each key once"}]
+
+
+# -- whole floats (3.0) for integer fields: accepted, as JSON Schema reads them ------------------------------------
+
+def test_a_whole_float_reads_as_an_integer_where_the_schema_says_integer() -> None:
+    body = {"traces": [{"query": "q", "relevance": {"d": 3.0}, "usage": {"prompt_tokens": 12.0},
+                        "retrieved_docs": [{"id": "d", "score": 2.0}], "metadata": {"n": 3.0}}],
+            "options": {"k": [1.0, 5]}}
+    batch = decode_batch(json.dumps(body).encode())            # before: 422 "Expected `int`, got `float`"
+    trace = batch.traces[0]
+    assert trace.relevance == {"d": 3} and type(trace.relevance["d"]) is int
+    assert trace.usage.prompt_tokens == 12 and batch.options.k == [1, 5]
+    assert type(trace.retrieved_docs[0].score) is float and type(trace.metadata["n"]) is float   # left as sent
+    label = decode_body(b'{"job_id": "j", "labels": [{"trace_id": "t", "faithful": true, '
+                        b'"claims": [{"index": 0.0, "verdict": "supported"}]}]}', CalibrationRequest)
+    assert label.labels[0].claims[0].index == 0
+
+
+@pytest.mark.parametrize("value", ["12.5", '"12"', "true", "1e999", "-1.0"])
+def test_only_a_whole_float_is_read_as_an_integer(value: str) -> None:
+    body = '{"traces": [{"query": "q", "usage": {"prompt_tokens": %s}}]}' % value
+    with pytest.raises(InvalidBody) as caught:
+        decode_batch(body.encode())
+    assert [e["path"] for e in caught.value.errors] == ["$.traces[0].usage.prompt_tokens"]
+
+
+def test_a_whole_float_is_no_error_beside_a_real_one() -> None:
+    body = {"traces": [{"query": "q", "usage": {"prompt_tokens": 12.0}}, {"query": ""}]}
+    with pytest.raises(InvalidBody) as caught:
+        decode_batch(json.dumps(body).encode())
+    assert [e["path"] for e in caught.value.errors] == ["$.traces[1].query"]

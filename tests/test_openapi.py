@@ -133,3 +133,80 @@ def test_body_schemas_say_what_the_decoder_refuses(spec: dict[str, Any], client:
     assert trace["not"]["required"] == ["gold_doc_ids", "relevance"]   # one label kind per trace
     both = client.post("/v1/batches", json={"traces": [{"query": "q", "gold_doc_ids": ["d"], "relevance": {"d": 1}}]})
     assert both.status_code == 422
+
+
+# -- the contract fixes of issue 23 (defect 13, and the policy round trip of 15) ---------------------------------
+
+def parameter(spec: dict[str, Any], path: str, method: str, name: str) -> dict[str, Any]:
+    return next(p for p in spec["paths"][path][method]["parameters"] if p["name"] == name)
+
+
+def test_the_results_cursor_is_documented_as_the_cursors_the_api_issues(spec: dict[str, Any],
+                                                                       client: httpx.Client) -> None:
+    import re
+
+    cursor = parameter(spec, "/v1/jobs/{job_id}/results", "get", "cursor")
+    assert cursor["schema"]["type"] == "string"
+    pattern = cursor["schema"]["pattern"]
+    assert re.search(pattern, "") and re.search(pattern, "1000") and not re.search(pattern, "abc")  # before: any string
+    job_id = client.post("/v1/batches", json={"traces": [{"query": f"q{i}"} for i in range(3)]}).json()["job_id"]
+    first = client.get(f"/v1/jobs/{job_id}/results", params={"limit": 2, "cursor": ""})
+    assert first.status_code == 200
+    bad = client.get(f"/v1/jobs/{job_id}/results", params={"cursor": "x1"})
+    assert bad.status_code == 400 and [e["path"] for e in bad.json()["errors"]] == ["query.cursor"]
+
+
+def test_calibrating_a_job_that_has_not_ended_is_409_as_retry_is(api_factory, spec: dict[str, Any]) -> None:
+    assert "409" in spec["paths"]["/v1/calibrations"]["post"]["responses"]
+    url = api_factory({"RAGPULSE_QUEUE": f"idle-{uuid.uuid4().hex[:8]}"})
+    with httpx.Client(base_url=url, timeout=30) as http:
+        job_id = http.post("/v1/batches", json={"traces": [{"query": "q", "answer": "A."}]}).json()["job_id"]
+        label = {"trace_id": "t", "faithful": True}
+        response = http.post("/v1/calibrations", json={"job_id": job_id, "labels": [label]})
+        assert response.status_code == 409, response.text                  # before: 400
+        assert response.json()["errors"] == [{"path": "$.job_id", "message": "job has not finished"}]
+        twice = http.post("/v1/calibrations", json={"job_id": job_id, "labels": [label, {**label, "faithful": False}]})
+        assert twice.status_code == 422 and [e["path"] for e in twice.json()["errors"]] == ["$.labels[1].trace_id"]
+
+
+def test_metrics_documents_the_401_it_answers_with_a_token(api_factory, spec: dict[str, Any]) -> None:
+    responses = spec["paths"]["/metrics"]["get"]["responses"]
+    assert set(responses) == {"200", "401"}                                 # before: 200 only
+    url = api_factory({"RAGPULSE_METRICS_TOKEN": "m" * 32})
+    answer = httpx.get(f"{url}/metrics", timeout=30)
+    assert answer.status_code == 401 and answer.headers["content-type"] == "application/problem+json"
+    assert httpx.get(f"{url}/metrics", headers={"authorization": f"Bearer {'m' * 32}"}, timeout=30).status_code == 200
+
+
+@pytest.mark.parametrize("trace_id", ["a/b", "/", ".", ".."])
+def test_an_online_trace_id_that_no_url_can_name_is_refused_at_intake(trace_id: str, client: httpx.Client) -> None:
+    posted = client.post("/v1/traces", json={"traces": [{"query": "q", "trace_id": trace_id}]})
+    assert posted.status_code == 422, posted.text                            # before: 202, then 404 for ever
+    assert [e["path"] for e in posted.json()["errors"]] == ["$.traces[0].trace_id"]
+    batch = client.post("/v1/batches", json={"traces": [{"query": "q", "trace_id": trace_id}]})
+    assert batch.status_code == 202                                          # read by job and index: any id will do
+
+
+def test_online_trace_ids_with_dots_are_still_taken(client: httpx.Client) -> None:
+    ids = [f"{prefix}{uuid.uuid4().hex}" for prefix in ("...", ".", "..", "a.b:")]
+    assert client.post("/v1/traces", json={"traces": [{"query": "q", "trace_id": i} for i in ids]}).status_code == 202
+
+
+@pytest.mark.parametrize("app", [".", "..", ".hidden"])
+def test_an_app_name_no_url_can_name_is_refused(app: str, client: httpx.Client) -> None:
+    batch = client.post("/v1/batches", json={"traces": [{"query": "q", "app": app}]})
+    assert batch.status_code == 422                                          # before: 202
+    assert [e["path"] for e in batch.json()["errors"]] == ["$.traces[0].app"]
+    assert client.get(f"/v1/apps/{app.replace('.', '%2E')}/policy").status_code in (400, 404)
+
+
+def test_a_policy_read_with_get_can_be_put_back(client: httpx.Client) -> None:
+    app, other = f"shop-{uuid.uuid4().hex[:6]}", f"copy-{uuid.uuid4().hex[:6]}"
+    client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.25, "always_judge": {"top_score_below": 0.3}})
+    read = client.get(f"/v1/apps/{app}/policy").json()
+    again = client.put(f"/v1/apps/{app}/policy", json=read)
+    assert again.status_code == 200, again.text                               # before: 422, `app` is unknown
+    assert again.json() == read
+    copied = client.put(f"/v1/apps/{other}/policy", json=read).json()       # the path names the app, not the body
+    assert copied["app"] == other and copied["sample_rate"] == 0.25 and copied["always_judge"] == read["always_judge"]
+    assert client.put(f"/v1/apps/{app}/policy", json={**read, "stored": "yes"}).status_code == 422

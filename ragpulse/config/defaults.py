@@ -118,6 +118,16 @@ worker between jobs waits for Redis as long as it takes."""
 RETRY_AFTER_SECONDS = 5
 """Retry-After sent with a 503 when Redis is unreachable."""
 
+CLIENT_RETRIES = 5
+"""Times `ragpulse eval` and `gate` send a request again: after a 429 (any request: nothing was written), or after
+a 5xx or no answer to a read (a POST answered 5xx may have been committed, so it is not sent twice)."""
+
+CLIENT_BACKOFF_SECONDS = 0.5
+"""Their backoff base: retry n waits uniform(0, min(cap, base x 2^n)) seconds, or the server's Retry-After."""
+
+CLIENT_BACKOFF_CAP_SECONDS = 30.0
+"""Their longest wait before one retry, a longer Retry-After included: a CI job never sleeps for the server's day."""
+
 JUDGE_MODEL = "claude-sonnet-4-6"
 """Anthropic model used by the LLM judge unless configured otherwise."""
 

@@ -10,13 +10,14 @@ from typing import Any
 
 import msgspec
 
-from ragpulse.exceptions import ClientError, GateConfigError, ServerUnreachable, TraceFileError, TracesRejected
+from ragpulse.exceptions import ClientError, GateConfigError, TraceFileError, TracesRejected
 from ragpulse.gate.checks import Row, check_comparison, check_report
 from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, summary, table, write_junit
 from ragpulse.model.compare import Comparison, RunInfo
 from ragpulse.model.trace import is_metric_key
-from ragpulse.ops.client import Client, TraceFile, read_traces
+from ragpulse.model.results import JobView
+from ragpulse.ops.client import Client, TraceFile, read_traces, service_fault
 from ragpulse.ops.evaluate import Evaluation, evaluate_file
 from ragpulse.reporting.compare import compare
 
@@ -62,8 +63,7 @@ def run_gate(request: GateRequest) -> int:
         return GATE_BAD_INPUT
     except ClientError as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
-        unreachable = isinstance(exc, ServerUnreachable) or exc.status is None or exc.status >= 500
-        return GATE_UNREACHABLE if unreachable else GATE_BAD_INPUT
+        return GATE_UNREACHABLE if service_fault(exc) else GATE_BAD_INPUT
     if rows is None:
         return GATE_UNREACHABLE
     _publish(rows, request)
@@ -116,9 +116,8 @@ def _comparison(client: Client, candidate: Evaluation, baseline: Evaluation | No
         return None
     base_jobs = [job_id for _, job_id in baseline.posted] if baseline else [baseline_job]
     if len(base_jobs) == 1 and len(candidate.posted) == 1:
-        raw = client.compare(candidate.posted[0][1], base_jobs[0], threshold,  # type: ignore[arg-type]
-                             family=family, correction=correction)
-        return msgspec.convert(raw, Comparison)
+        return client.compare(candidate.posted[0][1], base_jobs[0], threshold,  # type: ignore[arg-type]
+                              family=family, correction=correction)
     base_results = baseline.results if baseline else client.results(baseline_job)  # type: ignore[arg-type]
     base_view = baseline.jobs[0] if baseline else client.job(baseline_job)  # type: ignore[arg-type]
     cand_view = candidate.jobs[0]
@@ -126,13 +125,13 @@ def _comparison(client: Client, candidate: Evaluation, baseline: Evaluation | No
                    candidate.results, threshold, family=family, correction=correction)
 
 
-def _info(view: dict[str, Any], job_ids: list[str | None]) -> RunInfo:
-    return RunInfo(job_id=" + ".join(map(str, job_ids)), run=view.get("run"), variant=view.get("variant", "rag"))
+def _info(view: JobView, job_ids: list[str | None]) -> RunInfo:
+    return RunInfo(job_id=" + ".join(map(str, job_ids)), run=view.run, variant=view.variant)
 
 
 def _evaluated(evaluation: Evaluation) -> bool:
     for job in evaluation.failed_jobs:
-        print(f"ragpulse gate: job {job['job_id']} failed: {job['error']}", file=sys.stderr)
+        print(f"ragpulse gate: job {job.job_id} failed: {job.error}", file=sys.stderr)
     return evaluation.report is not None
 
 

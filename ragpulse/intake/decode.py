@@ -17,6 +17,7 @@ from ragpulse.config import defaults
 from ragpulse.exceptions import InputError, InvalidBody, MalformedBody, TooLarge
 from ragpulse.intake.duplicates import repeated_keys, step
 from ragpulse.intake.validate import MAX_ERRORS, collect_errors, split_message
+from ragpulse.intake.whole import whole_floats_as_ints
 from ragpulse.model.trace import BatchRequest, Trace, TracesPost
 
 _batch_decoder = msgspec.json.Decoder(BatchRequest)
@@ -70,11 +71,21 @@ def _decode(body: bytes, decoder: msgspec.json.Decoder, type_: type[T], detail: 
     try:
         return decoder.decode(body)
     except msgspec.ValidationError as first:
-        raise _invalid(body, type_, first, detail) from None
+        return _decode_refused(body, type_, first, detail)
     except msgspec.DecodeError as exc:
         raise MalformedBody(f"body is not valid JSON: {exc}") from None
     except RecursionError:
         raise MalformedBody("body is nested too deeply to be read") from None
+
+
+def _decode_refused(body: bytes, type_: type[T], first: msgspec.ValidationError, detail: str) -> T:
+    """A body the strict decoder refused: read with its whole floats at integer positions as ints (`3.0` for 3,
+    intake.whole) when that is all it lacked, else the 422 (or 400) of `_invalid`."""
+    try:
+        value = whole_floats_as_ints(_any_decoder.decode(body), type_)
+        return msgspec.convert(value, type_)
+    except (msgspec.DecodeError, RecursionError):   # ValidationError included
+        raise _invalid(body, type_, first, detail) from None
 
 
 def _invalid(body: bytes, type_: type, first: msgspec.ValidationError, detail: str) -> InputError:
@@ -82,10 +93,10 @@ def _invalid(body: bytes, type_: type, first: msgspec.ValidationError, detail: s
 
     The walk needs the body decoded without a type. Should that fail too, the body is not JSON after all (`[]x`:
     trailing bytes after a value the schema had already refused; 400), or it holds a number no type takes (`1e999`;
-    the 422 names the path msgspec gave for it).
+    the 422 names the path msgspec gave for it). Whole floats at integer positions are not errors (intake.whole).
     """
     try:
-        found = collect_errors(_any_decoder.decode(body), type_)
+        found = collect_errors(whole_floats_as_ints(_any_decoder.decode(body), type_), type_)
     except msgspec.ValidationError:
         return InvalidBody(detail, [_error(*split_message(str(first)))])
     except msgspec.DecodeError as exc:

@@ -23,7 +23,15 @@ class Base(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaul
 DocId = Annotated[str, Meta(min_length=1, max_length=512, description="Document id (document level, not chunk).")]
 Grade = Annotated[int, Meta(ge=0, le=3, description="Relevance grade: 0 not relevant .. 3 highly relevant.")]
 TraceId = Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")]
-AppName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9._-]{1,64}$", description="RAG application or pipeline name.")]
+URL_SEGMENT_PATTERN = r"^([^\x00-\x1f/.][^\x00-\x1f/]*|\.[^\x00-\x1f/.][^\x00-\x1f/]*|\.\.[^\x00-\x1f/]+)$"
+"""A trace id that can name itself in a URL path (GET /v1/traces/{trace_id}): no `/`, and neither `.` nor `..`,
+which every HTTP client resolves away. Written without lookahead so every JSON Schema tool can generate from it."""
+PostedTraceId = Annotated[str, Meta(min_length=1, max_length=256, pattern=URL_SEGMENT_PATTERN,
+                                    description="No `/`, and not `.` or `..`: GET /v1/traces/{trace_id} reads it back.")]
+APP_NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$"
+"""1-64 letters, digits, `.`, `_` and `-`, not starting with a dot: never `.` or `..`, which no URL path can carry
+(every HTTP client reads /v1/apps/../policy as /v1/policy)."""
+AppName = Annotated[str, Meta(pattern=APP_NAME_PATTERN, description="RAG application or pipeline name.")]
 Query = Annotated[str, Meta(min_length=1, max_length=32_768)]
 LongText = Annotated[str, Meta(max_length=1_048_576)]
 Cutoff = Annotated[int, Meta(ge=1, le=1000)]
@@ -178,8 +186,14 @@ class BatchRequest(Base):
     options: BatchOptions = msgspec.field(default_factory=BatchOptions)
 
 
+class PostedTrace(Trace):
+    """A trace of POST /v1/traces: as in a batch, but its `trace_id` is read back as a URL path segment."""
+
+    trace_id: PostedTraceId | None = None
+
+
 class TracesPost(Base):
     """Body of POST /v1/traces: production traces as they happen (1 to 1,000), judged per the apps' sampling
     policies. No options: online traces are always evaluated with the service's defaults."""
 
-    traces: Annotated[list[Trace], Meta(min_length=1)]
+    traces: Annotated[list[PostedTrace], Meta(min_length=1)]

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from ragpulse.model.trace import Base, Trace
+from ragpulse.model.trace import AppName, Base, Trace
 
 NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "down", "bad", "-1"})
 """Values of `metadata.feedback` that count as negative user feedback."""
@@ -56,6 +56,20 @@ class PolicyInForce(SamplingPolicy, kw_only=True, omit_defaults=False):
     sources: dict[str, PolicySource] = {}
     """For `sample_rate`, each `always_judge.<rule>` and `max_source_age_days`: `stored`, `RAGPULSE_SAMPLE_RATE` or
     `default`."""
+
+
+class PolicyUpdate(SamplingPolicy, kw_only=True):
+    """Body of PUT /v1/apps/{app}/policy: the policy to store. The fields GET answers beside it (`app`, `stored`,
+    `sources`) describe the policy in force, not a wish: they are accepted and ignored, so a GET body can be PUT back
+    as it is, to its own app or to another (the path names the app)."""
+
+    app: AppName | None = None
+    stored: bool | None = None
+    sources: Annotated[dict[str, PolicySource], Meta(max_length=64)] | None = None
+
+    def policy(self) -> SamplingPolicy:
+        """The policy itself, without the fields GET describes it with."""
+        return SamplingPolicy(**{name: getattr(self, name) for name in SamplingPolicy.__struct_fields__})
 
 
 def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float) -> PolicyInForce:

@@ -23,7 +23,8 @@ from ragpulse.reporting.render import render_report
 EXIT_OK = 0
 """`ragpulse eval`: every trace was evaluated and the report printed."""
 EXIT_FAILED = 1
-"""A job failed, the service could not be reached, or it answered another error (such as 401 for a wrong key)."""
+"""A job failed, the service could not be reached, or it answered another error (such as 401 for a wrong key, or
+a 429 or 5xx still there after the retries), or a body that is not its API's JSON (a proxy's page)."""
 EXIT_USAGE = 2
 """Bad arguments (argparse's own code), or a trace file that cannot be read, is not valid JSON/JSONL, or holds no
 traces."""
@@ -195,7 +196,7 @@ def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: in
     """Evaluate the file, print one report over all of it (and write it as a page to `html`)."""
     evaluation = evaluate_file(client, file, options, size, want_results=html is not None)
     for job in evaluation.failed_jobs:
-        print(f"job {job['job_id']} failed: {job['error']}", file=sys.stderr)
+        print(f"job {job.job_id} failed: {job.error}", file=sys.stderr)
     if evaluation.report is None:
         return EXIT_FAILED
     print(render_report(evaluation.report))

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import msgspec
 
 from ragpulse.config import defaults
-from ragpulse.exceptions import ClientError, ServerUnreachable, TraceFileError, TracesRejected
-from ragpulse.model.results import TERMINAL, ResultsPage, TraceResult
+from ragpulse.exceptions import BadAnswer, ClientError, ServerUnreachable, TraceFileError, TracesRejected
+from ragpulse.model.compare import Comparison
+from ragpulse.model.report import Report
+from ragpulse.model.results import TERMINAL, Accepted, JobView, ResultsPage, TraceResult
+from ragpulse.sdk.transport import Backoff, retry_after
 
 REJECTED = {400, 413, 422}
 """Statuses of POST /v1/batches that reject the traces themselves (malformed, over a limit, schema violations)."""
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -103,100 +109,151 @@ def batches(traces: list[dict[str, Any]], size: int) -> Iterator[tuple[int, list
 
 
 class Client:
-    """Posts batches, polls jobs, reads reports and results."""
+    """Posts batches, polls jobs, reads reports and results; every answer is typed at this boundary, so a page that
+    is not the API's JSON fails here as BadAnswer, and what may pass is retried (a 429; for reads, a 5xx too)."""
 
-    def __init__(self, server: str, api_key: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(self, server: str, api_key: str | None = None, timeout: float = 60.0,
+                 backoff: Backoff | None = None) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=timeout)
+        self.backoff = backoff or Backoff(defaults.CLIENT_RETRIES, defaults.CLIENT_BACKOFF_SECONDS,
+                                          defaults.CLIENT_BACKOFF_CAP_SECONDS)
 
-    def submit(self, traces: list[dict[str, Any]], options: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
-        """POST a batch; returns the 202 body (with `dry_run`, the 200 estimate: the batch is checked, not queued).
+    def submit(self, traces: list[dict[str, Any]], options: dict[str, Any]) -> Accepted:
+        """POST a batch; returns the 202 answer.
 
         Raises TracesRejected when the service rejects the traces themselves (400, 413, 422).
         """
-        response = self._request("POST", "/v1/batches", json={"traces": traces, "options": options},
-                                 params={"dry_run": "true"} if dry_run else None)
-        if response.status_code in REJECTED:
-            body = _problem(response)
-            raise TracesRejected(_describe(response, with_errors=False), response.status_code,
-                                 body.get("errors") or [])
-        return self._json(response)
+        return self._decode(self._post_batch(traces, options, {}), Accepted)
 
-    def wait(self, job_id: str, on_progress: Callable[[dict[str, Any]], None], poll: float = 0.5) -> dict[str, Any]:
+    def check(self, traces: list[dict[str, Any]], options: dict[str, Any]) -> None:
+        """POST a batch with `?dry_run=true`: the service checks it and queues nothing. Raises as `submit` does."""
+        self._decode(self._post_batch(traces, options, {"dry_run": "true"}), dict[str, Any])
+
+    def _post_batch(self, traces: list[dict[str, Any]], options: dict[str, Any],
+                    params: dict[str, str]) -> httpx.Response:
+        response = self._request("POST", "/v1/batches", json={"traces": traces, "options": options}, params=params)
+        if response.status_code in REJECTED:
+            raise TracesRejected(_describe(response, with_errors=False), response.status_code,
+                                 _problem(response).errors)
+        return response
+
+    def wait(self, job_id: str, on_progress: Callable[[JobView], None], poll: float = 0.5) -> JobView:
         """Poll the job until it reaches a terminal status; returns the final job view."""
         return self.wait_all([job_id], lambda jobs: on_progress(jobs[0]), poll)[0]
 
-    def wait_all(self, job_ids: list[str], on_progress: Callable[[list[dict[str, Any]]], None],
-                 poll: float = 0.5) -> list[dict[str, Any]]:
+    def wait_all(self, job_ids: list[str], on_progress: Callable[[list[JobView]], None],
+                 poll: float = 0.5) -> list[JobView]:
         """Poll every job until all reach a terminal status; returns the final job views, in order."""
-        jobs: dict[str, dict[str, Any]] = {}
+        jobs: dict[str, JobView] = {}
         while True:
             for job_id in job_ids:
-                if job_id not in jobs or jobs[job_id]["status"] not in TERMINAL:
-                    jobs[job_id] = self._json(self._request("GET", f"/v1/jobs/{job_id}"))
+                if job_id not in jobs or jobs[job_id].status not in TERMINAL:
+                    jobs[job_id] = self.job(job_id)
             views = [jobs[job_id] for job_id in job_ids]
             on_progress(views)
-            if all(view["status"] in TERMINAL for view in views):
+            if all(view.status in TERMINAL for view in views):
                 return views
             time.sleep(poll)
 
-    def report(self, job_id: str) -> dict[str, Any]:
+    def report(self, job_id: str) -> Report:
         """The job's report."""
-        return self._json(self._request("GET", f"/v1/jobs/{job_id}/report"))
+        return self._decode(self._request("GET", f"/v1/jobs/{job_id}/report"), Report)
 
     def results(self, job_id: str) -> list[TraceResult]:
         """Every per-trace result of the job, in trace order (all pages)."""
         items: list[TraceResult] = []
-        cursor = ""
+        params: dict[str, Any] = {"limit": defaults.RESULTS_PAGE_MAX}
         while True:
-            response = self._request("GET", f"/v1/jobs/{job_id}/results",
-                                     params={"limit": defaults.RESULTS_PAGE_MAX, "cursor": cursor})
-            self._json(response)  # raises ClientError on an error status
-            page = msgspec.json.decode(response.content, type=ResultsPage)
+            page = self._decode(self._request("GET", f"/v1/jobs/{job_id}/results", params=params), ResultsPage)
             items += page.items
             if page.next_cursor is None:
                 return items
-            cursor = page.next_cursor
+            params["cursor"] = page.next_cursor
 
     def compare(self, candidate: str, baseline: str, threshold: float, family: list[str] | None = None,
-                correction: str = "holm") -> dict[str, Any]:
+                correction: str = "holm") -> Comparison:
         """GET /v1/jobs/{candidate}/compare?baseline=...: the paired comparison, testing `family` (the server's
         default family when None) with `correction`."""
         params: dict[str, Any] = {"baseline": baseline, "threshold": threshold, "correction": correction}
         if family is not None:
             params["metrics"] = ",".join(family)
-        return self._json(self._request("GET", f"/v1/jobs/{candidate}/compare", params=params))
+        return self._decode(self._request("GET", f"/v1/jobs/{candidate}/compare", params=params), Comparison)
 
-    def job(self, job_id: str) -> dict[str, Any]:
+    def job(self, job_id: str) -> JobView:
         """The job's status view."""
-        return self._json(self._request("GET", f"/v1/jobs/{job_id}"))
+        return self._decode(self._request("GET", f"/v1/jobs/{job_id}"), JobView)
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            return self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ServerUnreachable(f"cannot reach {self.http.base_url}: {exc}") from None
+        """The first answer not worth another try, or the last one once `backoff.max_retries` retries are spent.
+
+        A 429 is retried for any request (the service refuses it before writing anything); a 5xx or no answer only
+        for a read, since a POST answered so may have been committed. Retry-After is honoured up to the cap."""
+        read, attempt = method == "GET", 0
+        while True:
+            try:
+                response = self.http.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                if not read or attempt >= self.backoff.max_retries:
+                    raise ServerUnreachable(f"cannot reach {self.http.base_url}: {exc}") from None
+                why, hint = f"no answer ({type(exc).__name__})", None
+            else:
+                if not _worth_retrying(response.status_code, read) or attempt >= self.backoff.max_retries:
+                    return response
+                why, hint = f"HTTP {response.status_code}", retry_after(response)
+            delay = self.backoff.delay(attempt, None if hint is None else min(hint, self.backoff.cap))
+            print(f"\n{method} {path}: {why}; retry {attempt + 1} of {self.backoff.max_retries} in {delay:.1f} s",
+                  file=sys.stderr)
+            time.sleep(delay)
+            attempt += 1
 
     @staticmethod
-    def _json(response: httpx.Response) -> dict[str, Any]:
+    def _decode(response: httpx.Response, shape: type[T]) -> T:
+        """The answer as `shape`; ClientError for an error status, BadAnswer for a body that is not that JSON."""
         if response.status_code >= 400:
             raise ClientError(_describe(response), response.status_code)
-        return response.json()
+        try:
+            return msgspec.json.decode(response.content, type=shape)
+        except msgspec.DecodeError as exc:  # ValidationError included: JSON of another shape
+            kind = response.headers.get("content-type", "no content type")
+            raise BadAnswer(f"{response.request.method} {response.request.url.path} answered HTTP "
+                            f"{response.status_code} ({kind}) with a body that is not the API's JSON: {exc}; is "
+                            f"--server the ragpulse API, not a proxy or a web page?", response.status_code) from None
 
 
-def _problem(response: httpx.Response) -> dict[str, Any]:
+def _worth_retrying(status: int, read: bool) -> bool:
+    return status == 429 or (read and status >= 500)
+
+
+def service_fault(exc: ClientError) -> bool:
+    """True when the service, not the request, failed: no answer, a 5xx, a 429 still there after the retries, or an
+    answer that is not the API's JSON. False for a 4xx that names something wrong with what was asked."""
+    if isinstance(exc, ServerUnreachable | BadAnswer) or exc.status is None:
+        return True
+    return exc.status == 429 or exc.status >= 500
+
+
+class _Problem(msgspec.Struct):
+    """The parts of a problem-details body the client prints; anything else an error answer holds is ignored."""
+
+    title: str = ""
+    detail: str = ""
+    errors: list[dict[str, Any]] = []
+
+
+def _problem(response: httpx.Response) -> _Problem:
+    """The problem details of an error answer; empty when its body is not one (a proxy's page, say)."""
     try:
-        body = response.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
+        return msgspec.json.decode(response.content, type=_Problem)
+    except msgspec.DecodeError:
+        return _Problem()
 
 
 def _describe(response: httpx.Response, with_errors: bool = True) -> str:
     body = _problem(response)
-    if not body:
+    if not (body.title or body.detail):
         return f"HTTP {response.status_code}: {response.text[:500]}"
-    lines = [f"HTTP {response.status_code} {body.get('title', '')}: {body.get('detail', '')}"]
+    lines = [f"HTTP {response.status_code} {body.title}: {body.detail}"]
     if with_errors:
-        lines += [f"  {e['path']}: {e['message']}" for e in body.get("errors", [])[:50]]
+        lines += [f"  {e.get('path', '$')}: {e.get('message', '')}" for e in body.errors[:50]]
     return "\n".join(lines)

@@ -12,7 +12,7 @@ import msgspec
 
 from ragpulse.exceptions import TracesRejected
 from ragpulse.model.report import Report
-from ragpulse.model.results import TERMINAL, TraceResult
+from ragpulse.model.results import TERMINAL, JobView, TraceResult
 from ragpulse.model.trace import BatchOptions
 from ragpulse.ops.client import Client, TraceFile, batches
 from ragpulse.reporting.build import build_report
@@ -26,18 +26,18 @@ class Evaluation:
 
     posted: list[tuple[int, str]]
     """(offset of the job's first trace in the file, job id)."""
-    jobs: list[dict[str, Any]]
+    jobs: list[JobView]
     report: Report | None = None
     results: list[TraceResult] = field(default_factory=list)
     """Every per-trace result, indexed by position in the file (fetched when asked for or when several jobs)."""
 
     @property
-    def failed_jobs(self) -> list[dict[str, Any]]:
-        return [job for job in self.jobs if job["status"] == "failed"]
+    def failed_jobs(self) -> list[JobView]:
+        return [job for job in self.jobs if job.status == "failed"]
 
     @property
     def some_traces_failed(self) -> bool:
-        return any(job["status"] == "finished_with_errors" for job in self.jobs)
+        return any(job.status == "finished_with_errors" for job in self.jobs)
 
 
 def evaluate_file(client: Client, file: TraceFile, options: dict[str, Any], size: int,
@@ -60,7 +60,7 @@ def evaluate_file(client: Client, file: TraceFile, options: dict[str, Any], size
     if want_results or len(posted) > 1:
         evaluation.results = _all_results(client, posted)
     if len(posted) == 1:
-        evaluation.report = msgspec.convert(client.report(posted[0][1]), Report)
+        evaluation.report = client.report(posted[0][1])
     else:
         evaluation.report = build_report(" + ".join(job_id for _, job_id in posted),
                                          msgspec.convert(options, BatchOptions), evaluation.results)
@@ -71,7 +71,10 @@ def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any
           dry_run: bool = False) -> str:
     """POST one batch; returns its job id. A rejection is reported with each error's trace and line in the file."""
     try:
-        accepted = client.submit(part, options, dry_run=dry_run)
+        if dry_run:
+            client.check(part, options)
+            return ""
+        accepted = client.submit(part, options)
     except TracesRejected as exc:
         print(f"the service rejected {file.path}: {exc}", file=sys.stderr)
         for error in exc.errors[:50]:
@@ -79,12 +82,10 @@ def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any
         if exc.status == 413:
             print("  (a smaller --batch-size sends fewer traces per request)", file=sys.stderr)
         raise
-    if dry_run:
-        return ""
     scope = f" (traces {offset + 1}-{offset + len(part)})" if len(part) < len(file.traces) else ""
-    for warning in accepted["warnings"]:
-        print(f"warning{scope}: {warning['message']}", file=sys.stderr)
-    return accepted["job_id"]
+    for warning in accepted.warnings:
+        print(f"warning{scope}: {warning.message}", file=sys.stderr)
+    return accepted.job_id
 
 
 def _locate(path: str, offset: int, file: TraceFile) -> str:
@@ -105,18 +106,17 @@ def _all_results(client: Client, posted: list[tuple[int, str]]) -> list[TraceRes
     return results
 
 
-def _progress_bar(jobs: list[dict[str, Any]]) -> None:
-    total = max(sum(job["progress"]["total"] for job in jobs), 1)
-    finished = sum(job["progress"]["done"] + job["progress"]["failed"] + job["progress"].get("skipped", 0)
-                   for job in jobs)
+def _progress_bar(jobs: list[JobView]) -> None:
+    total = max(sum(job.progress.total for job in jobs), 1)
+    finished = sum(job.progress.done + job.progress.failed + job.progress.skipped for job in jobs)
     filled = int(30 * min(finished, total) / total)
     print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {finished}/{total} {_status(jobs):<22}",
           end="", file=sys.stderr, flush=True)
 
 
-def _status(jobs: list[dict[str, Any]]) -> str:
+def _status(jobs: list[JobView]) -> str:
     """One status for several jobs: the worst terminal one once all ended, else running (or queued)."""
-    statuses = {job["status"] for job in jobs}
+    statuses: set[str] = {job.status for job in jobs}
     if statuses <= TERMINAL:
         return next(s for s in ("failed", "finished_with_errors", "finished") if s in statuses)
     return "queued" if statuses == {"queued"} else "running"
