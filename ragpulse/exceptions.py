@@ -14,6 +14,7 @@
     ├── Forbidden              a review-page form without its session's CSRF token, or posted from another origin (403)
     ├── RateLimited            the tenant is over its ingest rate; carries the seconds until it fits (429)
     ├── Backlogged             the online stream is full: workers are behind, the post is refused (503)
+    │   └── OverBacklogShare   the tenant holds its share of the online stream: its post is refused (503)
     ├── TraceNotFound          no online trace record with this id for this tenant (404)
     ├── JobNotFound            no such job for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
@@ -112,6 +113,15 @@ class Backlogged(RagpulseError):
     def __init__(self, held: int) -> None:
         super().__init__(f"the online stream holds {held} unprocessed posts, its limit")
         self.held = held
+
+
+class OverBacklogShare(Backlogged):
+    """The tenant holds its share of the online stream's unprocessed posts: its post is refused, other tenants' not."""
+
+    def __init__(self, held: int, share: int) -> None:
+        RagpulseError.__init__(self, f"this tenant holds {held} unprocessed posts of the online stream, its share")
+        self.held = held
+        self.share = share
 
 
 class TraceNotFound(RagpulseError):

@@ -11,11 +11,12 @@ import msgspec
 import redis
 from litestar import Request, Response
 from litestar.response import Redirect
-from litestar.exceptions import HTTPException, TooManyRequestsException
+from litestar.exceptions import HTTPException, ServiceUnavailableException, TooManyRequestsException
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
+    Backlogged, OverBacklogShare,
     Conflict, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
@@ -121,6 +122,17 @@ def over_ingest_rate(exc: RateLimited, tenant: str, settings: Settings, traces: 
         f"tenant {tenant!r} is over its ingest rate of {settings.tenant_traces_per_second} traces/s "
         f"(bursts of {settings.tenant_traces_burst}); these {traces} traces fit in {exc.retry_after:.1f} s",
         headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))})
+
+
+def backlogged(exc: Backlogged, tenant: str, settings: Settings) -> ServiceUnavailableException:
+    """The 503 of an online post refused because the online stream is full, or the tenant holds its share of it."""
+    cap = f"RAGPULSE_ONLINE_MAX_BACKLOG={settings.online_max_backlog}"
+    if isinstance(exc, OverBacklogShare):
+        detail = (f"tenant {tenant!r} holds {exc.held} unprocessed online posts, its share of the backlog ({exc.share} "
+                  f"of {cap}, divided among the tenants with posts waiting); retry once the workers have caught up")
+    else:
+        detail = f"{exc}: the workers are behind ({cap}); retry later"
+    return ServiceUnavailableException(detail, headers={"Retry-After": str(defaults.RETRY_AFTER_SECONDS)})
 
 
 def rejection(exc: Exception, headers: dict[str, str] | None = None) -> Response[Any]:

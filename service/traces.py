@@ -7,7 +7,6 @@ from typing import Annotated
 import anyio.to_thread
 import msgspec
 from litestar import Controller, get, post
-from litestar.exceptions import ServiceUnavailableException
 from litestar.params import Parameter
 
 from ragpulse.config import defaults, keys
@@ -15,13 +14,13 @@ from ragpulse.exceptions import Backlogged, RateLimited
 from ragpulse.intake.decode import decode_post
 from ragpulse.model.trace import TracesPost
 from ragpulse.online import records
-from ragpulse.online.post import stage_post, stream_key
+from ragpulse.online.post import room_for, stage_post
 from ragpulse.online.records import OnlineTrace
-from ragpulse.store.atomic import Group, Writes, room_in, take_tokens
+from ragpulse.store.atomic import Group, Writes, take_tokens
 from ragpulse.store.clock import utcnow
 from service.batches import INLINE_BODY_BYTES
 from service.context import Call
-from service.errors import over_ingest_rate
+from service.errors import backlogged, over_ingest_rate
 
 
 class TracesAccepted(msgspec.Struct, kw_only=True):
@@ -52,7 +51,7 @@ async def accept_traces(body: bytes, call: Call) -> TracesAccepted:
     policies = await services.online_policies.policies(call.tenant, (t.app for t in traces))
     queued = Writes()
     staged = stage_post(queued, settings, call.tenant, traces, policies, utcnow())
-    writes: Group = [room_in(stream_key(settings), settings.online_max_backlog), *queued.group]
+    writes: Group = [room_for(settings, call.tenant), *queued.group]
     if settings.tenant_traces_per_second:
         writes.insert(1, take_tokens(keys.tenant_ingest_bucket(call.tenant), len(traces),
                                      settings.tenant_traces_per_second, settings.tenant_traces_burst))
@@ -61,9 +60,7 @@ async def accept_traces(body: bytes, call: Call) -> TracesAccepted:
     except RateLimited as exc:
         raise over_ingest_rate(exc, call.tenant, settings, len(traces)) from exc
     except Backlogged as exc:
-        raise ServiceUnavailableException(
-            f"{exc}: the workers are behind (RAGPULSE_ONLINE_MAX_BACKLOG={settings.online_max_backlog}); retry later",
-            headers={"Retry-After": str(defaults.RETRY_AFTER_SECONDS)}) from exc
+        raise backlogged(exc, call.tenant, settings) from exc
     services.api_metrics.online_posts.inc()
     return TracesAccepted(accepted=len(traces), trace_ids=[t.trace_id or "" for t in traces],
                           sampled_trace_ids=staged.sampled_ids)
@@ -82,7 +79,8 @@ class TraceController(Controller):
 
         Same schema and errors as POST /v1/batches: 400 on malformed JSON, 422 listing every schema violation, 413
         over the limits, 429 (with Retry-After) over the tenant's ingest rate; and 503 (with Retry-After) when the
-        online stream holds RAGPULSE_ONLINE_MAX_BACKLOG unprocessed posts."""
+        online stream holds RAGPULSE_ONLINE_MAX_BACKLOG unprocessed posts, or the tenant holds its share of them (the
+        cap divided among the tenants with posts waiting, one share kept free for a tenant with none)."""
         return await accept_traces(body, call)
 
     @get("/{trace_id:str}", sync_to_thread=True, summary="An online trace's status and result")

@@ -324,3 +324,7 @@ MIN_ESTIMATION_LABELS = 30
 
 KAPPA_RELIABLE = 0.6
 """Below this Cohen's kappa against human labels a judge is unreliable (the field's usual threshold)."""
+
+ONLINE_SHARES_TTL_SECONDS = 86400
+"""How long the online stream's per-tenant counts of posts held live after the latest post. Expired while posts still
+wait, the counts read low: a tenant gets more than its share until the stream empties, never less."""

@@ -190,3 +190,10 @@ def review_copy(tenant: str, trace_id: str) -> str:
     """String: msgpack ReviewSource (query, documents and answer cut like the judge's input, the judge's verdicts) of
     one judged online trace the review design can pick; expires after settings.review_text_ttl_seconds."""
     return f"{PREFIX}:review:copy:{len(tenant)}:{tenant}:{trace_id}"
+
+
+def online_backlog_shares(stream: str) -> str:
+    """Hash: tenant -> unprocessed posts it holds in the online `stream` (keys.online_stream), counted up in the script
+    that adds a post and down in the one that deletes it; a tenant holding none has no field. A post beyond the
+    tenant's share is refused (store.scripts.BACKLOG_ROOM). Expires defaults.ONLINE_SHARES_TTL_SECONDS after the latest post."""
+    return f"{stream}:shares"

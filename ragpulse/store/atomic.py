@@ -24,8 +24,8 @@ import redis
 import redis.asyncio
 import redis.client
 
-from ragpulse.exceptions import Backlogged, RateLimited, StoreRefused
-from ragpulse.store.scripts import PACKED_COMMANDS, TAKE_TOKENS, TOKEN_BUCKET
+from ragpulse.exceptions import Backlogged, OverBacklogShare, RateLimited, StoreRefused
+from ragpulse.store.scripts import BACKLOG_ROOM, PACKED_COMMANDS, ROOM_FOR_POST, TAKE_TOKENS, TOKEN_BUCKET
 
 Command = Sequence[object]
 Group = list[Command]
@@ -38,13 +38,17 @@ the tokens and the writes they pay for are taken together or not at all."""
 RATE_LIMITED = "RATELIMITED "
 """Prefix of a group's result when its TAKE found too few tokens, followed by the milliseconds to wait."""
 ROOM = "ragpulse.room"
-"""Name of the pseudo-command `(ROOM, stream key, cap)`: refuse the whole group when the stream already holds `cap`
-entries, so a queue whose consumers stalled pushes back on its producers instead of filling Redis. A group opens
-with it (before a TAKE, so a refused post takes no tokens)."""
+"""Name of the pseudo-command `(ROOM, stream key, cap, shares key, tenant, tenants)`: refuse the whole group when the
+stream already holds `cap` entries, so a queue whose consumers stalled pushes back on its producers instead of filling
+Redis, or when the tenant holds its share of them (scripts.BACKLOG_ROOM), so one tenant's backlog cannot refuse
+another's posts. A group opens with it (before a TAKE, so a refused post takes no tokens)."""
 BACKLOG = "BACKLOG "
 """Prefix of a group's result when its ROOM found the stream full, followed by the stream's length."""
+SHARE = "SHARE "
+"""Prefix of a group's result when its ROOM found the tenant holding its share, followed by what it holds and the
+share."""
 
-_APPLY_GROUPS = TOKEN_BUCKET + PACKED_COMMANDS + r"""
+_APPLY_GROUPS = TOKEN_BUCKET + BACKLOG_ROOM + PACKED_COMMANDS + r"""
 local results = {}
 for g = 1, #ARGV do
   local failed = false
@@ -53,8 +57,8 @@ for g = 1, #ARGV do
       local wait = take(args[2], tonumber(args[3]), tonumber(args[4]), tonumber(args[5]))
       if wait > 0 then failed = "RATELIMITED " .. wait end
     elseif args[1] == "ragpulse.room" then
-      local held = redis.call('XLEN', args[2])
-      if held >= tonumber(args[3]) then failed = "BACKLOG " .. held end
+      local why = room(args[2], tonumber(args[3]), args[4], args[5], tonumber(args[6]))
+      if why ~= "" then failed = why end
     else
       local reply = redis.pcall(unpack(args))
       if type(reply) == "table" and reply.err then failed = reply.err end
@@ -69,7 +73,8 @@ return results
 of each argument). Returns one string per group: "" when every command succeeded, else the error of the first
 that failed (the rest of that group skipped), or RATE_LIMITED and the milliseconds to wait when the group's TAKE
 found too few tokens (nothing of that group written), or BACKLOG and the stream's length when its ROOM found the
-stream full (nothing of that group written: a ROOM goes first)."""
+stream full, or SHARE when it found the tenant holding its share (nothing of that group written: a ROOM goes
+first)."""
 
 MAX_COMMAND_ARGS = 7000
 """Lua's unpack() takes at most ~8,000 values: a group with a longer command goes through MULTI/EXEC instead."""
@@ -83,9 +88,10 @@ def take_tokens(key: str, n: int, rate: float, burst: int) -> Command:
     return (TAKE, key, n, rate, burst)
 
 
-def room_in(stream: str, cap: int) -> Command:
-    """The ROOM that guards a group: refuse it while `stream` holds `cap` entries or more."""
-    return (ROOM, stream, cap)
+def room_in(stream: str, cap: int, shares: str, tenant: str, tenants: int) -> Command:
+    """The ROOM that guards a group: refuse it while `stream` holds `cap` entries or more, or while `tenant` holds its
+    share of them (counted in the hash `shares`, divided among `tenants` at most)."""
+    return (ROOM, stream, cap, shares, tenant, tenants)
 
 
 class Writes:
@@ -164,13 +170,14 @@ class GroupCommitter:
         self._client = client
         self._apply = client.register_script(_APPLY_GROUPS)
         self._take = client.register_script(TAKE_TOKENS)
+        self._room = client.register_script(ROOM_FOR_POST)
         self._waiting: list[Waiting] = []
         self._flusher: asyncio.Task[None] | None = None
 
     async def apply(self, group: Group, *, alone: bool = False) -> None:
         """Apply `group` atomically; StoreRefused when Redis refuses it, RateLimited when the group opens with a TAKE
-        whose bucket lacks the tokens (nothing written), Backlogged when its ROOM finds the stream full (nothing but
-        the TAKE written), redis errors as they come.
+        whose bucket lacks the tokens (nothing written), Backlogged when its ROOM finds the stream full or the tenant
+        over its share (OverBacklogShare; nothing written), redis errors as they come.
 
         `alone=True` sends it in a call of its own, for large groups (megabytes of traces) that should not delay
         or bloat the shared call.
@@ -201,9 +208,9 @@ class GroupCommitter:
                 if wait:
                     raise RateLimited(int(wait) / 1000)
             else:
-                held = await self._client.xlen(head[1])
-                if held >= int(head[2]):
-                    raise Backlogged(held)
+                why = await self._room(args=list(head[1:]))
+                if why:
+                    raise _refusal(why)
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.command_stack.extend((args, {}) for args in group)
             await pipe.execute()
@@ -252,6 +259,9 @@ def _refusal(result: bytes) -> Exception:
         return RateLimited(int(text.removeprefix(RATE_LIMITED)) / 1000)
     if text.startswith(BACKLOG):
         return Backlogged(int(text.removeprefix(BACKLOG)))
+    if text.startswith(SHARE):
+        held, share = text.removeprefix(SHARE).split()
+        return OverBacklogShare(int(held), int(share))
     return refused(text)
 
 
