@@ -16,7 +16,7 @@ from litestar.exceptions import HTTPException, ServiceUnavailableException, TooM
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
-    Backlogged, OverBacklogShare,
+    Backlogged, IdempotencyKeyReused, OverBacklogShare,
     Conflict, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
@@ -30,6 +30,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     MalformedBody: (400, "Malformed JSON"),
     InvalidParameter: (400, "Invalid parameter"),
     Conflict: (409, "Conflict"),
+    IdempotencyKeyReused: (422, "Idempotency key reused"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
     UnsupportedMediaType: (415, "Unsupported media type"),
@@ -165,6 +166,7 @@ def _litestar_errors(extra: Any) -> list[dict[str, Any]] | None:
     for item in extra:
         if isinstance(item, dict) and "key" in item:
             source = getattr(item.get("source"), "value", item.get("source")) or "request"
-            errors.append({"path": f"{source}.{item['key']}", "message": item.get("message", "")})
+            key = item["key"] if source != "header" else str(item["key"]).replace("_", "-").lower()  # its HTTP name
+            errors.append({"path": f"{source}.{key}", "message": item.get("message", "")})
     return errors or None
 

@@ -328,3 +328,14 @@ KAPPA_RELIABLE = 0.6
 ONLINE_SHARES_TTL_SECONDS = 86400
 """How long the online stream's per-tenant counts of posts held live after the latest post. Expired while posts still
 wait, the counts read low: a tenant gets more than its share until the stream empties, never less."""
+
+IDEMPOTENCY_TTL_SECONDS = 86400
+"""How long the answer to a post sent with an Idempotency-Key is kept and replayed to retries with the same key: longer
+than any client retries (the SDK gives up within minutes), short enough that keys do not pile up."""
+
+IDEMPOTENCY_MAX_KEYS = 100_000
+"""Idempotency-Keys kept per tenant at most (the oldest answers are forgotten first): bounds the Redis memory a tenant's
+keys take, ~0.3 KB each for a one-trace post."""
+
+IDEMPOTENCY_KEY_MAX_CHARS = 255
+"""Longest Idempotency-Key accepted (visible ASCII): room for any UUID or ULID, quoted or not."""

@@ -200,3 +200,49 @@ redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
 return redis.call('LRANGE', KEYS[2], 0, -1)
 """
 """Lease a due OpenTelemetry trace for assembly; the hand-over removes it in the same atomic group as its writes."""
+
+# A post's Idempotency-Key, checked before its writes and kept with them in the same script (store/atomic.py's ONCE
+# and REMEMBER), so a post is committed and its key recorded together or not at all. Lua source of two functions:
+# once(record, fingerprint) -> "" when the key is new, "ANSWERED <status> <body>" when a post with the same body was
+# committed under it (its answer, to replay), "REUSED" when the key was used with another body;
+# remember(record, fingerprint, status, body, ttl, index, most) stores the answer under the key for `ttl` seconds and
+# files the key in the tenant's `index` (a sorted set scored by Redis-clock seconds), which keeps `most` keys at most:
+# the oldest leave first, their answers deleted, and keys older than `ttl` leave it too.
+IDEMPOTENCY = """
+local function once(record, fingerprint)
+  local kept = redis.call('HMGET', record, 'fp', 'status', 'body')
+  if not kept[1] then return '' end
+  if kept[1] ~= fingerprint then return 'REUSED' end
+  return 'ANSWERED ' .. kept[2] .. ' ' .. kept[3]
+end
+
+local function index_key(record, ttl, index, most)
+  local now = tonumber(redis.call('TIME')[1])
+  redis.call('ZADD', index, now, record)
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
+  local over = redis.call('ZCARD', index) - most
+  if over > 0 then
+    local oldest = redis.call('ZPOPMIN', index, over)
+    for i = 1, #oldest, 2 do redis.call('DEL', oldest[i]) end
+  end
+  redis.call('EXPIRE', index, ttl)
+end
+
+local function remember(record, fingerprint, status, body, ttl, index, most)
+  redis.call('HSET', record, 'fp', fingerprint, 'status', status, 'body', body)
+  redis.call('EXPIRE', record, ttl)
+  index_key(record, tonumber(ttl), index, tonumber(most))
+end
+"""
+
+# once() on its own, before a MULTI/EXEC that cannot run it. No KEYS. ARGV: record, fingerprint.
+ONCE_CHECK = IDEMPOTENCY + """
+return once(ARGV[1], ARGV[2])
+"""
+
+# index_key() on its own, after a MULTI/EXEC that stored the answer with the post. No KEYS. ARGV: record, ttl, index,
+# most.
+INDEX_KEY = IDEMPOTENCY + """
+index_key(ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]))
+return 0
+"""
