@@ -9,6 +9,7 @@
     │   ├── InvalidParameter   a query or path parameter is out of range (400)
     │   ├── Conflict           the request conflicts with the job's state, e.g. retrying a running job (409)
     │   ├── TooLarge           the body or the batch exceeds a limit (413)
+    │   ├── BodyTimeout        the body did not arrive within RAGPULSE_BODY_READ_TIMEOUT_SECONDS (408)
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
     │   └── LoginRequired      a review page without a live session cookie (303 to the login form)
@@ -88,6 +89,15 @@ class Conflict(InputError):
 
 class TooLarge(InputError):
     """The body or the batch exceeds a configured limit."""
+
+
+class BodyTimeout(InputError):
+    """The request's body did not arrive in full within its deadline: the client sends too slowly (or stalled)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"the request body did not arrive within {seconds:g} s (RAGPULSE_BODY_READ_TIMEOUT_SECONDS); send it "
+            "faster, or smaller", [{"path": "body", "message": f"not complete after {seconds:g} s"}])
 
 
 class UnsupportedMediaType(InputError):

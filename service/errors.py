@@ -16,7 +16,7 @@ from litestar.exceptions import HTTPException, ServiceUnavailableException, TooM
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
-    Backlogged, IdempotencyKeyReused, OverBacklogShare,
+    Backlogged, BodyTimeout, IdempotencyKeyReused, OverBacklogShare,
     Conflict, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
@@ -33,6 +33,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     IdempotencyKeyReused: (422, "Idempotency key reused"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
+    BodyTimeout: (408, "Request timeout"),
     UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
     Forbidden: (403, "Forbidden"),
@@ -80,6 +81,8 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         return response
 
     def domain(_: Request, exc: Exception) -> Response[Any]:
+        if isinstance(exc, BodyTimeout):   # the rest of the body is not waited for: the server closes the connection
+            return counted(rejection(exc, {"connection": "close"}))
         return counted(rejection(exc))
 
     def unavailable(_: Request, exc: Exception) -> Response[Any]:

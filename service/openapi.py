@@ -62,6 +62,7 @@ _WHY = {
     400: "Malformed JSON, or a path or query parameter out of range; `errors` names it (`query.limit`).",
     401: "Missing or unknown API key: send `Authorization: Bearer <api key>`.",
     404: "No such job for this tenant (another tenant's jobs are not found either).",
+    408: "The body did not arrive in full within RAGPULSE_BODY_READ_TIMEOUT_SECONDS; the connection is closed.",
     409: "The request conflicts with the job's state; `errors` names the input.",
     413: "The body, or the number of traces, exceeds a configured limit.",
     415: "The body does not say it is JSON: send `Content-Type: application/json`.",
@@ -234,7 +235,7 @@ def _document_errors(app: Litestar, schemas: dict[str, Any]) -> None:
     content = {PROBLEM: OpenAPIMediaType(schema=Reference(ref=ref["$ref"]))}
     for (path, method), statuses in ERRORS.items():
         responses = _operation(app, path, method).responses
-        for status in statuses:
+        for status in (*statuses, *((408,) if 413 in statuses else ())):   # what reads a body can be too slow
             headers = {name: OpenAPIHeader(description=text, schema=Schema(type="string"))  # type: ignore[arg-type]
                        for name, text in _HEADERS.get(status, {}).items()}
             responses[str(status)] = OpenAPIResponse(

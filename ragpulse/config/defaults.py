@@ -339,3 +339,7 @@ keys take, ~0.3 KB each for a one-trace post."""
 
 IDEMPOTENCY_KEY_MAX_CHARS = 255
 """Longest Idempotency-Key accepted (visible ASCII): room for any UUID or ULID, quoted or not."""
+
+BODY_READ_TIMEOUT_SECONDS = 30.0
+"""How long a request has to deliver its whole body once its headers are in (408 past it): a 32 MiB body needs a
+little over 1 MB/s. Bounds how long a slow (or malicious) client holds a body buffer."""

@@ -217,6 +217,10 @@ class Settings:
     """RAGPULSE_IDEMPOTENCY_MAX_KEYS: Idempotency-Keys kept per tenant; beyond it the oldest are forgotten first
     (default 100,000)."""
 
+    body_read_timeout_seconds: float = defaults.BODY_READ_TIMEOUT_SECONDS
+    """RAGPULSE_BODY_READ_TIMEOUT_SECONDS: how long a request has to deliver its whole body after its headers; past
+    it the API answers 408 and closes the connection (default 30)."""
+
     def __post_init__(self) -> None:
         if self.agreement_window_days > self.label_ttl_days:
             raise ConfigError(f"RAGPULSE_AGREEMENT_WINDOW_DAYS ({self.agreement_window_days}) must be at most "
@@ -315,6 +319,8 @@ class Settings:
                                          cls.openai_structured),
             "idempotency_ttl_seconds": _int(env, "RAGPULSE_IDEMPOTENCY_TTL_SECONDS", cls.idempotency_ttl_seconds),
             "idempotency_max_keys": _int(env, "RAGPULSE_IDEMPOTENCY_MAX_KEYS", cls.idempotency_max_keys),
+            "body_read_timeout_seconds": _float(env, "RAGPULSE_BODY_READ_TIMEOUT_SECONDS",
+                                                cls.body_read_timeout_seconds),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]
