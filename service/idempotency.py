@@ -16,7 +16,7 @@ from typing import Annotated
 import anyio.to_thread
 import msgspec
 from litestar import Response
-from litestar.params import Parameter
+from litestar.params import HeaderParameter
 
 from ragpulse.config import defaults, keys
 from ragpulse.config.settings import Settings
@@ -27,8 +27,8 @@ HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 """Set (`true`) on an answer replayed to a retry."""
 
-IdempotencyKey = Annotated[str | None, Parameter(
-    header=HEADER, required=False, min_length=1, max_length=defaults.IDEMPOTENCY_KEY_MAX_CHARS,
+IdempotencyKey = Annotated[str | None, HeaderParameter(
+    name=HEADER, required=False, min_length=1, max_length=defaults.IDEMPOTENCY_KEY_MAX_CHARS,
     pattern=r"^[\x21-\x7e]+$",
     description="A key naming this post (a UUID, visible ASCII, at most 255 characters). A retry with the same key and "
                 "body within RAGPULSE_IDEMPOTENCY_TTL_SECONDS gets the first answer again (with `Idempotent-Replayed: "

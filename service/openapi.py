@@ -22,6 +22,7 @@ from ragpulse.model.results import Accepted
 from ragpulse.monitoring.sampling import SamplingPolicy
 from ragpulse.model.trace import BatchRequest, TracesPost
 from service.batches import DryRun
+from service.traces import TracesAccepted
 from service.errors import PROBLEM, ProblemDetails
 
 _REF = "#/components/schemas/{name}"
@@ -197,17 +198,32 @@ def _add_date_time_formats(components: dict[str, Any], types: Any) -> None:
             pending += list(info.types)
 
 
+_REPLAYED = {"Idempotent-Replayed": OpenAPIHeader(
+    description="`true` on an answer replayed to a retry with the same `Idempotency-Key` (nothing was written).",
+    schema=Schema(type="string"))}  # type: ignore[arg-type]
+
+
 def _document_results(app: Litestar, schemas: dict[str, Any]) -> None:
-    """Bodies Litestar cannot infer: the batch's 202 (`Accepted`, not `Accepted | anything`), the dry run's 200, and
-    the HTML report's answers while there is no report."""
-    (accepted, dry_run), found = msgspec.json.schema_components([Accepted, DryRun], ref_template=_REF)
+    """Bodies Litestar cannot infer: the batch's and the online post's 202 (`Accepted`, not `Accepted | anything`: a
+    replay is a Response of the same body), the dry run's 200, and the HTML report's answers while there is no
+    report."""
+    (accepted, dry_run, traces), found = msgspec.json.schema_components([Accepted, DryRun, TracesAccepted],
+                                                                         ref_template=_REF)
     # The dry run's Estimate (a cost) is not the report's Estimate (a mean with its interval): rename it.
     found = _renamed(found, {"Estimate": "CostEstimate"})
     schemas.update({name: schema for name, schema in found.items() if name not in schemas})
     batches = _operation(app, "/v1/batches", "post")
     batches.responses["202"] = OpenAPIResponse(
-        description="The batch is stored and queued; poll `status_url`.",
-        content={"application/json": OpenAPIMediaType(schema=Reference(ref=accepted["$ref"]))})
+        description="The batch is stored and queued; poll `status_url`. A retry with the same `Idempotency-Key` gets "
+                    "this answer again.",
+        content={"application/json": OpenAPIMediaType(schema=Reference(ref=accepted["$ref"]))},
+        headers=_REPLAYED)
+    online = _operation(app, "/v1/traces", "post")
+    online.responses["202"] = OpenAPIResponse(
+        description="The traces are on the online stream. A retry with the same `Idempotency-Key` gets this answer "
+                    "again.",
+        content={"application/json": OpenAPIMediaType(schema=Reference(ref=traces["$ref"]))},
+        headers=_REPLAYED)
     batches.responses["200"] = OpenAPIResponse(
         description="`?dry_run=true`: the estimated judge calls, tokens and cost; nothing is enqueued.",
         content={"application/json": OpenAPIMediaType(schema=Reference(ref=dry_run["$ref"]))})

@@ -226,6 +226,7 @@ def test_a_sigkilled_worker_loses_no_post_and_counts_none_twice(cluster_factory,
         cluster.workers.append(cluster.add_worker())
 
         wait_until(lambda: redis_client.xlen(stream) == 0, timeout=90, what="every post processed")
+        assert not redis_client.exists(keys.online_backlog_shares(stream)), "every post gave its tenant's place back"
         for trace_id in ids:
             record = cluster.http.get(f"/v1/traces/{trace_id}").json()
             assert record["status"] == "done", record

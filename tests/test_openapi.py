@@ -133,3 +133,14 @@ def test_body_schemas_say_what_the_decoder_refuses(spec: dict[str, Any], client:
     assert trace["not"]["required"] == ["gold_doc_ids", "relevance"]   # one label kind per trace
     both = client.post("/v1/batches", json={"traces": [{"query": "q", "gold_doc_ids": ["d"], "relevance": {"d": 1}}]})
     assert both.status_code == 422
+
+
+def test_posts_document_their_idempotency_key_and_body_deadline(spec: dict[str, Any]) -> None:
+    for path in ("/v1/traces", "/v1/batches"):
+        op = spec["paths"][path]["post"]
+        (header,) = [p for p in op["parameters"] if p["in"] == "header" and p["name"] == "Idempotency-Key"]
+        assert not header.get("required") and header["schema"]["maxLength"] == 255, header
+        assert "Idempotent-Replayed" in op["responses"]["202"]["headers"]
+        assert "Idempotency-Key" in op["responses"]["422"]["description"]
+    for path, method, op in operations(spec):
+        assert ("408" in op["responses"]) == ("requestBody" in op), (method, path)   # a body can arrive too slowly

@@ -62,6 +62,10 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "a whole float (3.0) for an integer field: valid JSON Schema (draft 6 on), refused by the strict msgspec "
         "decoder in ragpulse/intake/decode.py, which another engineer owns for now; the fix belongs there",
     ),
+    "already used with a different body": (
+        "header.idempotency-key",
+        "an Idempotency-Key names one post: the same key with another body is refused, server state no schema states",
+    ),
 }
 """Schema-valid bodies the API refuses with a 422, each matched by message and path and nothing else: on purpose
 (callbacks, storage limits of free-form metadata, unique trace ids), or until the decoder accepts whole floats."""
