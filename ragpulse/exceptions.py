@@ -5,15 +5,19 @@
     ├── InputError             the client sent something we cannot accept (4xx)
     │   ├── MalformedBody      the body is not JSON at all (400)
     │   ├── InvalidBody        the body is JSON but breaks the schema; carries every failing path (422)
+    │   │   └── IdempotencyKeyReused  the Idempotency-Key was sent before with another body (422)
     │   ├── InvalidParameter   a query or path parameter is out of range (400)
     │   ├── Conflict           the request conflicts with the job's state, e.g. retrying a running job (409)
     │   ├── TooLarge           the body or the batch exceeds a limit (413)
+    │   ├── BodyTimeout        the body did not arrive within RAGPULSE_BODY_READ_TIMEOUT_SECONDS (408)
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
     │   └── LoginRequired      a review page without a live session cookie (303 to the login form)
     ├── Forbidden              a review-page form without its session's CSRF token, or posted from another origin (403)
     ├── RateLimited            the tenant is over its ingest rate; carries the seconds until it fits (429)
     ├── Backlogged             the online stream is full: workers are behind, the post is refused (503)
+    │   └── OverBacklogShare   the tenant holds its share of the online stream: its post is refused (503)
+    ├── AlreadyAnswered        a post's Idempotency-Key was answered before: that answer is replayed, nothing written
     ├── TraceNotFound          no online trace record with this id for this tenant (404)
     ├── JobNotFound            no such job for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
@@ -67,6 +71,15 @@ class InvalidBody(InputError):
     """The body is JSON but violates the schema; `errors` lists every failing path (bounded, see `errors_truncated`)."""
 
 
+class IdempotencyKeyReused(InvalidBody):
+    """The post's Idempotency-Key was sent before with another body: a key names one post, not one per body."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this Idempotency-Key was sent before with a different body; use a new key for a new post",
+            [{"path": "header.idempotency-key", "message": "already used with a different body"}])
+
+
 class InvalidParameter(InputError):
     """A query or path parameter is out of range or unparseable."""
 
@@ -77,6 +90,15 @@ class Conflict(InputError):
 
 class TooLarge(InputError):
     """The body or the batch exceeds a configured limit."""
+
+
+class BodyTimeout(InputError):
+    """The request's body did not arrive in full within its deadline: the client sends too slowly (or stalled)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"the request body did not arrive within {seconds:g} s (RAGPULSE_BODY_READ_TIMEOUT_SECONDS); send it "
+            "faster, or smaller", [{"path": "body", "message": f"not complete after {seconds:g} s"}])
 
 
 class UnsupportedMediaType(InputError):
@@ -113,6 +135,24 @@ class Backlogged(RagpulseError):
     def __init__(self, held: int) -> None:
         super().__init__(f"the online stream holds {held} unprocessed posts, its limit")
         self.held = held
+
+
+class OverBacklogShare(Backlogged):
+    """The tenant holds its share of the online stream's unprocessed posts: its post is refused, other tenants' not."""
+
+    def __init__(self, held: int, share: int) -> None:
+        RagpulseError.__init__(self, f"this tenant holds {held} unprocessed posts of the online stream, its share")
+        self.held = held
+        self.share = share
+
+
+class AlreadyAnswered(RagpulseError):
+    """A post's Idempotency-Key was answered before (its post committed): the answer kept, to replay; nothing written."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        super().__init__(f"this Idempotency-Key was answered {status} before")
+        self.status = status
+        self.body = body
 
 
 class TraceNotFound(RagpulseError):

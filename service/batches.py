@@ -15,7 +15,7 @@ from ragpulse.store.atomic import Group, queued_commands, take_tokens
 from ragpulse.reporting.callbacks import matching_entry
 from ragpulse.intake.estimate import Estimate, estimate_batch
 from ragpulse.judges import kinds
-from ragpulse.exceptions import CallbackRejected, InvalidBody, RateLimited
+from ragpulse.exceptions import AlreadyAnswered, CallbackRejected, InvalidBody, RateLimited
 from ragpulse.intake.decode import decode_batch
 from ragpulse.model.results import Accepted
 from ragpulse.monitoring.recorder import queue_received_counts
@@ -23,6 +23,7 @@ from ragpulse.intake.warnings import data_quality_warnings
 from ragpulse.config.settings import Settings
 from service.context import Call
 from service.errors import over_ingest_rate
+from service.idempotency import IdempotencyKey, kept_answer, replay
 
 INLINE_BODY_BYTES = 256 * 1024
 """Bodies up to this size are decoded on the event loop (a thread hop costs more than the work); larger ones,
@@ -94,8 +95,9 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     return StagedBatch(writes, accepted, [w.code for w in warnings])
 
 
-async def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Response:
-    """Stage the batch, then apply its writes atomically, together with those of concurrent requests."""
+async def accept_batch(body: bytes, call: Call, dry_run: bool, key: str | None = None) -> Accepted | Response:
+    """Stage the batch, then apply its writes atomically, together with those of concurrent requests; with an
+    Idempotency-Key `key` (a dry run ignores it), keep the answer with them, or replay the one kept for that key."""
     small = len(body) <= INLINE_BODY_BYTES
     if small:
         staged = stage_batch(body, call, dry_run)
@@ -103,15 +105,19 @@ async def accept_batch(body: bytes, call: Call, dry_run: bool) -> Accepted | Res
         staged = await anyio.to_thread.run_sync(stage_batch, body, call, dry_run)
     if isinstance(staged, Response):
         return staged
+    kept = await kept_answer(key, call.tenant, "batches", body, staged.accepted, 202, call.settings, on_loop=small)
     try:
-        await call.services.committer.apply(staged.writes, alone=not small)
+        await call.services.committer.apply(staged.writes if kept is None else kept.guard(staged.writes, call.tenant),
+                                            alone=not small)
+    except AlreadyAnswered as exc:
+        return replay(exc)
     except RateLimited as exc:
         raise over_ingest_rate(exc, call.tenant, call.settings, staged.accepted.trace_count) from exc
     metrics = call.services.api_metrics
     metrics.batches.inc()
     for code in staged.warning_codes:
         metrics.data_warnings.labels(code=code).inc()
-    return staged.accepted
+    return kept.response() if kept else staged.accepted
 
 
 class BatchController(Controller):
@@ -121,10 +127,14 @@ class BatchController(Controller):
     tags = ["batches"]
 
     @post("/", status_code=202, summary="Submit a batch of traces for evaluation")
-    async def create(self, body: bytes, call: Call, dry_run: bool = False) -> Accepted | Response:
+    async def create(self, body: bytes, call: Call, dry_run: bool = False,
+                     idempotency_key: IdempotencyKey = None) -> Accepted | Response:
         """Accept a batch: 400 on malformed JSON, 422 listing every schema violation, 413 over the limits, 429 (with
         Retry-After) when the tenant is over its ingest rate (RAGPULSE_TENANT_TRACES_PER_SECOND).
 
         With `?dry_run=true`, answer 200 with the estimated judge calls, tokens and cost, and enqueue nothing.
+
+        With an `Idempotency-Key`, a retry of an accepted batch gets its first answer (the same job) again and creates
+        no second job (RAGPULSE_IDEMPOTENCY_TTL_SECONDS); the same key with another body is 422. A dry run ignores it.
         """
-        return await accept_batch(body, call, dry_run)
+        return await accept_batch(body, call, dry_run, idempotency_key)

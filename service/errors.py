@@ -11,11 +11,12 @@ import msgspec
 import redis
 from litestar import Request, Response
 from litestar.response import Redirect
-from litestar.exceptions import HTTPException, TooManyRequestsException
+from litestar.exceptions import HTTPException, ServiceUnavailableException, TooManyRequestsException
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
+    Backlogged, BodyTimeout, IdempotencyKeyReused, OverBacklogShare,
     Conflict, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
@@ -29,8 +30,10 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     MalformedBody: (400, "Malformed JSON"),
     InvalidParameter: (400, "Invalid parameter"),
     Conflict: (409, "Conflict"),
+    IdempotencyKeyReused: (422, "Idempotency key reused"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
+    BodyTimeout: (408, "Request timeout"),
     UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
     Forbidden: (403, "Forbidden"),
@@ -78,6 +81,8 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         return response
 
     def domain(_: Request, exc: Exception) -> Response[Any]:
+        if isinstance(exc, BodyTimeout):   # the rest of the body is not waited for: the server closes the connection
+            return counted(rejection(exc, {"connection": "close"}))
         return counted(rejection(exc))
 
     def unavailable(_: Request, exc: Exception) -> Response[Any]:
@@ -123,6 +128,17 @@ def over_ingest_rate(exc: RateLimited, tenant: str, settings: Settings, traces: 
         headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))})
 
 
+def backlogged(exc: Backlogged, tenant: str, settings: Settings) -> ServiceUnavailableException:
+    """The 503 of an online post refused because the online stream is full, or the tenant holds its share of it."""
+    cap = f"RAGPULSE_ONLINE_MAX_BACKLOG={settings.online_max_backlog}"
+    if isinstance(exc, OverBacklogShare):
+        detail = (f"tenant {tenant!r} holds {exc.held} unprocessed online posts, its share of the backlog ({exc.share} "
+                  f"of {cap}, divided among the tenants with posts waiting); retry once the workers have caught up")
+    else:
+        detail = f"{exc}: the workers are behind ({cap}); retry later"
+    return ServiceUnavailableException(detail, headers={"Retry-After": str(defaults.RETRY_AFTER_SECONDS)})
+
+
 def rejection(exc: Exception, headers: dict[str, str] | None = None) -> Response[Any]:
     """The problem response of one of ragpulse's own errors (a key of _STATUS); `headers` are added to it."""
     status, title = next(v for k, v in _STATUS.items() if isinstance(exc, k))
@@ -153,6 +169,7 @@ def _litestar_errors(extra: Any) -> list[dict[str, Any]] | None:
     for item in extra:
         if isinstance(item, dict) and "key" in item:
             source = getattr(item.get("source"), "value", item.get("source")) or "request"
-            errors.append({"path": f"{source}.{item['key']}", "message": item.get("message", "")})
+            key = item["key"] if source != "header" else str(item["key"]).replace("_", "-").lower()  # its HTTP name
+            errors.append({"path": f"{source}.{key}", "message": item.get("message", "")})
     return errors or None
 

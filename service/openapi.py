@@ -22,6 +22,7 @@ from ragpulse.model.results import Accepted
 from ragpulse.monitoring.sampling import PolicyUpdate
 from ragpulse.model.trace import BatchRequest, TracesPost
 from service.batches import DryRun
+from service.traces import TracesAccepted
 from service.errors import PROBLEM, ProblemDetails
 
 _REF = "#/components/schemas/{name}"
@@ -62,6 +63,7 @@ _WHY = {
     400: "Malformed JSON, or a path or query parameter out of range; `errors` names it (`query.limit`).",
     401: "Missing or unknown API key: send `Authorization: Bearer <api key>`.",
     404: "No such job for this tenant (another tenant's jobs are not found either).",
+    408: "The body did not arrive in full within RAGPULSE_BODY_READ_TIMEOUT_SECONDS; the connection is closed.",
     409: "The request conflicts with the job's state; `errors` names the input.",
     413: "The body, or the number of traces, exceeds a configured limit.",
     415: "The body does not say it is JSON: send `Content-Type: application/json`.",
@@ -95,6 +97,12 @@ _WHY_HERE = {
     ("/v1/labels", "post", 422): "The body breaks the schema (`errors` names each failing path), or the trace has no "
                                  "judge verdict (`errors` names `$.trace_id`).",
     ("/v1/labels", "get", 404): "The trace has no label and is not this tenant's (or has expired).",
+    ("/v1/traces", "post", 422): "The body breaks the schema (`errors` lists every failing path, at most 100), or "
+                                 "its `Idempotency-Key` was sent before with another body (`errors` names "
+                                 "`header.idempotency-key`).",
+    ("/v1/batches", "post", 422): "The body breaks the schema (`errors` lists every failing path, at most 100), or "
+                                  "its `Idempotency-Key` was sent before with another body (`errors` names "
+                                  "`header.idempotency-key`).",
     ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, an invalid app name, or the tenant already has the "
                                            "maximum number of app policies.",
 }
@@ -195,17 +203,32 @@ def _add_date_time_formats(components: dict[str, Any], types: Any) -> None:
             pending += list(info.types)
 
 
+_REPLAYED = {"Idempotent-Replayed": OpenAPIHeader(
+    description="`true` on an answer replayed to a retry with the same `Idempotency-Key` (nothing was written).",
+    schema=Schema(type="string"))}  # type: ignore[arg-type]
+
+
 def _document_results(app: Litestar, schemas: dict[str, Any]) -> None:
-    """Bodies Litestar cannot infer: the batch's 202 (`Accepted`, not `Accepted | anything`), the dry run's 200, and
-    the HTML report's answers while there is no report."""
-    (accepted, dry_run), found = msgspec.json.schema_components([Accepted, DryRun], ref_template=_REF)
+    """Bodies Litestar cannot infer: the batch's and the online post's 202 (`Accepted`, not `Accepted | anything`: a
+    replay is a Response of the same body), the dry run's 200, and the HTML report's answers while there is no
+    report."""
+    (accepted, dry_run, traces), found = msgspec.json.schema_components([Accepted, DryRun, TracesAccepted],
+                                                                         ref_template=_REF)
     # The dry run's Estimate (a cost) is not the report's Estimate (a mean with its interval): rename it.
     found = _renamed(found, {"Estimate": "CostEstimate"})
     schemas.update({name: schema for name, schema in found.items() if name not in schemas})
     batches = _operation(app, "/v1/batches", "post")
     batches.responses["202"] = OpenAPIResponse(
-        description="The batch is stored and queued; poll `status_url`.",
-        content={"application/json": OpenAPIMediaType(schema=Reference(ref=accepted["$ref"]))})
+        description="The batch is stored and queued; poll `status_url`. A retry with the same `Idempotency-Key` gets "
+                    "this answer again.",
+        content={"application/json": OpenAPIMediaType(schema=Reference(ref=accepted["$ref"]))},
+        headers=_REPLAYED)
+    online = _operation(app, "/v1/traces", "post")
+    online.responses["202"] = OpenAPIResponse(
+        description="The traces are on the online stream. A retry with the same `Idempotency-Key` gets this answer "
+                    "again.",
+        content={"application/json": OpenAPIMediaType(schema=Reference(ref=traces["$ref"]))},
+        headers=_REPLAYED)
     batches.responses["200"] = OpenAPIResponse(
         description="`?dry_run=true`: the estimated judge calls, tokens and cost; nothing is enqueued.",
         content={"application/json": OpenAPIMediaType(schema=Reference(ref=dry_run["$ref"]))})
@@ -233,7 +256,7 @@ def _document_errors(app: Litestar, schemas: dict[str, Any]) -> None:
     content = {PROBLEM: OpenAPIMediaType(schema=Reference(ref=ref["$ref"]))}
     for (path, method), statuses in ERRORS.items():
         responses = _operation(app, path, method).responses
-        for status in statuses:
+        for status in (*statuses, *((408,) if 413 in statuses else ())):   # what reads a body can be too slow
             headers = {name: OpenAPIHeader(description=text, schema=Schema(type="string"))  # type: ignore[arg-type]
                        for name, text in _HEADERS.get(status, {}).items()}
             responses[str(status)] = OpenAPIResponse(

@@ -6,22 +6,22 @@ from typing import Annotated
 
 import anyio.to_thread
 import msgspec
-from litestar import Controller, get, post
-from litestar.exceptions import ServiceUnavailableException
+from litestar import Controller, Response, get, post
 from litestar.params import Parameter
 
 from ragpulse.config import defaults, keys
-from ragpulse.exceptions import Backlogged, RateLimited
+from ragpulse.exceptions import AlreadyAnswered, Backlogged, RateLimited
 from ragpulse.intake.decode import decode_post
 from ragpulse.model.trace import TracesPost
 from ragpulse.online import records
-from ragpulse.online.post import stage_post, stream_key
+from ragpulse.online.post import room_for, stage_post
 from ragpulse.online.records import OnlineTrace
-from ragpulse.store.atomic import Group, Writes, room_in, take_tokens
+from ragpulse.store.atomic import Group, Writes, take_tokens
 from ragpulse.store.clock import utcnow
 from service.batches import INLINE_BODY_BYTES
 from service.context import Call
-from service.errors import over_ingest_rate
+from service.errors import backlogged, over_ingest_rate
+from service.idempotency import IdempotencyKey, kept_answer, replay
 
 
 class TracesAccepted(msgspec.Struct, kw_only=True):
@@ -43,8 +43,9 @@ def _decoded(body: bytes) -> TracesPost:
     return decode_post(body, defaults.MAX_TRACES_PER_POST)
 
 
-async def accept_traces(body: bytes, call: Call) -> TracesAccepted:
-    """Decode and check the post, decide what is sampled, and apply its writes atomically (group-committed)."""
+async def accept_traces(body: bytes, call: Call, key: str | None = None) -> TracesAccepted | Response[bytes]:
+    """Decode and check the post, decide what is sampled, and apply its writes atomically (group-committed); with an
+    Idempotency-Key `key`, keep the answer with them, or replay the one kept for that key."""
     settings, services = call.settings, call.services
     small = len(body) <= INLINE_BODY_BYTES
     posted = _decoded(body) if small else await anyio.to_thread.run_sync(_decoded, body)
@@ -52,21 +53,23 @@ async def accept_traces(body: bytes, call: Call) -> TracesAccepted:
     policies = await services.online_policies.policies(call.tenant, (t.app for t in traces))
     queued = Writes()
     staged = stage_post(queued, settings, call.tenant, traces, policies, utcnow())
-    writes: Group = [room_in(stream_key(settings), settings.online_max_backlog), *queued.group]
+    answer = TracesAccepted(accepted=len(traces), trace_ids=[t.trace_id or "" for t in traces],
+                            sampled_trace_ids=staged.sampled_ids)
+    writes: Group = [room_for(settings, call.tenant), *queued.group]
     if settings.tenant_traces_per_second:
         writes.insert(1, take_tokens(keys.tenant_ingest_bucket(call.tenant), len(traces),
                                      settings.tenant_traces_per_second, settings.tenant_traces_burst))
+    kept = await kept_answer(key, call.tenant, "traces", body, answer, 202, settings, on_loop=small)
     try:
-        await services.committer.apply(writes, alone=not small)
+        await services.committer.apply(kept.guard(writes, call.tenant) if kept else writes, alone=not small)
+    except AlreadyAnswered as exc:
+        return replay(exc)
     except RateLimited as exc:
         raise over_ingest_rate(exc, call.tenant, settings, len(traces)) from exc
     except Backlogged as exc:
-        raise ServiceUnavailableException(
-            f"{exc}: the workers are behind (RAGPULSE_ONLINE_MAX_BACKLOG={settings.online_max_backlog}); retry later",
-            headers={"Retry-After": str(defaults.RETRY_AFTER_SECONDS)}) from exc
+        raise backlogged(exc, call.tenant, settings) from exc
     services.api_metrics.online_posts.inc()
-    return TracesAccepted(accepted=len(traces), trace_ids=[t.trace_id or "" for t in traces],
-                          sampled_trace_ids=staged.sampled_ids)
+    return kept.response() if kept else answer
 
 
 class TraceController(Controller):
@@ -76,14 +79,19 @@ class TraceController(Controller):
     tags = ["traces"]
 
     @post("/", status_code=202, summary="Post production traces as they happen")
-    async def create(self, body: bytes, call: Call) -> TracesAccepted:
+    async def create(self, body: bytes, call: Call,
+                     idempotency_key: IdempotencyKey = None) -> TracesAccepted | Response[bytes]:
         """Accept 1 to 1,000 traces onto the online stream, with no job: every trace gets the cheap checks and is
         counted (ragpulse_traces_*, /v1/monitor/{app}); those the app's sampling policy picks are judged.
 
         Same schema and errors as POST /v1/batches: 400 on malformed JSON, 422 listing every schema violation, 413
         over the limits, 429 (with Retry-After) over the tenant's ingest rate; and 503 (with Retry-After) when the
-        online stream holds RAGPULSE_ONLINE_MAX_BACKLOG unprocessed posts."""
-        return await accept_traces(body, call)
+        online stream holds RAGPULSE_ONLINE_MAX_BACKLOG unprocessed posts, or the tenant holds its share of them (the
+        cap divided among the tenants with posts waiting, one share kept free for a tenant with none).
+
+        With an `Idempotency-Key`, a retry of a committed post gets its first answer again and is not counted again
+        (RAGPULSE_IDEMPOTENCY_TTL_SECONDS); the same key with another body is 422."""
+        return await accept_traces(body, call, idempotency_key)
 
     @get("/{trace_id:str}", sync_to_thread=True, summary="An online trace's status and result")
     def read(self, trace_id: TraceIdParam, call: Call) -> OnlineTrace:

@@ -286,3 +286,37 @@ def test_odd_input_is_a_4xx_problem_naming_its_path(client: httpx.Client, finish
     assert problem["status"] == status and "Traceback" not in response.text
     if path is not None:
         assert path in [e["path"] for e in problem["errors"]], problem
+
+
+def test_bodies_trickled_in_past_the_read_deadline_are_408_and_dropped(api_factory) -> None:
+    """10 authenticated connections each declare 30 MiB, send 1 MiB and then a byte now and then: each is answered
+    408 once RAGPULSE_BODY_READ_TIMEOUT_SECONDS has passed and closed, so none holds its buffer any longer."""
+    url = api_factory({"RAGPULSE_API_KEYS": f"acme:{KEY}", "RAGPULSE_BODY_READ_TIMEOUT_SECONDS": "1"})
+    api = Api(url, api_factory.procs[url])
+    socks = [socket.create_connection(api.address, timeout=30) for _ in range(10)]
+    stop = threading.Event()
+
+    def trickle(sock: socket.socket) -> None:
+        try:
+            sock.sendall(request_head(key=KEY) + b'{"traces": [' + b" " * MiB)
+            while not stop.wait(0.2):
+                sock.sendall(b" ")
+        except OSError:   # the server answered and closed
+            pass
+
+    senders = [threading.Thread(target=trickle, args=(sock,), daemon=True) for sock in socks]
+    try:
+        for sender in senders:
+            sender.start()
+        for sock in socks:
+            answer = read_answer(sock)
+            assert_problem(answer, 408)
+            assert "RAGPULSE_BODY_READ_TIMEOUT_SECONDS" in answer.body["detail"]
+            assert closed_by_server(sock)
+    finally:
+        stop.set()
+        for sock in socks:
+            sock.close()
+    prompt = httpx.post(url + "/v1/batches", json={"traces": [{"query": "q"}]},
+                        headers={"Authorization": f"Bearer {KEY}"})
+    assert prompt.status_code == 202, prompt.text            # a body sent at once is not affected

@@ -10,8 +10,8 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
-from ragpulse.store.atomic import MAX_COMMAND_ARGS, GroupCommitter, queued_commands, take_tokens
-from ragpulse.exceptions import RateLimited, StoreRefused
+from ragpulse.store.atomic import MAX_COMMAND_ARGS, GroupCommitter, once, queued_commands, remember, take_tokens
+from ragpulse.exceptions import AlreadyAnswered, IdempotencyKeyReused, RateLimited, StoreRefused
 from ragpulse.ops.redis_server import PrivateRedis
 
 
@@ -210,3 +210,70 @@ def test_writes_record_the_commands_a_pipeline_would_send() -> None:
     pipe = sync_redis.Redis().pipeline(transaction=False)   # never executed, never connected
     calls(pipe)
     assert writes.group == [args for args, _options in pipe.command_stack]
+
+
+def _kept(prefix: str, fingerprint: str = "fp", most: int = 10) -> tuple:
+    record = f"{prefix}:idem:k"
+    return once(record, fingerprint), remember(record, fingerprint, 202, b'{"ok":1}', 60, f"{prefix}:idem-index", most)
+
+
+@pytest.mark.parametrize("path", ["script", "transaction"])
+def test_a_keyed_group_is_applied_once_and_its_answer_replayed(redis_url: str, redis_client: redis.Redis,
+                                                                prefix: str, path: str) -> None:
+    guard, keep = _kept(prefix)
+    group = [guard, ("INCR", f"{prefix}:count"), keep]
+
+    async def main(committer: GroupCommitter, _) -> list[BaseException | None]:
+        apply = committer.apply if path == "script" else committer._transaction
+        outcomes = []
+        for fingerprint in ("fp", "fp", "other"):
+            try:
+                await apply([once(f"{prefix}:idem:k", fingerprint), *group[1:]])
+                outcomes.append(None)
+            except (AlreadyAnswered, IdempotencyKeyReused) as exc:
+                outcomes.append(exc)
+        return outcomes
+
+    first, retried, reused = run(main, redis_url)
+    assert first is None and isinstance(retried, AlreadyAnswered) and isinstance(reused, IdempotencyKeyReused)
+    assert (retried.status, retried.body) == (202, b'{"ok":1}')
+    assert redis_client.get(f"{prefix}:count") == b"1"
+    assert 0 < redis_client.ttl(f"{prefix}:idem:k") <= 60
+    assert redis_client.zrange(f"{prefix}:idem-index", 0, -1) == [f"{prefix}:idem:k".encode()]
+
+
+def test_a_group_refused_after_its_once_keeps_no_key(redis_url: str, redis_client: redis.Redis, prefix: str) -> None:
+    """A post refused (here by its token bucket) is not remembered: its retry is committed."""
+    guard, keep = _kept(prefix)
+
+    async def main(committer: GroupCommitter, _) -> None:
+        with pytest.raises(RateLimited):
+            await committer.apply([guard, take_tokens(f"{prefix}:bucket", 5, 1, 1), ("INCR", f"{prefix}:n"), keep])
+        await committer.apply([guard, ("INCR", f"{prefix}:n"), keep])
+
+    run(main, redis_url)
+    assert redis_client.get(f"{prefix}:n") == b"1" and redis_client.exists(f"{prefix}:idem:k")
+
+
+def test_two_concurrent_posts_with_one_key_are_committed_once(redis_url: str, redis_client: redis.Redis,
+                                                              prefix: str) -> None:
+    guard, keep = _kept(prefix)
+
+    async def main(committer: GroupCommitter, _) -> list:
+        group = [guard, ("INCR", f"{prefix}:n"), keep]
+        return await asyncio.gather(committer.apply(group), committer.apply(group), return_exceptions=True)
+
+    outcomes = run(main, redis_url)
+    assert sorted(type(o).__name__ for o in outcomes) == ["AlreadyAnswered", "NoneType"]
+    assert redis_client.get(f"{prefix}:n") == b"1"
+
+
+def test_a_tenant_keeps_its_newest_keys_only(redis_url: str, redis_client: redis.Redis, prefix: str) -> None:
+    async def main(committer: GroupCommitter, _) -> None:
+        for n in range(5):
+            record = f"{prefix}:idem:{n}"
+            await committer.apply([once(record, "fp"), remember(record, "fp", 202, b"{}", 60, f"{prefix}:index", 3)])
+
+    run(main, redis_url)
+    assert redis_client.zrange(f"{prefix}:index", 0, -1) == [f"{prefix}:idem:{n}".encode() for n in (2, 3, 4)]
+    assert [redis_client.exists(f"{prefix}:idem:{n}") for n in range(5)] == [0, 0, 1, 1, 1]

@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from ragpulse.config import keys
+from ragpulse.store.scripts import ACK_POSTS
 from tests.fake_anthropic import FakeAnthropic
 from tests.support import children_of
 
@@ -168,6 +169,37 @@ def test_a_full_stream_pushes_back_with_503(api_factory, redis_client: redis.Red
     assert redis_client.get(keys.online_trace("default", "full-x-0")) is None
 
 
+def test_one_tenants_backlog_does_not_refuse_another_tenants_posts(api_factory, redis_client: redis.Redis) -> None:
+    """Two tenants, a stream of 4 and no worker: a tenant gets 2 places; once one of its posts is processed, it posts
+    again. Without shares tenant a took all 4 places and b's first post was refused."""
+    queue = f"t-{uuid.uuid4().hex[:8]}"
+    url = api_factory({"RAGPULSE_ONLINE_MAX_BACKLOG": "4", "RAGPULSE_QUEUE": queue,
+                       "RAGPULSE_API_KEYS": "a:key-a,b:key-b"})
+    as_a, as_b = ({"Authorization": f"Bearer key-{t}"} for t in "ab")
+
+    def post(headers: dict[str, str], tag: str) -> httpx.Response:
+        return httpx.post(f"{url}/v1/traces", json={"traces": traces(1, tag)}, headers=headers)
+
+    assert [post(as_a, f"a{n}").status_code for n in range(2)] == [202, 202]
+    over = post(as_a, "a-over")
+    assert over.status_code == 503 and over.headers["Retry-After"], over.text
+    assert "'a' holds 2 unprocessed online posts, its share" in over.json()["detail"]
+    assert [post(as_b, f"b{n}").status_code for n in range(2)] == [202, 202]
+    full = post(as_b, "b-over")
+    assert full.status_code == 503 and "RAGPULSE_ONLINE_MAX_BACKLOG=4" in full.json()["detail"]
+    stream = stream_of(queue)
+    assert redis_client.xlen(stream) == 4
+    assert redis_client.hgetall(keys.online_backlog_shares(stream)) == {b"a": b"2", b"b": b"2"}
+
+    redis_client.xgroup_create(stream, keys.ONLINE_GROUP, id="0")            # a worker processes a's first post
+    (entry_id, fields), = redis_client.xreadgroup(keys.ONLINE_GROUP, "w", {stream: ">"}, count=1)[0][1]
+    assert fields[b"t"] == b"a"
+    ack = redis_client.register_script(ACK_POSTS)
+    ack(keys=[stream, keys.online_backlog_shares(stream)], args=[keys.ONLINE_GROUP, b"", entry_id, b"a", b""])
+    assert post(as_a, "a-again").status_code == 202
+    assert post(as_b, "b-over").status_code == 503                            # b holds its 2
+
+
 def test_a_sigkilled_worker_loses_no_post_and_counts_none_twice(cluster_factory, redis_client: redis.Redis,
                                                                 tmp_path) -> None:
     with FakeAnthropic(latency=0.4) as fake:
@@ -194,6 +226,7 @@ def test_a_sigkilled_worker_loses_no_post_and_counts_none_twice(cluster_factory,
         cluster.workers.append(cluster.add_worker())
 
         wait_until(lambda: redis_client.xlen(stream) == 0, timeout=90, what="every post processed")
+        assert not redis_client.exists(keys.online_backlog_shares(stream)), "every post gave its tenant's place back"
         for trace_id in ids:
             record = cluster.http.get(f"/v1/traces/{trace_id}").json()
             assert record["status"] == "done", record

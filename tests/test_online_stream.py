@@ -14,15 +14,16 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 from ragpulse.config.settings import Settings
 from ragpulse.model.trace import Trace
 from ragpulse.monitoring.sampling import SamplingPolicy
 from ragpulse.online import post as posts
 from ragpulse.online.consumer import OnlineConsumer
 from ragpulse.online.process import BufferedCallObserver, PostProcessor
-from ragpulse.online.stream import OnlineStream, backlog
-from ragpulse.store.atomic import Writes
+from ragpulse.online.stream import Done, OnlineStream, backlog
+from ragpulse.exceptions import Backlogged, OverBacklogShare
+from ragpulse.store.atomic import GroupCommitter, Writes
 
 
 def run(coro):
@@ -53,8 +54,8 @@ def test_a_post_acknowledged_twice_is_counted_once(redis_url: str, redis_client:
         claimed = await second.claim_stale(0, 10)
         assert [e for e, _ in claimed.entries] == [entry_id] and claimed.deliveries[entry_id] == 2
         writes = [("INCR", counter)]
-        by_claimer = await second.acknowledge([(entry_id, writes)], [])
-        by_slow = await first.acknowledge([(entry_id, writes)], [])   # the slow one finishes after all
+        by_claimer = await second.acknowledge([Done(entry_id, writes)], [])
+        by_slow = await first.acknowledge([Done(entry_id, writes)], [])   # the slow one finishes after all
         return by_claimer, by_slow
 
     assert run(main()) == ([True], [False])
@@ -176,3 +177,103 @@ def test_the_consumer_processes_counts_and_deletes_posts(redis_url: str, redis_c
     assert redis_client.xlen(key) == 0
     assert redis_client.get(keys.online_trace(tenant, f"{tenant}-a")) is None
     assert redis_client.xpending(key, keys.ONLINE_GROUP)["pending"] == 0
+
+
+def _two_tenants(cap: int) -> Settings:
+    return Settings(queue_prefix=f"q{uuid.uuid4().hex[:8]}", online_max_backlog=cap,
+                    api_key_digests={"digest-a": "a", "digest-b": "b"})
+
+
+async def _post_online(committer: GroupCommitter, settings: Settings, tenant: str, tag: str) -> None:
+    """What POST /v1/traces commits for one trace: the tenant's room, then the post's writes."""
+    pipe = Writes()
+    posts.stage_post(pipe, settings, tenant, [Trace(query="q", trace_id=tag)], {"default": SamplingPolicy()},
+                     "2026-11-30T00:00:00.000Z")
+    await committer.apply([posts.room_for(settings, tenant), *pipe.group])
+
+
+def test_a_tenant_holding_its_share_is_refused_while_another_posts(redis_url: str, redis_client: redis.Redis) -> None:
+    settings = _two_tenants(cap=4)     # two tenants: a share is 4 // 2 = 2 posts
+    stream = posts.stream_key(settings)
+    shares = keys.online_backlog_shares(stream)
+
+    async def main() -> list[str]:
+        client = AsyncRedis.from_url(redis_url)
+        committer = GroupCommitter(client)
+        refusals = []
+        for tenant, tag in [("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1"), ("b", "b2"), ("b", "b3")]:
+            try:
+                await _post_online(committer, settings, tenant, tag)
+            except Backlogged as exc:
+                refusals.append(f"{tag} {type(exc).__name__}")
+        # A worker processes a's first post; a second worker that claimed it acknowledges it too.
+        worker, late = await _stream(redis_url, stream, "w"), await _stream(redis_url, stream, "late")
+        (entry_id, fields), *_ = await worker.read(1, 100)
+        tenant = fields[posts.TENANT_FIELD]
+        await worker.acknowledge([Done(entry_id, [], tenant)], [])
+        await late.acknowledge([Done(entry_id, [], tenant)], [])
+        await _post_online(committer, settings, "a", "a4")     # room again for a, in a's share
+        await client.aclose()
+        return refusals
+
+    # Without shares a3 fills the stream's third place and b's posts are refused with the stream full.
+    assert run(main()) == ["a3 OverBacklogShare", "b3 Backlogged"]
+    assert redis_client.hgetall(shares) == {b"a": b"2", b"b": b"2"}, "a's acknowledged post was given back once"
+    assert redis_client.xlen(stream) == 4
+    assert 0 < redis_client.ttl(shares) <= defaults.ONLINE_SHARES_TTL_SECONDS
+
+
+def test_a_deployments_only_tenant_may_fill_the_stream(redis_url: str, redis_client: redis.Redis) -> None:
+    settings = Settings(queue_prefix=f"q{uuid.uuid4().hex[:8]}", online_max_backlog=3)   # open: tenant "default"
+
+    async def main() -> BaseException | None:
+        client = AsyncRedis.from_url(redis_url)
+        committer = GroupCommitter(client)
+        for n in range(3):
+            await _post_online(committer, settings, "default", f"d{n}")
+        try:
+            await _post_online(committer, settings, "default", "over")
+        except Backlogged as exc:
+            return exc
+        finally:
+            await client.aclose()
+        return None
+
+    refused = run(main())
+    assert type(refused) is Backlogged and refused.held == 3      # the stream's cap, not a share
+
+
+def test_a_share_count_left_behind_by_a_deleted_stream_heals(redis_url: str, redis_client: redis.Redis) -> None:
+    settings = _two_tenants(cap=2)
+    stream = posts.stream_key(settings)
+    redis_client.hset(keys.online_backlog_shares(stream), "a", 5)   # the stream is gone, its count is not
+
+    async def main() -> None:
+        client = AsyncRedis.from_url(redis_url)
+        await _post_online(GroupCommitter(client), settings, "a", "a1")
+        await client.aclose()
+
+    run(main())
+    assert redis_client.hgetall(keys.online_backlog_shares(stream)) == {b"a": b"1"}
+
+
+def test_over_its_share_is_refused_on_the_transaction_path_too(redis_url: str, redis_client: redis.Redis) -> None:
+    settings = _two_tenants(cap=2)
+
+    async def main() -> list[type]:
+        client = AsyncRedis.from_url(redis_url)
+        committer = GroupCommitter(client)
+        outcomes = []
+        for tag in ("a1", "a2"):
+            pipe = Writes()
+            posts.stage_post(pipe, settings, "a", [Trace(query="q", trace_id=tag)], {"default": SamplingPolicy()},
+                             "2026-11-30T00:00:00.000Z")
+            try:
+                await committer._transaction([posts.room_for(settings, "a"), *pipe.group])
+                outcomes.append(type(None))
+            except Backlogged as exc:
+                outcomes.append(type(exc))
+        await client.aclose()
+        return outcomes
+
+    assert run(main()) == [type(None), OverBacklogShare]

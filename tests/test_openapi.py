@@ -210,3 +210,14 @@ def test_a_policy_read_with_get_can_be_put_back(client: httpx.Client) -> None:
     copied = client.put(f"/v1/apps/{other}/policy", json=read).json()       # the path names the app, not the body
     assert copied["app"] == other and copied["sample_rate"] == 0.25 and copied["always_judge"] == read["always_judge"]
     assert client.put(f"/v1/apps/{app}/policy", json={**read, "stored": "yes"}).status_code == 422
+
+
+def test_posts_document_their_idempotency_key_and_body_deadline(spec: dict[str, Any]) -> None:
+    for path in ("/v1/traces", "/v1/batches"):
+        op = spec["paths"][path]["post"]
+        (header,) = [p for p in op["parameters"] if p["in"] == "header" and p["name"] == "Idempotency-Key"]
+        assert not header.get("required") and header["schema"]["maxLength"] == 255, header
+        assert "Idempotent-Replayed" in op["responses"]["202"]["headers"]
+        assert "Idempotency-Key" in op["responses"]["422"]["description"]
+    for path, method, op in operations(spec):
+        assert ("408" in op["responses"]) == ("requestBody" in op), (method, path)   # a body can arrive too slowly

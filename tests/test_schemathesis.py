@@ -61,6 +61,10 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$",
         "the reviewer name `calibration` is kept for calibration labels; the schema's pattern does not single it out",
     ),
+    "already used with a different body": (
+        "header.idempotency-key",
+        "an Idempotency-Key names one post: the same key with another body is refused, server state no schema states",
+    ),
 }
 """Schema-valid bodies the API refuses with a 422, each matched by message and path and nothing else: on purpose
 (callbacks, storage limits of free-form metadata, unique trace ids and labels). A whole float (3.0) for an integer field is

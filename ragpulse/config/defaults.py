@@ -334,3 +334,22 @@ MIN_ESTIMATION_LABELS = 30
 
 KAPPA_RELIABLE = 0.6
 """Below this Cohen's kappa against human labels a judge is unreliable (the field's usual threshold)."""
+
+ONLINE_SHARES_TTL_SECONDS = 86400
+"""How long the online stream's per-tenant counts of posts held live after the latest post. Expired while posts still
+wait, the counts read low: a tenant gets more than its share until the stream empties, never less."""
+
+IDEMPOTENCY_TTL_SECONDS = 86400
+"""How long the answer to a post sent with an Idempotency-Key is kept and replayed to retries with the same key: longer
+than any client retries (the SDK gives up within minutes), short enough that keys do not pile up."""
+
+IDEMPOTENCY_MAX_KEYS = 100_000
+"""Idempotency-Keys kept per tenant at most (the oldest answers are forgotten first): bounds the Redis memory a tenant's
+keys take, ~0.3 KB each for a one-trace post."""
+
+IDEMPOTENCY_KEY_MAX_CHARS = 255
+"""Longest Idempotency-Key accepted (visible ASCII): room for any UUID or ULID, quoted or not."""
+
+BODY_READ_TIMEOUT_SECONDS = 30.0
+"""How long a request has to deliver its whole body once its headers are in (408 past it): a 32 MiB body needs a
+little over 1 MB/s. Bounds how long a slow (or malicious) client holds a body buffer."""

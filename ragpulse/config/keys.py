@@ -190,3 +190,24 @@ def review_copy(tenant: str, trace_id: str) -> str:
     """String: msgpack ReviewSource (query, documents and answer cut like the judge's input, the judge's verdicts) of
     one judged online trace the review design can pick; expires after settings.review_text_ttl_seconds."""
     return f"{PREFIX}:review:copy:{len(tenant)}:{tenant}:{trace_id}"
+
+
+def online_backlog_shares(stream: str) -> str:
+    """Hash: tenant -> unprocessed posts it holds in the online `stream` (keys.online_stream), counted up in the script
+    that adds a post and down in the one that deletes it; a tenant holding none has no field. A post beyond the
+    tenant's share is refused (store.scripts.BACKLOG_ROOM). Expires defaults.ONLINE_SHARES_TTL_SECONDS after the latest post."""
+    return f"{stream}:shares"
+
+
+def idempotent_post(tenant: str, route: str, key: str) -> str:
+    """Hash: the answer to a post a tenant sent to `route` (`traces`, `batches`) with an Idempotency-Key (`fp`, the
+    body's SHA-256; `status`; `body`), replayed to its retries; expires after settings.idempotency_ttl_seconds, or
+    sooner once the tenant has settings.idempotency_max_keys newer keys. The tenant is length-prefixed; the key, at
+    most 255 visible ASCII characters, comes last."""
+    return f"{PREFIX}:idempotency:{len(tenant)}:{tenant}:{route}:{key}"
+
+
+def idempotency_keys(tenant: str) -> str:
+    """Sorted set: a tenant's idempotent_post keys scored by when they were answered (Redis-clock seconds), which keeps
+    settings.idempotency_max_keys at most (the oldest leave first, their answers deleted); expires with its newest."""
+    return f"{PREFIX}:idempotency-keys:{len(tenant)}:{tenant}"

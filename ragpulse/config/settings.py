@@ -208,6 +208,19 @@ class Settings:
     """RAGPULSE_OPENAI_STRUCTURED: `tools` (a forced function call), `json_schema` (response_format) or `auto`
     (default: tools, falling back to json_schema once per process when the server refuses tools)."""
 
+    idempotency_ttl_seconds: int = defaults.IDEMPOTENCY_TTL_SECONDS
+    """RAGPULSE_IDEMPOTENCY_TTL_SECONDS: how long the answer to a POST /v1/traces or /v1/batches sent with an
+    `Idempotency-Key` is kept and replayed to a retry with the same key, instead of counting the post again (default
+    1 day)."""
+
+    idempotency_max_keys: int = defaults.IDEMPOTENCY_MAX_KEYS
+    """RAGPULSE_IDEMPOTENCY_MAX_KEYS: Idempotency-Keys kept per tenant; beyond it the oldest are forgotten first
+    (default 100,000)."""
+
+    body_read_timeout_seconds: float = defaults.BODY_READ_TIMEOUT_SECONDS
+    """RAGPULSE_BODY_READ_TIMEOUT_SECONDS: how long a request has to deliver its whole body after its headers; past
+    it the API answers 408 and closes the connection (default 30)."""
+
     def __post_init__(self) -> None:
         if self.agreement_window_days > self.label_ttl_days:
             raise ConfigError(f"RAGPULSE_AGREEMENT_WINDOW_DAYS ({self.agreement_window_days}) must be at most "
@@ -304,6 +317,10 @@ class Settings:
             "openai_model": env.get("RAGPULSE_OPENAI_MODEL") or None,
             "openai_structured": _choice(env, "RAGPULSE_OPENAI_STRUCTURED", defaults.OPENAI_STRUCTURED_MODES,
                                          cls.openai_structured),
+            "idempotency_ttl_seconds": _int(env, "RAGPULSE_IDEMPOTENCY_TTL_SECONDS", cls.idempotency_ttl_seconds),
+            "idempotency_max_keys": _int(env, "RAGPULSE_IDEMPOTENCY_MAX_KEYS", cls.idempotency_max_keys),
+            "body_read_timeout_seconds": _float(env, "RAGPULSE_BODY_READ_TIMEOUT_SECONDS",
+                                                cls.body_read_timeout_seconds),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ from ragpulse.monitoring import catalog
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.online import post as posts
 from ragpulse.online.process import BufferedCallObserver, PostProcessor
-from ragpulse.online.stream import Entry, OnlineStream
+from ragpulse.online.stream import Done, Entry, OnlineStream
 from ragpulse.store.atomic import Group, Writes
 from ragpulse.store.connection import RETRIED_ERRORS
 
@@ -59,7 +59,7 @@ class OnlineConsumer:
         self.traces_in_flight = 0
         self._sizes: dict[bytes, int] = {}
         self._traces_per_post = 1.0
-        self.finished: list[tuple[bytes, Group]] = []
+        self.finished: list[Done] = []
         self._unsent_shared: Group = []
         self._finished_event = asyncio.Event()
         self._room = asyncio.Event()
@@ -128,7 +128,7 @@ class OnlineConsumer:
             log.warning("online post %s left pending, Redis unreachable: %s", entry_id.decode(), exc)
             self._release(entry_id)
             return
-        self.finished.append((entry_id, writes))
+        self.finished.append(Done(entry_id, writes, fields.get(posts.TENANT_FIELD, b"")))
         self._finished_event.set()
 
     async def _writes(self, entry_id: bytes, fields: dict[bytes, bytes], deliveries: int) -> Group:
@@ -175,7 +175,7 @@ class OnlineConsumer:
             self.finished[:0] = batch
             self._unsent_shared = shared
             raise
-        for entry_id, _ in batch:
+        for entry_id, *_ in batch:
             self._release(entry_id)
 
     async def _refresher(self) -> None:

@@ -6,17 +6,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 from ragpulse.config.settings import Settings
 from ragpulse.model.trace import Trace
 from ragpulse.monitoring.recorder import queue_received_counts
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
 from ragpulse.online import records
 from ragpulse.online.records import OnlineTrace
-from ragpulse.store.atomic import Writes
+from ragpulse.store.atomic import Command, Writes, room_in
 
 POST_FIELD = b"p"
-"""The one field of a stream entry: the msgpack-encoded Post."""
+"""The field of a stream entry holding the msgpack-encoded Post."""
+TENANT_FIELD = b"t"
+"""The field of a stream entry naming its tenant, whose backlog share it holds until it is deleted (a post written
+before shares were counted has none, and holds none)."""
 
 
 class Decision(msgspec.Struct, array_like=True):
@@ -55,6 +58,14 @@ def stream_key(settings: Settings) -> str:
     return keys.online_stream(settings.queues[0])
 
 
+def room_for(settings: Settings, tenant: str) -> Command:
+    """The ROOM opening a group that adds a post of `tenant` to the online stream: the stream's cap
+    (settings.online_max_backlog) and the tenant's share of it."""
+    stream = stream_key(settings)
+    return room_in(stream, settings.online_max_backlog, keys.online_backlog_shares(stream), tenant,
+                   len(settings.tenants))
+
+
 def decide(trace: Trace, policy: SamplingPolicy) -> Decision:
     """The cheap checks, then the sampling decision they feed (an always-judge rule, else the deterministic hash)."""
     checks = cheap_checks(trace, policy)
@@ -78,11 +89,15 @@ class StagedPost:
 
 def stage_post(pipe: Writes, settings: Settings, tenant: str, traces: Sequence[Trace],
                policies: Mapping[str, SamplingPolicy], received_at: str) -> StagedPost:
-    """Queue onto `pipe` the writes that accept a post: the stream entry, a `pending` record per sampled trace, and
-    the received counts (Prometheus and the app's minute bucket). `policies` holds the policy of every app posted."""
+    """Queue onto `pipe` the writes that accept a post: the stream entry and the tenant's count of posts held, a
+    `pending` record per sampled trace, and the received counts (Prometheus and the app's minute bucket). `policies`
+    holds the policy of every app posted. The group they go in opens with room_for(settings, tenant)."""
     decisions = [decide(trace, policies[trace.app]) for trace in traces]
     post = Post(tenant=tenant, received_at=received_at, traces=list(traces), decisions=decisions)
-    pipe.xadd(stream_key(settings), {POST_FIELD: _encoder.encode(post)})
+    stream = stream_key(settings)
+    pipe.xadd(stream, {POST_FIELD: _encoder.encode(post), TENANT_FIELD: tenant})
+    pipe.hincrby(keys.online_backlog_shares(stream), tenant, 1)
+    pipe.expire(keys.online_backlog_shares(stream), defaults.ONLINE_SHARES_TTL_SECONDS)
     sampled_ids = []
     for trace, decision in zip(traces, decisions, strict=True):
         if decision.sampled:

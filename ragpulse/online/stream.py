@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import redis
 import redis.asyncio
@@ -15,6 +16,16 @@ from ragpulse.store.atomic import Group, pack_group
 
 Entry = tuple[bytes, dict[bytes, bytes]]
 """A stream entry: its id and its fields."""
+
+
+class Done(NamedTuple):
+    """A processed post, to acknowledge."""
+
+    entry_id: bytes
+    writes: Group
+    """What counts it, applied only by the acknowledgement that finds it pending."""
+    tenant: bytes = b""
+    """Its entry's tenant field, whose backlog share it gives back once deleted; empty for a post holding none."""
 
 
 @dataclass
@@ -30,6 +41,7 @@ class OnlineStream:
 
     def __init__(self, client: redis.asyncio.Redis, key: str, consumer: str, group: str = keys.ONLINE_GROUP) -> None:
         self.client, self.key, self.consumer, self.group = client, key, consumer, group
+        self.shares = keys.online_backlog_shares(key)
         self._ack = client.register_script(scripts.ACK_POSTS)
         self._forget = client.register_script(scripts.FORGET_GONE_CONSUMERS)
         self._claim_cursor = b"0-0"
@@ -82,14 +94,14 @@ class OnlineStream:
         live worker on a quiet stream may be deleted too; its next read that returns posts adds it back.)"""
         await self._forget(keys=[self.key], args=[self.group, idle_ms, self.consumer])
 
-    async def acknowledge(self, processed: Sequence[tuple[bytes, Group]], shared: Group) -> list[bool]:
+    async def acknowledge(self, processed: Sequence[Done], shared: Group) -> list[bool]:
         """Acknowledge and delete processed posts, applying each post's writes only if this acknowledgement is the
-        one that found it pending (scripts.ACK_POSTS), and the `shared` writes in any case; one round trip.
-        Returns, per post, True when this call counted it."""
+        one that found it pending (scripts.ACK_POSTS), and the `shared` writes in any case; one round trip. A post
+        deleted gives its tenant's backlog share back. Returns, per post, True when this call counted it."""
         args: list[bytes | str] = [self.group, pack_group(shared)]
-        for entry_id, writes in processed:
-            args += [entry_id, pack_group(writes)]
-        counted = await self._ack(keys=[self.key], args=args)
+        for entry_id, writes, tenant in processed:
+            args += [entry_id, tenant, pack_group(writes)]
+        counted = await self._ack(keys=[self.key, self.shares], args=args)
         return [bool(flag) for flag in counted]
 
 

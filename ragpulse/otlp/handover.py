@@ -19,10 +19,10 @@ from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.monitoring.policy_store import PolicyCache
 from ragpulse.online import records
-from ragpulse.online.post import stage_post, stream_key
+from ragpulse.online.post import room_for, stage_post
 from ragpulse.otlp.assemble import assemble
 from ragpulse.otlp.buffer import SpanBuffer, split_member
-from ragpulse.store.atomic import GroupCommitter, Writes, room_in
+from ragpulse.store.atomic import GroupCommitter, Writes
 from ragpulse.store.clock import utcnow
 from ragpulse.store.connection import RETRIED_ERRORS
 
@@ -81,7 +81,7 @@ class Handover:
         counts.queue_onto(writes)
         group = [*writes.group, *self.buffer.release_commands(member)]
         if outcome == "accepted":
-            group.insert(0, room_in(stream_key(self.settings), self.settings.online_max_backlog))
+            group.insert(0, room_for(self.settings, tenant))
         try:
             await self.committer.apply(group)
         except Backlogged:

@@ -24,8 +24,12 @@ import redis
 import redis.asyncio
 import redis.client
 
-from ragpulse.exceptions import Backlogged, RateLimited, StoreRefused
-from ragpulse.store.scripts import PACKED_COMMANDS, TAKE_TOKENS, TOKEN_BUCKET
+from ragpulse.exceptions import (
+    AlreadyAnswered, Backlogged, IdempotencyKeyReused, OverBacklogShare, RateLimited, StoreRefused,
+)
+from ragpulse.store.scripts import (
+    BACKLOG_ROOM, IDEMPOTENCY, INDEX_KEY, ONCE_CHECK, PACKED_COMMANDS, ROOM_FOR_POST, TAKE_TOKENS, TOKEN_BUCKET,
+)
 
 Command = Sequence[object]
 Group = list[Command]
@@ -38,13 +42,29 @@ the tokens and the writes they pay for are taken together or not at all."""
 RATE_LIMITED = "RATELIMITED "
 """Prefix of a group's result when its TAKE found too few tokens, followed by the milliseconds to wait."""
 ROOM = "ragpulse.room"
-"""Name of the pseudo-command `(ROOM, stream key, cap)`: refuse the whole group when the stream already holds `cap`
-entries, so a queue whose consumers stalled pushes back on its producers instead of filling Redis. A group opens
-with it (before a TAKE, so a refused post takes no tokens)."""
+"""Name of the pseudo-command `(ROOM, stream key, cap, shares key, tenant, tenants)`: refuse the whole group when the
+stream already holds `cap` entries, so a queue whose consumers stalled pushes back on its producers instead of filling
+Redis, or when the tenant holds its share of them (scripts.BACKLOG_ROOM), so one tenant's backlog cannot refuse
+another's posts. A group opens with it (before a TAKE, so a refused post takes no tokens)."""
 BACKLOG = "BACKLOG "
 """Prefix of a group's result when its ROOM found the stream full, followed by the stream's length."""
+SHARE = "SHARE "
+"""Prefix of a group's result when its ROOM found the tenant holding its share, followed by what it holds and the
+share."""
 
-_APPLY_GROUPS = TOKEN_BUCKET + PACKED_COMMANDS + r"""
+ONCE = "ragpulse.once"
+"""Name of the pseudo-command `(ONCE, record key, fingerprint)` that opens the group of a post sent with an
+Idempotency-Key (scripts.IDEMPOTENCY): refuse the whole group when the key was answered before, so a retry is not
+committed twice."""
+REMEMBER = "ragpulse.remember"
+"""Name of the pseudo-command `(REMEMBER, record key, fingerprint, status, body, ttl, index key, most)` that closes
+such a group: keep the post's answer under its key, in the same atomic step as the post's writes."""
+ANSWERED = "ANSWERED "
+"""Prefix of a group's result when its ONCE found its key answered, followed by the status and the body answered."""
+REUSED = "REUSED"
+"""A group's result when its ONCE found its key used with another body."""
+
+_APPLY_GROUPS = TOKEN_BUCKET + BACKLOG_ROOM + IDEMPOTENCY + PACKED_COMMANDS + r"""
 local results = {}
 for g = 1, #ARGV do
   local failed = false
@@ -53,8 +73,13 @@ for g = 1, #ARGV do
       local wait = take(args[2], tonumber(args[3]), tonumber(args[4]), tonumber(args[5]))
       if wait > 0 then failed = "RATELIMITED " .. wait end
     elseif args[1] == "ragpulse.room" then
-      local held = redis.call('XLEN', args[2])
-      if held >= tonumber(args[3]) then failed = "BACKLOG " .. held end
+      local why = room(args[2], tonumber(args[3]), args[4], args[5], tonumber(args[6]))
+      if why ~= "" then failed = why end
+    elseif args[1] == "ragpulse.once" then
+      local why = once(args[2], args[3])
+      if why ~= "" then failed = why end
+    elseif args[1] == "ragpulse.remember" then
+      remember(args[2], args[3], args[4], args[5], args[6], args[7], args[8])
     else
       local reply = redis.pcall(unpack(args))
       if type(reply) == "table" and reply.err then failed = reply.err end
@@ -69,7 +94,8 @@ return results
 of each argument). Returns one string per group: "" when every command succeeded, else the error of the first
 that failed (the rest of that group skipped), or RATE_LIMITED and the milliseconds to wait when the group's TAKE
 found too few tokens (nothing of that group written), or BACKLOG and the stream's length when its ROOM found the
-stream full (nothing of that group written: a ROOM goes first)."""
+stream full, or SHARE when it found the tenant holding its share (nothing of that group written: a ROOM goes
+first), or ANSWERED or REUSED when its ONCE found its Idempotency-Key used (nothing written: a ONCE goes first)."""
 
 MAX_COMMAND_ARGS = 7000
 """Lua's unpack() takes at most ~8,000 values: a group with a longer command goes through MULTI/EXEC instead."""
@@ -78,14 +104,25 @@ MAX_GROUPS_PER_CALL = 64
 """Groups sent in one script call at most, so one call stays short for Redis and for the callers waiting on it."""
 
 
+def once(record: str, fingerprint: str) -> Command:
+    """The ONCE that opens the group of a post sent with an Idempotency-Key kept at `record`."""
+    return (ONCE, record, fingerprint)
+
+
+def remember(record: str, fingerprint: str, status: int, body: bytes, ttl: int, index: str, most: int) -> Command:
+    """The REMEMBER that closes it: the answer kept `ttl` seconds, the key filed in the tenant's `index` of `most`."""
+    return (REMEMBER, record, fingerprint, status, body, ttl, index, most)
+
+
 def take_tokens(key: str, n: int, rate: float, burst: int) -> Command:
     """The TAKE that guards a group: n tokens from the bucket `key` (refilled at `rate` a second, at most `burst`)."""
     return (TAKE, key, n, rate, burst)
 
 
-def room_in(stream: str, cap: int) -> Command:
-    """The ROOM that guards a group: refuse it while `stream` holds `cap` entries or more."""
-    return (ROOM, stream, cap)
+def room_in(stream: str, cap: int, shares: str, tenant: str, tenants: int) -> Command:
+    """The ROOM that guards a group: refuse it while `stream` holds `cap` entries or more, or while `tenant` holds its
+    share of them (counted in the hash `shares`, divided among `tenants` at most)."""
+    return (ROOM, stream, cap, shares, tenant, tenants)
 
 
 class Writes:
@@ -164,13 +201,17 @@ class GroupCommitter:
         self._client = client
         self._apply = client.register_script(_APPLY_GROUPS)
         self._take = client.register_script(TAKE_TOKENS)
+        self._room = client.register_script(ROOM_FOR_POST)
+        self._once = client.register_script(ONCE_CHECK)
+        self._index_key = client.register_script(INDEX_KEY)
         self._waiting: list[Waiting] = []
         self._flusher: asyncio.Task[None] | None = None
 
     async def apply(self, group: Group, *, alone: bool = False) -> None:
         """Apply `group` atomically; StoreRefused when Redis refuses it, RateLimited when the group opens with a TAKE
-        whose bucket lacks the tokens (nothing written), Backlogged when its ROOM finds the stream full (nothing but
-        the TAKE written), redis errors as they come.
+        whose bucket lacks the tokens (nothing written), Backlogged when its ROOM finds the stream full or the tenant
+        over its share (OverBacklogShare; nothing written), AlreadyAnswered (with that answer) or IdempotencyKeyReused
+        when its ONCE finds its key used (nothing written), redis errors as they come.
 
         `alone=True` sends it in a call of its own, for large groups (megabytes of traces) that should not delay
         or bloat the shared call.
@@ -194,19 +235,22 @@ class GroupCommitter:
         await done
 
     async def _transaction(self, group: Group) -> None:
-        while group and group[0][0] in (TAKE, ROOM):  # neither runs in MULTI/EXEC: check first, then write
+        while group and group[0][0] in (TAKE, ROOM, ONCE):  # none runs in MULTI/EXEC: check first, then write
             head, group = group[0], group[1:]
-            if head[0] == TAKE:
-                wait = await self._take(args=list(head[1:]))
-                if wait:
-                    raise RateLimited(int(wait) / 1000)
-            else:
-                held = await self._client.xlen(head[1])
-                if held >= int(head[2]):
-                    raise Backlogged(held)
+            script = {TAKE: self._take, ROOM: self._room, ONCE: self._once}[head[0]]
+            why = await script(args=list(head[1:]))
+            if why:
+                raise _refusal(why if head[0] != TAKE else f"{RATE_LIMITED}{int(why)}".encode())
+        kept = group[-1] if group and group[-1][0] == REMEMBER else None
+        if kept is not None:   # the answer goes in with the writes; its place in the tenant's index right after
+            record, fingerprint, status, body, ttl = kept[1:6]
+            group = [*group[:-1], ("HSET", record, "fp", fingerprint, "status", status, "body", body),
+                     ("EXPIRE", record, ttl)]
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.command_stack.extend((args, {}) for args in group)
             await pipe.execute()
+        if kept is not None:
+            await self._index_key(args=[kept[1], kept[5], kept[6], kept[7]])
 
     async def _script(self, group: Group) -> None:
         (result,) = await self._apply(args=_script_args([group]))
@@ -246,12 +290,21 @@ class GroupCommitter:
 
 
 def _refusal(result: bytes) -> Exception:
-    """The exception of a group the script did not apply: rate limited (with the wait), else refused by Redis."""
+    """The exception of a group the script did not apply: rate limited (with the wait), backlogged, its Idempotency-Key
+    answered or reused, else refused by Redis."""
     text = result.decode(errors="replace")
     if text.startswith(RATE_LIMITED):
         return RateLimited(int(text.removeprefix(RATE_LIMITED)) / 1000)
     if text.startswith(BACKLOG):
         return Backlogged(int(text.removeprefix(BACKLOG)))
+    if text.startswith(SHARE):
+        held, share = text.removeprefix(SHARE).split()
+        return OverBacklogShare(int(held), int(share))
+    if result.startswith(ANSWERED.encode()):
+        status, _, body = result.removeprefix(ANSWERED.encode()).partition(b" ")
+        return AlreadyAnswered(int(status), body)
+    if text == REUSED:
+        return IdempotencyKeyReused()
     return refused(text)
 
 

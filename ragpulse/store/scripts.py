@@ -98,23 +98,57 @@ return take(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
 # Acknowledge processed posts of the online stream and apply what each counts, exactly once: a post's writes are
 # applied only when this XACK is the one that acknowledged it (a post claimed by a second worker while the first
 # still worked on it is counted by whichever finishes first; the other's XACK returns 0 and its writes are dropped).
-# Acknowledged posts are deleted from the stream, which so holds only unprocessed posts. The shared writes (judge
-# request metrics, spend) are applied unconditionally: they count calls that were made.
-# KEYS: the stream. ARGV: group, shared writes (a packed blob, maybe empty), then pairs of post id and packed writes.
+# Acknowledged posts are deleted from the stream, which so holds only unprocessed posts; the call that deletes one
+# also gives its tenant's place back in the backlog shares (BACKLOG_ROOM). The shared writes (judge request metrics,
+# spend) are applied unconditionally: they count calls that were made.
+# KEYS: the stream, its backlog shares. ARGV: group, shared writes (a packed blob, maybe empty), then triples of post
+# id, its tenant ("" for a post that holds no share) and its packed writes.
 # Returns one integer per post: 1 when this call counted it, 0 when it was already acknowledged.
 ACK_POSTS = PACKED_COMMANDS + """
 for _, args in ipairs(packed(ARGV[2])) do redis.call(unpack(args)) end
 local counted = {}
-for i = 3, #ARGV, 2 do
-  local id = ARGV[i]
+for i = 3, #ARGV, 3 do
+  local id, tenant = ARGV[i], ARGV[i + 1]
   local fresh = redis.call('XACK', KEYS[1], ARGV[1], id)
   if fresh == 1 then
-    for _, args in ipairs(packed(ARGV[i + 1])) do redis.call(unpack(args)) end
+    for _, args in ipairs(packed(ARGV[i + 2])) do redis.call(unpack(args)) end
   end
-  redis.call('XDEL', KEYS[1], id)
+  if redis.call('XDEL', KEYS[1], id) == 1 and tenant ~= '' then
+    if redis.call('HINCRBY', KEYS[2], tenant, -1) <= 0 then redis.call('HDEL', KEYS[2], tenant) end
+  end
   counted[#counted + 1] = fresh
 end
 return counted
+"""
+
+# The online stream's room for one more post of one tenant: the stream is divided equally among the tenants that
+# hold posts in it, and one share more is kept free for a tenant that holds none yet (while some tenant of the
+# deployment holds none), so one tenant's flood cannot refuse another tenant's first post; the stream's cap stays a
+# hard bound. Lua source of a function room(stream, cap, shares, tenant, tenants) -> "" when the post fits, else
+# "BACKLOG <posts in the stream>" (the cap) or "SHARE <posts the tenant holds> <its share>". `shares` is the hash
+# tenant -> posts held (keys.online_backlog_shares), counted up with each post's XADD and down with its XDEL
+# (ACK_POSTS); `tenants`, how many tenants the deployment serves. An empty stream resets the hash, so a count that
+# drifted (the stream deleted by hand, the hash expired) heals by itself. share = floor(cap / min(holders + 1,
+# tenants)), at least 1: a deployment's only tenant may fill the stream, each of two tenants half of it, and n
+# holders among many tenants n/(n+1) of it at most.
+BACKLOG_ROOM = """
+local function room(stream, cap, shares, tenant, tenants)
+  local posts = redis.call('XLEN', stream)
+  if posts >= cap then return 'BACKLOG ' .. posts end
+  if posts == 0 then redis.call('DEL', shares) end
+  local mine = tonumber(redis.call('HGET', shares, tenant)) or 0
+  local holders = redis.call('HLEN', shares)
+  if mine == 0 then holders = holders + 1 end
+  local share = math.max(1, math.floor(cap / math.min(holders + 1, tenants)))
+  if mine >= share then return 'SHARE ' .. mine .. ' ' .. share end
+  return ''
+end
+"""
+
+# Room for one post (BACKLOG_ROOM) checked on its own, before a MULTI/EXEC that cannot run it. No KEYS, as in the
+# group-commit script. ARGV: stream, cap, shares, tenant, tenants. Returns "" or the refusal.
+ROOM_FOR_POST = BACKLOG_ROOM + """
+return room(ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5]))
 """
 
 # Delete the group's consumers with nothing pending that have been idle ARGV[2] ms, except ARGV[3] (the caller), in
@@ -166,3 +200,49 @@ redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
 return redis.call('LRANGE', KEYS[2], 0, -1)
 """
 """Lease a due OpenTelemetry trace for assembly; the hand-over removes it in the same atomic group as its writes."""
+
+# A post's Idempotency-Key, checked before its writes and kept with them in the same script (store/atomic.py's ONCE
+# and REMEMBER), so a post is committed and its key recorded together or not at all. Lua source of two functions:
+# once(record, fingerprint) -> "" when the key is new, "ANSWERED <status> <body>" when a post with the same body was
+# committed under it (its answer, to replay), "REUSED" when the key was used with another body;
+# remember(record, fingerprint, status, body, ttl, index, most) stores the answer under the key for `ttl` seconds and
+# files the key in the tenant's `index` (a sorted set scored by Redis-clock seconds), which keeps `most` keys at most:
+# the oldest leave first, their answers deleted, and keys older than `ttl` leave it too.
+IDEMPOTENCY = """
+local function once(record, fingerprint)
+  local kept = redis.call('HMGET', record, 'fp', 'status', 'body')
+  if not kept[1] then return '' end
+  if kept[1] ~= fingerprint then return 'REUSED' end
+  return 'ANSWERED ' .. kept[2] .. ' ' .. kept[3]
+end
+
+local function index_key(record, ttl, index, most)
+  local now = tonumber(redis.call('TIME')[1])
+  redis.call('ZADD', index, now, record)
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
+  local over = redis.call('ZCARD', index) - most
+  if over > 0 then
+    local oldest = redis.call('ZPOPMIN', index, over)
+    for i = 1, #oldest, 2 do redis.call('DEL', oldest[i]) end
+  end
+  redis.call('EXPIRE', index, ttl)
+end
+
+local function remember(record, fingerprint, status, body, ttl, index, most)
+  redis.call('HSET', record, 'fp', fingerprint, 'status', status, 'body', body)
+  redis.call('EXPIRE', record, ttl)
+  index_key(record, tonumber(ttl), index, tonumber(most))
+end
+"""
+
+# once() on its own, before a MULTI/EXEC that cannot run it. No KEYS. ARGV: record, fingerprint.
+ONCE_CHECK = IDEMPOTENCY + """
+return once(ARGV[1], ARGV[2])
+"""
+
+# index_key() on its own, after a MULTI/EXEC that stored the answer with the post. No KEYS. ARGV: record, ttl, index,
+# most.
+INDEX_KEY = IDEMPOTENCY + """
+index_key(ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]))
+return 0
+"""
