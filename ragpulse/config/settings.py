@@ -208,6 +208,10 @@ class Settings:
     """RAGPULSE_OPENAI_STRUCTURED: `tools` (a forced function call), `json_schema` (response_format) or `auto`
     (default: tools, falling back to json_schema once per process when the server refuses tools)."""
 
+    worker_redis_outage_seconds: float = defaults.WORKER_REDIS_OUTAGE_SECONDS
+    """RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS: how long a worker's Redis commands retry through an outage before they
+    fail, and how long a chunk keeps the results and judge calls it could not record, waiting for Redis (default 60)."""
+
     def __post_init__(self) -> None:
         if self.agreement_window_days > self.label_ttl_days:
             raise ConfigError(f"RAGPULSE_AGREEMENT_WINDOW_DAYS ({self.agreement_window_days}) must be at most "
@@ -304,6 +308,8 @@ class Settings:
             "openai_model": env.get("RAGPULSE_OPENAI_MODEL") or None,
             "openai_structured": _choice(env, "RAGPULSE_OPENAI_STRUCTURED", defaults.OPENAI_STRUCTURED_MODES,
                                          cls.openai_structured),
+            "worker_redis_outage_seconds": _float(env, "RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS",
+                                                  cls.worker_redis_outage_seconds),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

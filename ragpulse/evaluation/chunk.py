@@ -73,7 +73,7 @@ async def run_chunk(store: Store, settings: Settings, work: ChunkWork) -> None:
     """Judge a started chunk's pending traces and store their results, on an async Redis client of its own (the
     sync `store` only builds commands). The caller completes the chunk."""
     record = work.record
-    client = worker_async_client(settings.redis_url, settings.judge_concurrency)
+    client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
     calls = CallObserver(settings)
     try:
         judge = kinds.make_judge(record.options.judge or settings.default_judge, settings, calls)
@@ -146,7 +146,7 @@ class ChunkRun:
             reason = await self.guard.budget_spent()
             if reason:
                 return skipped_result(trace, index, reason, self.options, security)
-        outage = OutageBackoff()
+        outage = OutageBackoff(self.settings.worker_redis_outage_seconds)
         while True:
             try:
                 return await evaluate_trace(trace, index, self.options, judge, self.limits, security)
@@ -156,7 +156,7 @@ class ChunkRun:
                 return failed_result(trace, index, f"job failed: {exc.reason}")
             except RETRIED_ERRORS as exc:
                 # Redis (the judge's shared rate limiter) went away mid-trace: not the trace's fault, so it is
-                # judged again once Redis is back, unless the outage outlasts WORKER_REDIS_OUTAGE_SECONDS.
+                # judged again once Redis is back, unless the outage outlasts RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS.
                 wait = outage.next_wait()
                 if wait is None:
                     log.exception("trace %s of job %s failed: Redis unreachable", index, self.job.job_id)
