@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import os
 import signal
 import socket
@@ -19,6 +20,7 @@ import pytest
 import redis
 from rq import Worker
 
+from dispatch.queues import queue_named
 from ragpulse.config import keys
 from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.evaluation.trace import evaluate_trace
@@ -269,3 +271,36 @@ def test_a_worker_waiting_for_redis_stops_at_once_on_sigterm(tmp_path: Path) -> 
         assert time.monotonic() - started < 5
     finally:
         worker.stop()
+
+
+def test_a_worker_starts_its_scheduler_again_after_an_outage_that_ended_it(tmp_path: Path) -> None:
+    """RQ's scheduler process ends when an outage outlasts its client's retries (RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS,
+    2 s here), and RQ would look again only ten minutes later; callback retries wait on it. The worker reaps it and
+    starts it again once Redis answers, and a job scheduled after the outage runs."""
+    prefix = f"sched-{uuid.uuid4().hex[:8]}"
+    server = PrivateRedis().start()
+    worker = start_worker(server.url, tmp_path, {"RAGPULSE_QUEUE": prefix,
+                                                 "RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS": "2"})
+    client = redis.Redis.from_url(server.url)
+    lock = f"rq:scheduler-lock:{prefix}-online"
+    try:
+        deadline = time.monotonic() + 30
+        while not client.exists(lock):
+            assert time.monotonic() < deadline, worker.output()
+            time.sleep(0.2)
+        server.halt()
+        time.sleep(8)                                            # the scheduler's retries give up after ~2 s
+        server.start()
+        job = queue_named(f"{prefix}-online", client).enqueue_in(datetime.timedelta(seconds=1), "os.getpid")
+        deadline = time.monotonic() + 30
+        while job.get_status(refresh=True) != "finished":
+            assert time.monotonic() < deadline, f"the scheduled job is {job.get_status()}:\n{worker.output()}"
+            time.sleep(0.2)
+        assert worker.process.poll() is None, worker.output()
+        zombies = [pid for pid in children_of(worker.process.pid)
+                   if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"]
+        assert zombies == []
+    finally:
+        client.close()
+        worker.stop()
+        server.stop()
