@@ -324,3 +324,7 @@ MIN_ESTIMATION_LABELS = 30
 
 KAPPA_RELIABLE = 0.6
 """Below this Cohen's kappa against human labels a judge is unreliable (the field's usual threshold)."""
+
+COUNTED_WRITE_MARKER_SECONDS = 3600
+"""Lifetime of the marker of an applied write of judge calls (keys.counted_write): longer than any worker holds a
+write it could not confirm (twice RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS at most; a longer budget lengthens it)."""

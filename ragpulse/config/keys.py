@@ -190,3 +190,9 @@ def review_copy(tenant: str, trace_id: str) -> str:
     """String: msgpack ReviewSource (query, documents and answer cut like the judge's input, the judge's verdicts) of
     one judged online trace the review design can pick; expires after settings.review_text_ttl_seconds."""
     return f"{PREFIX}:review:copy:{len(tenant)}:{tenant}:{trace_id}"
+
+
+def counted_write(write_id: str) -> str:
+    """String: the marker of one applied write of counted judge calls (evaluation.calls.CallObserver), so the same
+    write sent again applies nothing; expires after defaults.COUNTED_WRITE_MARKER_SECONDS."""
+    return f"{PREFIX}:counted:{write_id}"

@@ -166,3 +166,12 @@ redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
 return redis.call('LRANGE', KEYS[2], 0, -1)
 """
 """Lease a due OpenTelemetry trace for assembly; the hand-over removes it in the same atomic group as its writes."""
+
+# Apply a group of counting writes once. KEYS[1]: the marker naming this write; the other KEYS: the keys the group
+# touches. ARGV[1]: the group, packed (atomic.pack_group); ARGV[2]: the marker's lifetime in seconds. A write sent
+# again (its reply lost, or a paused Redis let the client time out and retry) finds its marker and applies nothing.
+WRITE_ONCE = PACKED_COMMANDS + """
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then return 0 end
+for _, args in ipairs(packed(ARGV[1])) do redis.call(unpack(args)) end
+return 1
+"""
