@@ -26,7 +26,8 @@
     │   ├── JudgeOutputInvalid the judge's tool output stayed invalid or truncated after one repair
     │   ├── JudgeUnavailable   the provider kept failing (429, 529, 5xx, timeout) after bounded retries
     │   ├── JudgeNotConfigured the judge has no credentials here: generation fails, retrieval metrics are kept
-    │   └── JudgeAuthError     the provider rejected our credentials: the whole job fails at once
+    │   ├── JudgeAuthError     the provider rejected our credentials: the whole job fails at once
+    │   └── JudgeResponseInvalid  the provider answered 2xx with something that is not its API's answer (a proxy page)
     ├── CallbackError          a job's completion callback cannot be delivered
     │   ├── CallbackRejected   the URL is not allowed (allowlist, scheme, internal address): never retried
     │   └── DeliveryFailed     the receiver is unreachable or did not answer 2xx: retried with backoff
@@ -196,6 +197,11 @@ class JudgeNotConfigured(JudgeError):
 
 class JudgeAuthError(JudgeError):
     """The provider rejected our credentials or permissions; retrying cannot help, so the job fails."""
+
+
+class JudgeResponseInvalid(JudgeError):
+    """The provider answered 2xx with a body that is not its API's response (a proxy's HTML page, a wrong base URL):
+    the trace ends judge_error at once, since asking the same address again gets the same page."""
 
 
 class CallbackError(RagpulseError):

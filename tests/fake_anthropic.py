@@ -3,7 +3,7 @@
 By default it judges like a literal-minded LLM writing prompt v2's tool input: each answer sentence is a claim with
 its reasoning, supported when it appears in a document (quoted from there), unsupported otherwise, and every
 document gets a relevance entry by rank. Tests script faults with `push(...)`: the next requests get them in order
-(429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input).
+(429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input, a 200 that is not a message).
 
 Prompt caching is simulated: when the request marks a prefix with `cache_control` and that prefix reaches
 `cache_min_tokens`, the first request with that prefix reports it as `cache_creation_input_tokens` and later ones
@@ -40,6 +40,9 @@ class Fault:
     delay: float = 0.0
     tool_input: dict[str, Any] | None = None
     stop_reason: str = "tool_use"
+    body: Any = None
+    """Sent with a 200 instead of a message: `bytes` as is (an HTML page, with its `headers`' content-type), anything
+    else as JSON (the wrong shape); as a proxy or a wrong base URL answers."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,8 @@ class FakeAnthropic(JudgeFake):
             error = {"type": "error", "error": {"type": ERROR_TYPES.get(fault.status, "api_error"),
                                                 "message": f"scripted {fault.status}"}}
             return fault.status, {"request-id": request_id, **fault.headers}, error
+        if fault.body is not None:
+            return 200, {"request-id": request_id, **fault.headers}, fault.body
         tool_input = fault.tool_input if fault.tool_input is not None else literal_verdicts(parse_user_message(first))
         message = {
             "id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant", "model": self.model,

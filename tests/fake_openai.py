@@ -4,7 +4,7 @@ It judges as tests/fake_anthropic.py does (the same literal-minded verdicts from
 with a forced record_verdicts tool call, or with the JSON as content when the request asks for response_format
 json_schema. `supports_tools=False` makes it answer a request with tools as a server without tool support does (400
 naming tools). Tests script faults with `push(...)`: 429 with retry-after, 500, 401, truncation (finish_reason
-"length"), invalid tool arguments. Tokens are characters / 4.
+"length"), invalid tool arguments, a 200 that is not a completion. Tokens are characters / 4.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class Fault:
     arguments: str | None = None
     """Raw text of the structured output, sent as is (e.g. JSON cut short); overrides tool_input."""
     finish_reason: str = "stop"
+    body: Any = None
+    """Sent with a 200 instead of a completion: `bytes` as is (an HTML page, with its `headers`' content-type),
+    anything else as JSON (the wrong shape); as a proxy or a wrong base URL answers."""
 
 
 class FakeOpenAI(JudgeFake):
@@ -58,6 +61,8 @@ class FakeOpenAI(JudgeFake):
         fault = self.scripted.next(parse_user_message(first).get("question")) or Fault()
         if fault.status != 200:
             return fault.status, {"x-request-id": request_id, **fault.headers}, _error(fault.status)
+        if fault.body is not None:
+            return 200, {"x-request-id": request_id, **fault.headers}, fault.body
         tool_input = fault.tool_input if fault.tool_input is not None else literal_verdicts(parse_user_message(first))
         text = fault.arguments if fault.arguments is not None else json.dumps(tool_input)
         message: dict[str, Any] = {"role": "assistant", "content": text, "tool_calls": None}

@@ -40,7 +40,8 @@ class LoopbackServer:
 
 def json_handler(answer: Callable[[BaseHTTPRequestHandler, dict[str, Any]], tuple[int, Mapping[str, str], Any]],
                  ) -> type[BaseHTTPRequestHandler]:
-    """A handler whose POSTs are JSON in, `answer(handler, body) -> (status, headers, payload)`, JSON out."""
+    """A handler whose POSTs are JSON in, `answer(handler, body) -> (status, headers, payload)`, JSON out (a `bytes`
+    payload goes out as is, under the content-type its headers give: a proxy's HTML page)."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -54,7 +55,7 @@ def json_handler(answer: Callable[[BaseHTTPRequestHandler, dict[str, Any]], tupl
             if status <= 0:  # the answer chose to drop the connection (fake_ragpulse.DROP)
                 self.close_connection = True
                 return
-            data = json.dumps(payload).encode()
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             self.send_response(status)
             for name, value in {"content-type": "application/json", **headers}.items():
                 self.send_header(name, value)

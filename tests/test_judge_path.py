@@ -135,3 +135,22 @@ def test_200_calls_in_flight_all_get_a_redis_connection(redis_client: redis.Redi
                          judge_rate_window_seconds=1)
     results = judged.results()
     assert len(results) == 200 and all(r.status == "ok" for r in results), {r.error for r in results}
+
+
+def test_a_judge_answering_an_html_page_counts_judge_errors_and_invalid_responses(
+        redis_client: redis.Redis, fake: FakeAnthropic) -> None:
+    def judge_errors() -> float:
+        return sum(value for suffix, labels, value in read_samples(redis_client).get("ragpulse_judge_errors", [])
+                   if suffix == "total" and labels.get("app") == "default")
+
+    before = judge_errors()
+    fake.push(*[Fault(body=b"<html><body>502 from the proxy</body></html>", headers={"content-type": "text/html"})] * 5)
+    judged = judge_chunk(redis_client, fake, 5, judge_concurrency=2)
+    results = judged.results()
+    assert [r.status for r in results] == ["judge_error"] * 5
+    assert all("not a Messages API response" in (r.error or "") for r in results)
+    assert judge_errors() - before == 5                          # what JudgeErrorRateHigh reads
+    requests = {labels["status"]: value for suffix, labels, value in judged.samples("ragpulse_judge_requests")
+                if suffix == "total"}
+    assert requests == {"invalid_response": 5}
+    assert judged.store.jobs.get(judged.job_id).spend.judge_calls == 0

@@ -390,3 +390,48 @@ def test_a_batch_judged_by_openai_through_a_live_api_and_worker(redis_url: str, 
     assert len(broken["failed_calls"]) == 2
     assert len(fake.requests) == 3 and all("tools" in body for body in fake.bodies)
     assert report["generation"]["cost"]["calls_per_trace"] > 0
+
+
+class StatusLog:
+    """A judge observer that keeps the status of every request."""
+
+    def __init__(self) -> None:
+        self.statuses: list[str] = []
+
+    def request(self, model: str, status: str, *args: object, **kwargs: object) -> None:
+        self.statuses.append(status)
+
+    def waited(self, model: str, seconds: float) -> None:
+        pass
+
+
+PROXY_PAGE = b"<!DOCTYPE html><html><head><title>Sign in to the corporate proxy</title></head><body></body></html>"
+NOT_AN_ANSWER = {
+    "a proxy's HTML page": {"body": PROXY_PAGE, "headers": {"content-type": "text/html; charset=utf-8"}},
+    "another API's JSON object": {"body": {"status": "ok", "data": [], "usage": None}},
+    "a JSON list": {"body": [1, 2, 3]},
+    "a message without usage": {"body": {"type": "message", "content": [], "choices": [{"index": 0}]}},
+}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("name", list(NOT_AN_ANSWER))
+def test_a_200_that_is_not_the_apis_answer_is_a_judge_error_counted_as_invalid_response(
+        fake: FakeOpenAI, anthropic_fake: FakeAnthropic, provider: str, name: str) -> None:
+    """A proxy's page or a wrong base URL answers 200 with something else: the trace ends judge_error saying so (never
+    AttributeError, never a request counted `ok`), after one request (retrying cannot help)."""
+    log = StatusLog()
+    if provider == "openai":
+        fake.push(fake_openai.Fault(**NOT_AN_ANSWER[name]))
+        build: Callable[[], StructuredJudge] = lambda: openai_judge(fake, observer=log)  # noqa: E731
+    else:
+        anthropic_fake.push(fake_anthropic.Fault(**NOT_AN_ANSWER[name]))
+        build = lambda: AnthropicJudge(  # noqa: E731
+            anthropic.AsyncAnthropic(api_key="test-key", base_url=anthropic_fake.url, max_retries=0, timeout=10),
+            "claude-sonnet-4-6", 1024, retry=RecordingRetry(max_retries=2), observer=log)
+    result = evaluate(build, make_trace())
+    assert result.status == "judge_error", result.error
+    assert "not a" in (result.error or "") and "_BASE_URL and any proxy" in (result.error or "")
+    assert log.statuses == ["invalid_response"]
+    assert len(fake.requests) + len(anthropic_fake.requests) == 1
+    assert result.retrieval is not None and result.retrieval["recall@5"] == 1.0   # retrieval metrics are kept

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import os
 import signal
 import socket
@@ -19,6 +20,7 @@ import pytest
 import redis
 from rq import Worker
 
+from dispatch.queues import queue_named
 from ragpulse.config import keys
 from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.evaluation.trace import evaluate_trace
@@ -269,3 +271,97 @@ def test_a_worker_waiting_for_redis_stops_at_once_on_sigterm(tmp_path: Path) -> 
         assert time.monotonic() - started < 5
     finally:
         worker.stop()
+
+
+def test_a_worker_starts_its_scheduler_again_after_an_outage_that_ended_it(tmp_path: Path) -> None:
+    """RQ's scheduler process ends when an outage outlasts its client's retries (RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS,
+    2 s here), and RQ would look again only ten minutes later; callback retries wait on it. The worker reaps it and
+    starts it again once Redis answers, and a job scheduled after the outage runs."""
+    prefix = f"sched-{uuid.uuid4().hex[:8]}"
+    server = PrivateRedis().start()
+    worker = start_worker(server.url, tmp_path, {"RAGPULSE_QUEUE": prefix,
+                                                 "RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS": "2"})
+    client = redis.Redis.from_url(server.url)
+    lock = f"rq:scheduler-lock:{prefix}-online"
+    try:
+        deadline = time.monotonic() + 30
+        while not client.exists(lock):
+            assert time.monotonic() < deadline, worker.output()
+            time.sleep(0.2)
+        server.halt()
+        time.sleep(8)                                            # the scheduler's retries give up after ~2 s
+        server.start()
+        job = queue_named(f"{prefix}-online", client).enqueue_in(datetime.timedelta(seconds=1), "os.getpid")
+        deadline = time.monotonic() + 30
+        while job.get_status(refresh=True) != "finished":
+            assert time.monotonic() < deadline, f"the scheduled job is {job.get_status()}:\n{worker.output()}"
+            time.sleep(0.2)
+        assert worker.process.poll() is None, worker.output()
+        zombies = [pid for pid in children_of(worker.process.pid)
+                   if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"]
+        assert zombies == []
+    finally:
+        client.close()
+        worker.stop()
+        server.stop()
+
+
+def run_chunk_through(fault: str, n: int = 300, outage_seconds: float = 2.0) -> tuple[int, list, object]:
+    """A one-chunk job judged in this process against a private Redis that `fault` interrupts once the run is under
+    way: `down` stops Redis for longer than the workers' outage budget and starts it again with its data, `paused`
+    freezes it (SIGSTOP) as long. Returns (calls the fake judge received, the stored results, the job's spend)."""
+    from ragpulse.config.settings import Settings
+    from ragpulse.evaluation.chunk import open_chunk, run_chunk
+    from tests.test_judge_path import traces as judged_traces
+
+    server = PrivateRedis(appendonly=True).start()
+    client = redis.Redis.from_url(server.url)
+    try:
+        with FakeAnthropic(latency=0.05) as fake:
+            model = f"claude-test-{uuid.uuid4().hex[:8]}"
+            settings = Settings(redis_url=server.url, judge_base_url=fake.url, judge_model=model,
+                                judge_prices={model: (3.0, 15.0)}, chunk_size=n, judge_concurrency=8,
+                                worker_redis_outage_seconds=outage_seconds)
+            store, job_id = Store(client, 600), uuid.uuid4().hex
+            with client.pipeline() as pipe:
+                store.stage_job(pipe, job_id, "default", judged_traces(n), BatchOptions(judge="anthropic", sample="all"),
+                                [], n, "batch", "q")
+                pipe.execute()
+            work = open_chunk(store, settings, job_id, 0)
+            outcome: dict[str, object] = {}
+
+            def run() -> None:
+                try:
+                    asyncio.run(run_chunk(store, settings, work))
+                except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                    outcome["error"] = exc
+
+            os.environ["ANTHROPIC_API_KEY"] = "test-key"
+            thread = threading.Thread(target=run)
+            thread.start()
+            while len(fake.requests) < n // 5:
+                time.sleep(0.05)
+            if fault == "down":
+                server.halt()
+                time.sleep(2 * outage_seconds)
+                server.start()
+            else:
+                os.kill(server.process.pid, signal.SIGSTOP)
+                time.sleep(2 * outage_seconds)
+                os.kill(server.process.pid, signal.SIGCONT)
+            thread.join(120)
+            assert not thread.is_alive()
+            assert "error" not in outcome, outcome["error"]
+            return len(fake.requests), store.results.all(job_id), store.jobs.get(job_id).spend
+    finally:
+        client.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("fault", ["down", "paused"])
+def test_verdicts_and_spend_outlive_a_redis_outage_longer_than_the_outage_budget(fault: str) -> None:
+    """Judged verdicts are paid for: a chunk keeps the results and the judge calls it could not record, stops judging
+    more, and records them when Redis answers again. Spend never under-counts the calls made."""
+    made, results, spend = run_chunk_through(fault)
+    assert len(results) == 300 and all(r.status == "ok" for r in results), {r.error for r in results}
+    assert made <= spend.judge_calls <= made * 1.01, (made, spend)

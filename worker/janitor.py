@@ -34,7 +34,8 @@ def sweep(store: Store, settings: Settings, enqueuer: ChunkEnqueuer) -> int:
 
 def start_janitor(settings: Settings, stop: threading.Event) -> threading.Thread:
     """A daemon thread sweeping every JANITOR_INTERVAL_SECONDS until `stop` is set."""
-    client = worker_client(settings.redis_url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT)
+    client = worker_client(settings.redis_url, socket_timeout=defaults.REDIS_SOCKET_TIMEOUT,
+                           outage_seconds=settings.worker_redis_outage_seconds)
     store = Store(client, settings.result_ttl_seconds)
     enqueuer = ChunkEnqueuer(client, settings)
 

@@ -4,7 +4,9 @@ then the batch queue (strict priority), JSON-serialised.
 A worker outlives Redis outages. Its client retries every command with backoff for about
 WORKER_REDIS_OUTAGE_SECONDS, so a job in flight pauses through a Redis restart; a missed heartbeat while the
 work-horse runs is skipped rather than fatal; and should RQ still give up (Redis gone for longer), the process
-waits for Redis and starts a fresh RQ worker instead of exiting, so its supervisor sees no crash.
+waits for Redis and starts a fresh RQ worker instead of exiting, so its supervisor sees no crash. Its RQ scheduler
+(a forked process that ends when an outage outlasts its client's retries) is watched by the worker's own loop and
+started again, where RQ would look only every ten minutes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import redis
 from rq import Worker
@@ -45,6 +48,9 @@ BATCH_NICENESS = 10
 machine get the CPU first."""
 ONLINE_STOP_SECONDS = 15.0
 """How long a stopping worker waits for its online consumer to finish the posts in flight."""
+SCHEDULER_CHECK_SECONDS = 5
+"""How often a worker looks whether its RQ scheduler process still runs (starting it again, or taking the scheduler
+lock another worker's dead scheduler left), and the longest it blocks dequeuing between two looks."""
 
 
 class ResilientWorker(Worker):
@@ -76,6 +82,51 @@ class ResilientWorker(Worker):
             process.kill()
             process.join()
 
+    _scheduler_checked = 0.0
+    """monotonic time of the last look at the scheduler (supervise_scheduler)."""
+
+    @property
+    def dequeue_timeout(self) -> int:
+        """RQ's, capped at SCHEDULER_CHECK_SECONDS: an idle worker otherwise blocks in BLPOP for minutes between two
+        looks at its scheduler."""
+        return min(super().dequeue_timeout, SCHEDULER_CHECK_SECONDS)
+
+    @property
+    def connection_timeout(self) -> int:
+        """RQ's socket timeout, from its own dequeue timeout: the shorter dequeue must not shorten it, or a command
+        that waits on a paused Redis would time out and be sent again."""
+        return super().dequeue_timeout + 10
+
+    def heartbeat(self, timeout: int | None = None, pipeline=None) -> None:  # noqa: ANN001 - RQ's signature
+        """RQ's heartbeat (before every dequeue, after every job); then, outside a pipeline, a look at the
+        scheduler."""
+        super().heartbeat(timeout, pipeline)
+        if pipeline is None:
+            self.supervise_scheduler()
+
+    def supervise_scheduler(self) -> None:
+        """Start the scheduler again when its process has ended (an outage longer than its client's retries ends it,
+        and RQ looks again only every maintenance interval, ten minutes), reaping the dead one; also take the
+        scheduler lock when it is free, as when another worker's scheduler died. At most every
+        SCHEDULER_CHECK_SECONDS; a Redis error waits for the next look."""
+        scheduler = self.scheduler
+        if scheduler is None or self._stop_requested or self.stop_requested:
+            return
+        if time.monotonic() - self._scheduler_checked < SCHEDULER_CHECK_SECONDS:
+            return
+        self._scheduler_checked = time.monotonic()
+        process = scheduler._process  # noqa: SLF001 - RQ keeps it there
+        if process is not None and process.is_alive():  # is_alive() also reaps a process that ended
+            return
+        if process is not None:
+            self.log.warning("Worker %s: its scheduler (pid %s) exited with %s; starting it again once it holds the "
+                             "lock", self.name, process.pid, process.exitcode)
+            scheduler._process = None  # noqa: SLF001
+        try:
+            scheduler.acquire_locks(auto_start=True)
+        except RETRIED_ERRORS as exc:
+            self.log.warning("Worker %s: cannot restart the scheduler yet, Redis unreachable: %s", self.name, exc)
+
     def _install_signal_handlers(self) -> None:
         super()._install_signal_handlers()
         if self.stop_event is not None and self.stop_event.is_set():
@@ -101,12 +152,13 @@ class ResilientWorker(Worker):
             super().maintain_heartbeats(job, execution)
         except RETRIED_ERRORS as exc:
             self.log.warning("Worker %s: heartbeat skipped, Redis unreachable: %s", self.name, exc)
+        self.supervise_scheduler()
 
 
 def create_worker(settings: Settings, connection: redis.Redis | None = None,
                   stop: threading.Event | None = None) -> ResilientWorker:
     """A worker that always takes online work before batch work (and stops as it starts once `stop` is set)."""
-    connection = connection or worker_client(settings.redis_url)
+    connection = connection or worker_client(settings.redis_url, outage_seconds=settings.worker_redis_outage_seconds)
     queues = [queue_named(name, connection) for name in settings.queues]
     rq_worker = ResilientWorker(queues, connection=connection, serializer=SERIALIZER)
     rq_worker.stop_event = stop
@@ -138,7 +190,7 @@ def wait_for_redis(url: str, stop: threading.Event) -> bool:
 
 def work(settings: Settings, rq_level: str, stop: threading.Event) -> None:
     """Run RQ workers one after the other until asked to stop: a fresh one whenever RQ gives up on Redis."""
-    connection = worker_client(settings.redis_url)
+    connection = worker_client(settings.redis_url, outage_seconds=settings.worker_redis_outage_seconds)
     abandoned: ResilientWorker | None = None
     while True:
         # Between RQ workers, SIGTERM and SIGINT just stop the wait (RQ installs its own handlers in work()).

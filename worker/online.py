@@ -99,7 +99,7 @@ def serve(settings: Settings, stop: threading.Event) -> None:
 
 
 async def _consume(settings: Settings, name: str, stop: threading.Event) -> None:
-    client = worker_async_client(settings.redis_url, settings.judge_concurrency)
+    client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
     try:
         await consume(settings, client, name, stop)
     finally:

@@ -353,3 +353,7 @@ IDEMPOTENCY_KEY_MAX_CHARS = 255
 BODY_READ_TIMEOUT_SECONDS = 30.0
 """How long a request has to deliver its whole body once its headers are in (408 past it): a 32 MiB body needs a
 little over 1 MB/s. Bounds how long a slow (or malicious) client holds a body buffer."""
+
+COUNTED_WRITE_MARKER_SECONDS = 3600
+"""Lifetime of the marker of an applied write of judge calls (keys.counted_write): longer than any worker holds a
+write it could not confirm (twice RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS at most; a longer budget lengthens it)."""

@@ -211,3 +211,9 @@ def idempotency_keys(tenant: str) -> str:
     """Sorted set: a tenant's idempotent_post keys scored by when they were answered (Redis-clock seconds), which keeps
     settings.idempotency_max_keys at most (the oldest leave first, their answers deleted); expires with its newest."""
     return f"{PREFIX}:idempotency-keys:{len(tenant)}:{tenant}"
+
+
+def counted_write(write_id: str) -> str:
+    """String: the marker of one applied write of counted judge calls (evaluation.calls.CallObserver), so the same
+    write sent again applies nothing; expires after defaults.COUNTED_WRITE_MARKER_SECONDS."""
+    return f"{PREFIX}:counted:{write_id}"

@@ -221,6 +221,10 @@ class Settings:
     """RAGPULSE_BODY_READ_TIMEOUT_SECONDS: how long a request has to deliver its whole body after its headers; past
     it the API answers 408 and closes the connection (default 30)."""
 
+    worker_redis_outage_seconds: float = defaults.WORKER_REDIS_OUTAGE_SECONDS
+    """RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS: how long a worker's Redis commands retry through an outage before they
+    fail, and how long a chunk keeps the results and judge calls it could not record, waiting for Redis (default 60)."""
+
     def __post_init__(self) -> None:
         if self.agreement_window_days > self.label_ttl_days:
             raise ConfigError(f"RAGPULSE_AGREEMENT_WINDOW_DAYS ({self.agreement_window_days}) must be at most "
@@ -321,6 +325,8 @@ class Settings:
             "idempotency_max_keys": _int(env, "RAGPULSE_IDEMPOTENCY_MAX_KEYS", cls.idempotency_max_keys),
             "body_read_timeout_seconds": _float(env, "RAGPULSE_BODY_READ_TIMEOUT_SECONDS",
                                                 cls.body_read_timeout_seconds),
+            "worker_redis_outage_seconds": _float(env, "RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS",
+                                                  cls.worker_redis_outage_seconds),
         }
         values.update(overrides)
         return cls(**values)  # type: ignore[arg-type]

@@ -7,6 +7,11 @@ Two halves: `open_chunk` reads what the run needs and takes the lease, with bloc
 runs; `run_chunk` judges on the event loop and never blocks it on Redis (redis.asyncio for the results and the lease,
 judge calls counted in memory and written a few times a second, the job's failure flag read every half second).
 With dozens of calls in flight, every blocking round trip held up all of them.
+
+Verdicts and judge calls are paid for, so a Redis outage does not throw them away: a result or a write of counted
+calls that Redis does not take through the client's retries (RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS) is held in
+memory, no new trace is judged meanwhile (so at most RAGPULSE_JUDGE_CONCURRENCY results are held), and it is sent
+again until Redis takes it, for one more outage budget.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
@@ -41,6 +47,7 @@ from ragpulse.store.atomic import WriteQueue
 from ragpulse.store.connection import RETRIED_ERRORS, OutageBackoff, worker_async_client
 
 log = logging.getLogger("ragpulse.evaluation.chunk")
+T = TypeVar("T")
 
 
 @dataclass
@@ -73,7 +80,7 @@ async def run_chunk(store: Store, settings: Settings, work: ChunkWork) -> None:
     """Judge a started chunk's pending traces and store their results, on an async Redis client of its own (the
     sync `store` only builds commands). The caller completes the chunk."""
     record = work.record
-    client = worker_async_client(settings.redis_url, settings.judge_concurrency)
+    client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
     calls = CallObserver(settings)
     try:
         judge = kinds.make_judge(record.options.judge or settings.default_judge, settings, calls)
@@ -96,6 +103,9 @@ class ChunkRun:
         self.options = work.record.options
         self.guard = RunGuard(job, calls, self.options.budget_usd, settings.tenant_daily_budget_usd)
         self.limits = JudgeInputLimits.from_settings(settings)
+        self.recording = asyncio.Event()
+        """Clear while Redis does not take what this run records: no new trace is judged until it does."""
+        self.recording.set()
 
     async def run(self) -> None:
         """Evaluate every pending trace, then write the judge calls still counted in memory."""
@@ -111,12 +121,33 @@ class ChunkRun:
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
             await writer
-        await self.calls.write(self.job)
+        while not self.calls.settled:
+            await self._held(lambda: self.calls.write(self.job), "write the judge calls")
 
     async def _one(self, index: int, trace: Trace, bound: asyncio.Semaphore) -> None:
         async with bound:
+            await self.recording.wait()
             result = await self._evaluate(index, trace)
-        await self.job.record(result, counting=functools.partial(self._counting, result=result))
+        counting = functools.partial(self._counting, result=result)
+        await self._held(lambda: self.job.record(result, counting=counting), f"store the result of trace {index}")
+
+    async def _held(self, action: Callable[[], Awaitable[T]], what: str) -> T:
+        """Run `action` (idempotent) until Redis answers: past the client's own retries, what it writes is held and
+        sent again for one more outage budget (then the error is raised), and no new trace is judged meanwhile."""
+        outage = OutageBackoff(self.settings.worker_redis_outage_seconds)
+        while True:
+            try:
+                answer = await action()
+                self.recording.set()
+                return answer
+            except RETRIED_ERRORS as exc:
+                self.recording.clear()
+                wait = outage.next_wait()
+                if wait is None:
+                    raise
+                log.warning("could not %s of job %s, Redis unreachable (%s); holding it, trying again in %.1f s",
+                            what, self.job.job_id, exc, wait)
+                await asyncio.sleep(wait)
 
     def _counting(self, pipe: WriteQueue, result: TraceResult) -> None:
         """The writes applied with a newly stored result: its counts, and its entry in the app's review index."""
@@ -125,7 +156,7 @@ class ChunkRun:
         queue_reviewable(pipe, s, tenant, TraceRef(result.trace_id, self.job.job_id, result.index), result)
 
     async def _evaluate(self, index: int, trace: Trace) -> TraceResult:
-        failure = await self.guard.failure()
+        failure = await self._held(self.guard.failure, "read the job's failure flag")
         if failure is not None:
             return failed_result(trace, index, f"job failed: {failure}")
         policy = self.work.policies[trace.app]
@@ -143,10 +174,10 @@ class ChunkRun:
 
     async def _judged(self, index: int, trace: Trace, judge: Judge | None, security: Security) -> TraceResult:
         if judge is not None and kinds.is_billable(judge.name):
-            reason = await self.guard.budget_spent()
+            reason = await self._held(self.guard.budget_spent, "read the job's spend")
             if reason:
                 return skipped_result(trace, index, reason, self.options, security)
-        outage = OutageBackoff()
+        outage = OutageBackoff(self.settings.worker_redis_outage_seconds)
         while True:
             try:
                 return await evaluate_trace(trace, index, self.options, judge, self.limits, security)
@@ -156,7 +187,7 @@ class ChunkRun:
                 return failed_result(trace, index, f"job failed: {exc.reason}")
             except RETRIED_ERRORS as exc:
                 # Redis (the judge's shared rate limiter) went away mid-trace: not the trace's fault, so it is
-                # judged again once Redis is back, unless the outage outlasts WORKER_REDIS_OUTAGE_SECONDS.
+                # judged again once Redis is back, unless the outage outlasts RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS.
                 wait = outage.next_wait()
                 if wait is None:
                     log.exception("trace %s of job %s failed: Redis unreachable", index, self.job.job_id)

@@ -17,7 +17,7 @@ from ragpulse.exceptions import JudgeNotConfigured
 from ragpulse.judges.headers import pause_from_headers
 from ragpulse.judges.prompt import FIXED_PROMPT_TOKENS, SYSTEM, TOOL, TOOL_NAME, repair_message, user_message
 from ragpulse.judges.ratelimit import JudgeLimiter
-from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage
+from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import JudgeObserver
 
@@ -74,7 +74,10 @@ class AnthropicProvider:
             if "authentication method" not in str(exc):
                 raise
             raise JudgeNotConfigured(NOT_CONFIGURED) from None
-        return _reply(await raw.parse(), raw.headers, self.model)
+        message = await raw.parse()
+        if (what := not_a_message(message)) is not None:
+            raise not_the_answer("Messages API", "RAGPULSE_JUDGE_BASE_URL", await raw.text(), raw.headers, what)
+        return _reply(message, raw.headers, self.model)
 
     def repair_turns(self, reply: Reply, problem: str) -> list[dict[str, Any]]:
         """The tool call answered by an error tool_result, or the content answered by a user message."""
@@ -113,6 +116,20 @@ class AnthropicJudge(StructuredJudge):
         super().__init__(AnthropicProvider(client, model, max_tokens, temperature), model, max_tokens,
                          limiter=limiter, retry=retry, observer=observer)
         self.client = client
+
+
+def not_a_message(message: object) -> str | None:
+    """How a 2xx body fails to be a Message this adapter can read, or None. The SDK hands back whatever came: the text
+    of a body that is not JSON, the JSON itself when it is not an object, and an object of any shape as a Message."""
+    if not isinstance(message, anthropic.types.Message):
+        return "not a JSON object"
+    if not isinstance(message.content, list) or not all(isinstance(getattr(b, "type", None), str)
+                                                        for b in message.content):
+        return "no list of content blocks"
+    usage = message.usage
+    if not all(isinstance(getattr(usage, name, None), int) for name in ("input_tokens", "output_tokens")):
+        return "no token usage"
+    return None
 
 
 def _reply(message: anthropic.types.Message, headers: Mapping[str, str], model: str) -> Reply:

@@ -95,7 +95,8 @@ def _limiter(settings: Settings, model: str) -> JudgeLimiter:
     limits = Limits(requests=settings.judge_rpm, input_tokens=settings.judge_itpm,
                     output_tokens=settings.judge_otpm, window_seconds=settings.judge_rate_window_seconds)
     # The pacer's client rides out a Redis restart like the worker's own (retries with backoff for about a minute).
-    return JudgeLimiter(settings.redis_url, worker_async_client(settings.redis_url, settings.judge_concurrency),
+    return JudgeLimiter(settings.redis_url, worker_async_client(settings.redis_url, settings.judge_concurrency,
+                                                           settings.worker_redis_outage_seconds),
                         model, limits)
 
 

@@ -21,7 +21,7 @@ import openai
 from ragpulse.judges.headers import openai_pause_from_headers
 from ragpulse.judges.prompt import SYSTEM, TOOL, TOOL_NAME, json_repair_message, repair_message, user_message
 from ragpulse.judges.ratelimit import JudgeLimiter
-from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage
+from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import JudgeObserver
 
@@ -85,7 +85,10 @@ class OpenAIProvider:
             model=self.model, max_tokens=self.max_tokens, messages=[{"role": "system", "content": SYSTEM}, *turns],
             **structured, **self._temperature,
         )
-        return _reply(raw.parse(), raw.headers, self.model)
+        completion = raw.parse()
+        if (what := not_a_completion(completion)) is not None:
+            raise not_the_answer("chat completions", "RAGPULSE_OPENAI_BASE_URL", raw.text, raw.headers, what)
+        return _reply(completion, raw.headers, self.model)
 
     def repair_turns(self, reply: Reply, problem: str) -> list[dict[str, Any]]:
         """The tool call answered by a tool message, or the reply's content answered by a user message."""
@@ -133,6 +136,29 @@ def refuses_tools(exc: openai.APIStatusError) -> bool:
     body = exc.body if isinstance(exc.body, dict) else {}
     said = f"{body.get('param') or ''} {body.get('message') or exc.message}".lower()
     return "tool" in said
+
+
+def not_a_completion(completion: object) -> str | None:
+    """How a 2xx body fails to be a chat completion this adapter can read, or None. The SDK hands back whatever came:
+    the text of a body that is not JSON, the JSON itself when it is not an object, and an object of any shape as a
+    ChatCompletion. No choices at all, or no usage, is a completion (some servers send so); a choice without a message
+    is not."""
+    if not isinstance(completion, openai.types.chat.ChatCompletion):
+        return "not a JSON object"
+    if not isinstance(completion.choices, list):
+        return "no list of choices"
+    for choice in completion.choices:
+        message = getattr(choice, "message", None)
+        if not isinstance(message, openai.types.chat.ChatCompletionMessage):
+            return "a choice without a message"
+        if not all(isinstance(getattr(getattr(call, "function", None), "name", None), str)
+                   for call in message.tool_calls or []):
+            return "a tool call without a function name"
+    usage = completion.usage
+    if usage is not None and not all(isinstance(getattr(usage, name, None), int | None)
+                                     for name in ("prompt_tokens", "completion_tokens")):
+        return "token usage that is not counts"
+    return None
 
 
 def _reply(completion: Any, headers: Mapping[str, str], model: str) -> Reply:

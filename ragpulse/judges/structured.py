@@ -20,7 +20,9 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeNotConfigured, JudgeOutputInvalid, JudgeUnavailable
+from ragpulse.exceptions import (
+    JudgeAuthError, JudgeError, JudgeNotConfigured, JudgeOutputInvalid, JudgeResponseInvalid, JudgeUnavailable,
+)
 from ragpulse.judges.headers import retry_after
 from ragpulse.judges.prompt import PROMPT_VERSION, estimate_input_tokens
 from ragpulse.judges.ratelimit import JudgeLimiter
@@ -32,6 +34,11 @@ PAUSING = frozenset({"rate_limited", "overloaded"})
 """Failure statuses that pause every worker through the shared limiter, not just this call."""
 RETRIED = frozenset({"rate_limited", "overloaded", "server_error", "timeout", "connection_error"})
 """Failure statuses worth another attempt; any other (auth_error, bad_request) ends the trace at once."""
+INVALID_RESPONSE = "invalid_response"
+"""Observer status of a 2xx answer that is not the provider API's response (a proxy's page, a wrong base URL). Not
+retried: the same address answers the same page. Billed usage is unknown, so it counts no spend."""
+EXCERPT_CHARS = 80
+"""How much of a body that is not the API's answer its trace's error quotes (whitespace collapsed)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,8 @@ class Provider(Protocol):
         ...
 
     async def send(self, turns: list[dict[str, Any]]) -> Reply:
-        """One request; raises `api_error` on failure, JudgeNotConfigured when credentials are missing."""
+        """One request; raises `api_error` on failure, JudgeNotConfigured when credentials are missing,
+        JudgeResponseInvalid (see `not_the_answer`) when a 2xx body is not the API's response."""
         ...
 
     def failure(self, exc: Exception) -> Failure:
@@ -176,6 +184,9 @@ class StructuredJudge:
             except JudgeNotConfigured as exc:
                 self._not_configured = exc.reason
                 raise JudgeNotConfigured(exc.reason, calls) from None
+            except JudgeResponseInvalid as exc:
+                self.observer.request(self.model, INVALID_RESPONSE, time.perf_counter() - start, 0, 0)
+                raise JudgeResponseInvalid(exc.reason, calls) from None
             except self.provider.api_error as exc:
                 await self._failed(self.provider.failure(exc), attempt, time.perf_counter() - start, calls)
                 continue
@@ -239,6 +250,18 @@ def parse(reply: Reply, trace: Trace) -> tuple[JudgeOutput | None, str | None]:
     if problem is not None:
         return None, problem
     return to_output(verdicts), None
+
+
+def not_the_answer(api: str, base_url_setting: str, body: Any, headers: Mapping[str, str],
+                   what: str) -> JudgeResponseInvalid:
+    """The error for a 2xx whose body is not `api`'s response (`what` says how it fails to be one), quoting the body's
+    content-type and its beginning, so whoever reads the trace's error sees the proxy page or the wrong service, and
+    naming the setting that points at it."""
+    text = body if isinstance(body, str) else json.dumps(body, default=str)
+    excerpt = " ".join(text.split())[:EXCERPT_CHARS]
+    return JudgeResponseInvalid(
+        f"the judge answered 200 with a {headers.get('content-type') or 'body without content-type'} body that is "
+        f"not a {api} response ({what}): {excerpt!r}; check {base_url_setting} and any proxy in between")
 
 
 class UnconfiguredJudge:

@@ -167,8 +167,3 @@ class CallMetrics:
         """The increments counted so far, for the caller to write (MetricsBatch.queue_onto); counting starts afresh."""
         taken, self.counted = self.counted, MetricsBatch(())
         return taken
-
-    def give_back(self, increments: dict[str, float]) -> None:
-        """Count again increments that were taken but could not be written, so a later write has them."""
-        for name, value in increments.items():
-            self.counted.pending[name] += value

@@ -15,6 +15,7 @@ import redis.asyncio
 from ragpulse.config import keys
 from ragpulse.model.results import TraceResult
 from ragpulse.store import Store, scripts
+from ragpulse.store.atomic import Group, pack_group
 from ragpulse.store.chunks import ChunkLeases
 from ragpulse.store.records import FAILURE_FIELDS, failure_from, finish_fields
 from ragpulse.store.results import Counting
@@ -27,6 +28,7 @@ class AsyncJobStore:
     def __init__(self, store: Store, client: redis.asyncio.Redis, job_id: str, tenant: str) -> None:
         self.store, self.client, self.job_id, self.tenant = store, client, job_id, tenant
         self._record = client.register_script(scripts.RECORD_RESULT)
+        self._write_once = client.register_script(scripts.WRITE_ONCE)
 
     async def failure(self) -> str | None:
         """The job's error when it has failed, else None."""
@@ -50,6 +52,13 @@ class AsyncJobStore:
     async def renew(self, chunk: int, lease_seconds: int) -> None:
         """Heartbeat: keep the chunk's lease alive (ChunkLeases.renew)."""
         await self.write(lambda pipe: ChunkLeases.queue_renew(pipe, self.job_id, chunk, lease_seconds))
+
+    async def write_once(self, write_id: str, group: Group, marker_seconds: int) -> bool:
+        """Apply `group` (atomic.Writes' commands, each naming its key first) unless the write `write_id` was applied
+        already: safe to send again when its outcome is unknown. True when it was applied now."""
+        touched = list(dict.fromkeys(str(args[1]) for args in group))
+        return bool(await self._write_once(keys=[keys.counted_write(write_id), *touched],
+                                           args=[pack_group(group), marker_seconds]))
 
     async def write(self, queue: Callable[[redis.asyncio.client.Pipeline], None]) -> None:
         """Apply the writes `queue` puts on a pipeline, in one transaction (nothing is sent when it queues none)."""

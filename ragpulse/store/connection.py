@@ -52,19 +52,22 @@ def reconnect_once(asyncio: bool = False) -> Retry | AsyncRetry:
                        supported_errors=(redis.ConnectionError,))
 
 
-def worker_client(url: str, socket_timeout: float | None = None) -> redis.Redis:
-    """A worker's client: every command retries through a Redis outage of about WORKER_REDIS_OUTAGE_SECONDS.
+def worker_client(url: str, socket_timeout: float | None = None,
+                  outage_seconds: float = defaults.WORKER_REDIS_OUTAGE_SECONDS) -> redis.Redis:
+    """A worker's client: every command retries through a Redis outage of about `outage_seconds`
+    (RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS).
 
     No socket timeout unless given: RQ sets its own on its connection, longer than its blocking dequeue.
     """
     retry = Retry(ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=BACKOFF_BASE_SECONDS),
-                  retries=backoff_retries(defaults.WORKER_REDIS_OUTAGE_SECONDS), supported_errors=RETRIED_ERRORS)
+                  retries=backoff_retries(outage_seconds), supported_errors=RETRIED_ERRORS)
     return redis.Redis.from_url(url, retry=retry, socket_timeout=socket_timeout,
                                 socket_connect_timeout=defaults.REDIS_SOCKET_TIMEOUT,
                                 health_check_interval=defaults.REDIS_HEALTH_CHECK_SECONDS)
 
 
-def worker_async_client(url: str, concurrency: int | None = None) -> redis.asyncio.Redis:
+def worker_async_client(url: str, concurrency: int | None = None,
+                        outage_seconds: float = defaults.WORKER_REDIS_OUTAGE_SECONDS) -> redis.asyncio.Redis:
     """The asyncio twin of worker_client (a chunk run's reads and writes, the judge's shared rate limiter, the online
     consumer): the same retries through an outage.
 
@@ -73,7 +76,7 @@ def worker_async_client(url: str, concurrency: int | None = None) -> redis.async
     default pool raises MaxConnectionsError instead.
     """
     retry = AsyncRetry(ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=BACKOFF_BASE_SECONDS),
-                       retries=backoff_retries(defaults.WORKER_REDIS_OUTAGE_SECONDS), supported_errors=RETRIED_ERRORS)
+                       retries=backoff_retries(outage_seconds), supported_errors=RETRIED_ERRORS)
     callers = DEFAULT_POOL_CONNECTIONS if concurrency is None else concurrency
     pool = redis.asyncio.BlockingConnectionPool.from_url(
         url, max_connections=callers + ASYNC_POOL_SPARE_CONNECTIONS, timeout=None, retry=retry,

@@ -246,3 +246,12 @@ INDEX_KEY = IDEMPOTENCY + """
 index_key(ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]))
 return 0
 """
+
+# Apply a group of counting writes once. KEYS[1]: the marker naming this write; the other KEYS: the keys the group
+# touches. ARGV[1]: the group, packed (atomic.pack_group); ARGV[2]: the marker's lifetime in seconds. A write sent
+# again (its reply lost, or a paused Redis let the client time out and retry) finds its marker and applies nothing.
+WRITE_ONCE = PACKED_COMMANDS + """
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then return 0 end
+for _, args in ipairs(packed(ARGV[1])) do redis.call(unpack(args)) end
+return 1
+"""
