@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
+import redis
 import redis.asyncio
 
 from ragpulse.config import keys
@@ -83,3 +84,10 @@ def split_member(member: str) -> tuple[str, str]:
     length, rest = member.split(":", 1)
     tenant = rest[: int(length)]
     return tenant, rest[int(length) + 1:]
+
+
+def handover_lag(client: redis.Redis, queue_prefix: str) -> float:
+    """Seconds the oldest due trace has been due (0 when none is), read at scrape time: the API's loops take a due
+    trace within a poll, and a leased one is not due, so this grows only when no replica's hand-over works."""
+    oldest = client.zrange(keys.otlp_pending(queue_prefix), 0, 0, withscores=True)
+    return max(0.0, time.time() - oldest[0][1]) if oldest else 0.0

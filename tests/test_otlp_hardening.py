@@ -1,0 +1,171 @@
+"""OTLP under hostile input (issue 23): a poison trace is recorded `invalid` and the hand-over carries on for every
+tenant; buffered traces and attributes are byte-capped; gzip and deflate bodies are read within the body limit;
+deeply nested JSON is a 400 naming the path; late spans never overwrite or double-count a handed-over trace."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import msgspec
+import pytest
+import redis
+from prometheus_client import CollectorRegistry
+
+from ragpulse.config import keys
+from ragpulse.config.settings import Settings
+from ragpulse.exceptions import SpansInvalid
+from ragpulse.model.trace import Trace
+from ragpulse.otlp.assemble import assemble
+from service.monitoring import QueueCollector
+from tests.test_otlp import DOCS, KIND, App, otlp_json, read_back, span
+
+pytestmark = pytest.mark.integration
+
+KEYS = "acme:key-acme,globex:key-globex"
+SETTLE = 2.0
+
+
+def attribute(body: dict, key: str) -> dict:
+    """The OTLP/JSON AnyValue of the first span attribute named `key` (to poison in place)."""
+    for resource in body["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for kv in span.get("attributes", []):
+                    if kv["key"] == key:
+                        return kv["value"]
+    raise AssertionError(f"no attribute {key}")
+
+
+def root_attribute(body: dict, key: str) -> dict:
+    for span in body["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        if not span.get("parentSpanId"):
+            return next(kv["value"] for kv in span["attributes"] if kv["key"] == key)
+    raise AssertionError("no root span")
+
+
+def counter(client: httpx.Client, name: str, **labels: str) -> float:
+    """The sum over the series of `name` whose labels include `labels`."""
+    total = 0.0
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+@pytest.fixture
+def queue() -> str:
+    """A queue prefix of the test's own: its poison never reaches the session's API."""
+    return f"test-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def tenants(api_factory, queue: str) -> Iterator[tuple[str, httpx.Client, httpx.Client]]:
+    url = api_factory({"RAGPULSE_QUEUE": queue, "RAGPULSE_API_KEYS": KEYS, "RAGPULSE_SAMPLE_RATE": "1",
+                       "RAGPULSE_OTLP_SETTLE_SECONDS": str(SETTLE)})
+    with httpx.Client(base_url=url, timeout=30, headers={"Authorization": "Bearer key-acme"}) as acme, \
+            httpx.Client(base_url=url, timeout=30, headers={"Authorization": "Bearer key-globex"}) as globex:
+        yield url, acme, globex
+
+
+# -- defect 1: one poison span must not stop the hand-over for everyone --------------------------------------------
+
+def test_poison_traces_are_recorded_invalid_and_another_tenants_trace_is_still_handed_over(
+        tenants, queue: str, redis_client: redis.Redis) -> None:
+    _, acme, globex = tenants
+    before = counter(acme, "ragpulse_otlp_traces_total", outcome="invalid")
+    app, poisons = App("poisoned"), {}
+    for name, poison in {"infinity": ("llm.token_count.prompt", {"doubleValue": "Infinity"}),
+                         "nan": ("llm.token_count.completion", {"doubleValue": "NaN"}),
+                         "nested": ("input.value", {"stringValue": "[" * 1000 + "]" * 1000})}.items():
+        trace_id = app.answer("How do I reset my router?")
+        body = otlp_json(app.take())
+        key, value = poison
+        target = root_attribute(body, key) if key == "input.value" else attribute(body, key)
+        target.clear()
+        target.update(value)
+        assert acme.post("/v1/otlp/v1/traces", json=body).status_code == 200
+        poisons[name] = trace_id
+    evicted = app.answer("How do I reset my router?")
+    assert acme.post("/v1/otlp/v1/traces", json=otlp_json(app.take())).status_code == 200
+    member = keys.otlp_member("acme", evicted)
+    assert redis_client.delete(keys.otlp_spans(queue, member)) == 1        # evicted before its hand-over
+    poisons["evicted"] = evicted
+
+    good_app = App("healthy")
+    good = good_app.answer("How do I reset my router?")
+    assert globex.post("/v1/otlp/v1/traces", json=otlp_json(good_app.take())).status_code == 200
+    assert read_back(globex, good, until=("pending", "done"), timeout=SETTLE + 8)["app"] == "healthy"
+
+    for name, trace_id in poisons.items():
+        record = read_back(acme, trace_id, until=("invalid",), timeout=10)
+        assert record["error"], name
+        member = keys.otlp_member("acme", trace_id)
+        assert redis_client.zscore(keys.otlp_pending(queue), member) is None, name
+        for key in redis_client.scan_iter(match=f"*{trace_id}*"):
+            assert redis_client.ttl(key) > 0, (name, key)            # nothing of the poison lives on without a TTL
+    assert "llm.token_count.prompt" in read_back(acme, poisons["infinity"], until=("invalid",))["error"]
+    assert "nested" in read_back(acme, poisons["nested"], until=("invalid",))["error"]
+    assert "expired" in read_back(acme, poisons["evicted"], until=("invalid",))["error"]
+    assert counter(acme, "ragpulse_otlp_traces_total", outcome="invalid") - before == len(poisons)
+
+
+def test_a_stalled_handover_shows_in_the_lag_gauge(redis_client: redis.Redis, queue: str) -> None:
+    """No loop runs on this queue: a trace due two minutes ago is what a stalled hand-over leaves (OTLPHandoverStalled
+    reads this gauge)."""
+    registry = CollectorRegistry()
+    registry.register(QueueCollector(redis_client, Settings.from_env({"RAGPULSE_QUEUE": queue})))
+    assert registry.get_sample_value("ragpulse_otlp_handover_lag_seconds") == 0
+    pending = keys.otlp_pending(queue)
+    redis_client.zadd(pending, {keys.otlp_member("acme", "ab" * 16): time.time() - 120})
+    try:
+        assert 119 < registry.get_sample_value("ragpulse_otlp_handover_lag_seconds") < 180
+    finally:
+        redis_client.delete(pending)
+
+
+# -- issue 15: an attribute of the wrong type is coerced or dropped, not the whole trace -----------------------------
+
+def test_wrongly_typed_attributes_are_coerced_or_dropped_with_a_note() -> None:
+    spans = [
+        span("a", "", 0, 10, **{KIND: "CHAIN", "input.value": "reset?", "output.value": "Hold it."}),
+        span("b", "a", 1, 5, **{KIND: "RETRIEVER", f"{DOCS}.0.document.id": "d1", f"{DOCS}.0.document.score": "0.75",
+                                 f"{DOCS}.1.document.id": "d2", f"{DOCS}.1.document.score": "high",
+                                 f"{DOCS}.1.document.metadata": "[1, 2]"}),
+        span("c", "a", 5, 9, **{KIND: "LLM", "llm.token_count.prompt": "30", "llm.token_count.completion": 7.0}),
+    ]
+    built = assemble(spans)
+    assert [d.get("score") for d in built.trace["retrieved_docs"]] == [0.75, None]
+    assert "metadata" not in built.trace["retrieved_docs"][1]
+    assert built.trace["usage"] == {"prompt_tokens": 30, "completion_tokens": 7}
+    notes = sorted(built.notes)                   # coerced: "0.75" and "30"; dropped: "high" and metadata [1, 2]
+    assert [action for action, _ in notes] == ["coerced", "coerced", "dropped", "dropped"]
+    assert "llm.token_count.prompt: '30' read as 30" in [what for _, what in notes]
+    msgspec.convert(built.trace, Trace)                                                         # a valid trace
+
+
+def test_values_no_trace_can_hold_are_invalid_naming_the_attribute() -> None:
+    llm = span("c", "", 5, 9, **{KIND: "LLM", "llm.token_count.prompt": float("inf")})
+    with pytest.raises(SpansInvalid, match="llm.token_count.prompt"):
+        assemble([llm])
+    deep = span("a", "", 0, 10, **{"input.value": '{"a":' * 65 + "1" + "}" * 65})         # 65 levels
+    with pytest.raises(SpansInvalid, match="input.value holds JSON nested deeper than 64"):
+        assemble([deep])
+    with pytest.raises(SpansInvalid, match="expired"):
+        assemble([])
+
+
+def test_a_score_sent_as_a_string_no_longer_fails_the_trace(tenants) -> None:
+    _, acme, _ = tenants
+    before = counter(acme, "ragpulse_otlp_attributes_fixed_total", action="coerced")
+    app = App("stringly")
+    trace_id = app.answer("How do I reset my router?")
+    body = otlp_json(app.take())
+    score = attribute(body, f"{DOCS}.0.document.score")
+    score.clear()
+    score["stringValue"] = "0.9"
+    assert acme.post("/v1/otlp/v1/traces", json=body).status_code == 200
+    assert read_back(acme, trace_id, until=("pending", "done", "invalid"))["status"] != "invalid"
+    assert counter(acme, "ragpulse_otlp_attributes_fixed_total", action="coerced") - before == 1
