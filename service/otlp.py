@@ -12,7 +12,8 @@ from ragpulse.config import keys
 from ragpulse.exceptions import RateLimited
 from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch
-from ragpulse.otlp.decode import JSON, PROTOBUF, decode_export, response_body
+from ragpulse.otlp.decode import JSON, PROTOBUF, Decoded, decode_export, response_body
+from ragpulse.otlp.encoding import decoded_body
 from ragpulse.otlp.spans import SpanRecord
 from ragpulse.store.atomic import Writes, take_tokens
 from service.batches import INLINE_BODY_BYTES
@@ -30,11 +31,12 @@ async def otlp_traces(request: Request, body: bytes, call: Call) -> Response[byt
     buffered by OpenTelemetry trace id; a trace is assembled once its root span has arrived (plus
     RAGPULSE_OTLP_SETTLE_SECONDS), or RAGPULSE_OTLP_MAX_WAIT_SECONDS after its first span, and handed to the online
     path under its OpenTelemetry trace id (GET /v1/traces/{trace_id}); one without a query or documents is recorded
-    `incomplete`. Answers ExportTraceServiceResponse in the request's encoding, with `partial_success` counting the
+    `incomplete`. A body sent with `Content-Encoding: gzip` or `deflate` (the exporters' `compression`) is inflated up
+    to RAGPULSE_MAX_BODY_BYTES (413 past it). Answers ExportTraceServiceResponse in the request's encoding, with `partial_success` counting the
     spans refused (no valid trace id, or over RAGPULSE_OTLP_MAX_SPANS_PER_TRACE)."""
-    media = request.content_type[0]
-    decoded = decode_export(body, media) if len(body) <= INLINE_BODY_BYTES else \
-        await anyio.to_thread.run_sync(decode_export, body, media)
+    media, coding = request.content_type[0], request.headers.get("content-encoding", "")
+    decoded = _read(body, media, coding, call.settings.max_body_bytes) if len(body) <= INLINE_BODY_BYTES and not \
+        coding else await anyio.to_thread.run_sync(_read, body, media, coding, call.settings.max_body_bytes)
     by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
     for span in decoded.spans:
         by_trace[span.trace_id].append(span)
@@ -53,6 +55,11 @@ async def otlp_traces(request: Request, body: bytes, call: Call) -> Response[byt
         decoded.errors.append(f"over {settings.otlp_max_spans_per_trace} spans in one trace")
     await _count_rejected(call, invalid, decoded.rejected - invalid)
     return Response(response_body(decoded, media), media_type=media)
+
+
+def _read(body: bytes, media: str, coding: str, limit: int) -> Decoded:
+    """The export in `body`, inflated first when it is compressed (off the event loop unless small and plain)."""
+    return decode_export(decoded_body(body, coding, limit), media)
 
 
 async def _count_rejected(call: Call, invalid: int, too_many: int) -> None:

@@ -4,14 +4,20 @@ deeply nested JSON is a 400 naming the path; late spans never overwrite or doubl
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import msgspec
 import pytest
 import redis
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
 from prometheus_client import CollectorRegistry
 
 from ragpulse.config import keys
@@ -25,6 +31,7 @@ from tests.test_otlp import DOCS, KIND, App, otlp_json, read_back, span
 pytestmark = pytest.mark.integration
 
 KEYS = "acme:key-acme,globex:key-globex"
+MiB = 1024 * 1024
 SETTLE = 2.0
 
 
@@ -169,3 +176,73 @@ def test_a_score_sent_as_a_string_no_longer_fails_the_trace(tenants) -> None:
     assert acme.post("/v1/otlp/v1/traces", json=body).status_code == 200
     assert read_back(acme, trace_id, until=("pending", "done", "invalid"))["status"] != "invalid"
     assert counter(acme, "ragpulse_otlp_attributes_fixed_total", action="coerced") - before == 1
+
+
+# -- defect 3: gzip and deflate bodies, within the body limit -------------------------------------------------------
+
+def test_the_official_exporter_with_gzip_compression_delivers(client: httpx.Client, stack) -> None:
+    app = App("gzipped")
+    trace_id = app.answer("How do I reset my router?")
+    exporter = OTLPSpanExporter(endpoint=f"{stack.url}/v1/otlp/v1/traces", compression=Compression.Gzip)
+    assert exporter.export(app.take()) == SpanExportResult.SUCCESS
+    assert read_back(client, trace_id)["status"] == "done"
+
+
+def test_deflate_bodies_are_read_and_unknown_codings_are_415(client: httpx.Client) -> None:
+    app = App("deflated")
+    trace_id = app.answer("How do I reset my router?")
+    body = json.dumps(otlp_json(app.take())).encode()
+    headers = {"content-type": "application/json", "content-encoding": "deflate"}
+    assert client.post("/v1/otlp/v1/traces", content=zlib.compress(body), headers=headers).json() == {}
+    assert read_back(client, trace_id)["status"] == "done"
+    refused = client.post("/v1/otlp/v1/traces", content=body, headers={**headers, "content-encoding": "br"})
+    assert refused.status_code == 415 and "br" in refused.json()["detail"]
+    corrupt = client.post("/v1/otlp/v1/traces", content=b"\x1f\x8b not gzip", headers={
+        **headers, "content-encoding": "gzip"})
+    assert corrupt.status_code == 400
+
+
+def test_a_gzip_bomb_is_refused_with_413_within_the_body_limit(api_factory, stack) -> None:
+    limit = 4 * MiB
+    url = api_factory({**stack.env, "RAGPULSE_MAX_BODY_BYTES": str(limit)})
+    squeezer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(MiB)
+    bomb = b"".join(squeezer.compress(zeros) for _ in range(256)) + squeezer.flush()    # 256 MiB in ~250 KiB
+    assert len(bomb) < limit
+    before = peak_rss(api_factory.procs[url].process.pid)
+    response = httpx.post(f"{url}/v1/otlp/v1/traces", content=bomb, timeout=60, headers={
+        "content-type": "application/x-protobuf", "content-encoding": "gzip"})
+    assert response.status_code == 413 and str(limit) in response.json()["detail"]
+    assert peak_rss(api_factory.procs[url].process.pid) - before < 4 * limit    # the limit and its copies, not 256 MiB
+
+
+def peak_rss(pid: int) -> int:
+    """The process's peak resident memory (VmHWM) in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+# -- defect 4: deep OTLP/JSON is a 400 naming the path -------------------------------------------------------------
+
+@pytest.mark.parametrize("levels", [200, 1000, 5000])
+def test_deeply_nested_otlp_json_is_a_400_naming_the_path(client: httpx.Client, levels: int) -> None:
+    app = App("deep")
+    app.answer("How do I reset my router?")
+    body = otlp_json(app.take())
+    target = root_attribute(body, "input.value")
+    target.clear()
+    target["arrayValue"] = {"values": ["BOTTOM"]}
+    if levels < 900:         # AnyValues in AnyValues, three JSON levels each
+        for _ in range(levels // 3):
+            target["arrayValue"] = {"values": [{"arrayValue": target["arrayValue"]}]}
+        text = json.dumps(body).replace('"BOTTOM"', '{"stringValue": "bottom"}')
+    else:                    # json.dumps cannot even write 1,000 levels: brackets nested by hand
+        text = json.dumps(body).replace('"BOTTOM"', "[" * levels + "]" * levels)
+    response = client.post("/v1/otlp/v1/traces", content=text, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text[:300]
+    problem = response.json()
+    path = problem["errors"][0]["path"]
+    assert path.startswith("$.resourceSpans[0].scopeSpans[0].spans[") and ".attributes[" in path
+    assert "nested deeper than 128 levels" in problem["detail"]
