@@ -15,8 +15,10 @@ import httpx
 import msgspec
 import pytest
 import redis
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 from prometheus_client import CollectorRegistry
 
@@ -246,3 +248,85 @@ def test_deeply_nested_otlp_json_is_a_400_naming_the_path(client: httpx.Client, 
     path = problem["errors"][0]["path"]
     assert path.startswith("$.resourceSpans[0].scopeSpans[0].spans[") and ".attributes[" in path
     assert "nested deeper than 128 levels" in problem["detail"]
+
+
+# -- defect 2: one trace cannot make the API load an unbounded amount ----------------------------------------------
+
+def flood_exports(count: int, doc_bytes: int, docs_per_span: int) -> tuple[str, list[bytes]]:
+    """One trace as `count` protobuf exports of one span each (children first, the root last, as SDKs send them),
+    every child carrying `docs_per_span` documents of `doc_bytes` characters: (trace id, bodies)."""
+    app = App("flooder")
+    text = "x" * doc_bytes
+    with app.tracer.start_as_current_span("rag") as root:
+        root.set_attribute(KIND, "CHAIN")
+        root.set_attribute("input.value", "How do I reset my router?")
+        for _ in range(count - 1):
+            with app.tracer.start_as_current_span("retrieve") as retriever:
+                retriever.set_attribute(KIND, "RETRIEVER")
+                for i in range(docs_per_span):
+                    retriever.set_attribute(f"{DOCS}.{i}.document.id", f"d{i}")
+                    retriever.set_attribute(f"{DOCS}.{i}.document.content", text)
+        trace_id = format(root.get_span_context().trace_id, "032x")
+    return trace_id, [encode_spans([span]).SerializeToString() for span in app.take()]
+
+
+def test_a_one_trace_flood_is_capped_in_bytes_and_keeps_the_api_small(api_factory, queue: str) -> None:
+    url = api_factory({"RAGPULSE_QUEUE": queue, "RAGPULSE_SAMPLE_RATE": "1"})
+    pid = api_factory.procs[url].process.pid
+    trace_id, bodies = flood_exports(20, 1_000_000, 5)          # 20 exports of ~5 MB, one trace: 100 MB offered
+    started = peak_rss(pid)
+    refused = 0
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for body in bodies:
+            response = client.post("/v1/otlp/v1/traces", content=body, headers={
+                "content-type": "application/x-protobuf"})
+            assert response.status_code == 200
+            answer = ExportTraceServiceResponse.FromString(response.content)
+            refused += answer.partial_success.rejected_spans
+            if answer.partial_success.rejected_spans:
+                assert "bytes buffered for one trace" in answer.partial_success.error_message
+        record = read_back(client, trace_id, until=("pending", "done", "incomplete", "invalid"))
+        assert record["status"] != "invalid"
+        assert refused >= 15                                   # 16 MiB of the ~100 MB offered is buffered at most
+        assert counter(client, "ragpulse_otlp_spans_rejected_total", reason="too_large") >= refused
+    # Measured: +50 MiB with the 16 MiB cap (the same at 120 exports), +196 MiB without it (the hand-over loaded all).
+    assert peak_rss(pid) - started < 100 * MiB, (peak_rss(pid) - started) / MiB
+
+
+def test_an_attribute_over_its_byte_cap_is_cut_with_a_warning(api_factory, queue: str) -> None:
+    url = api_factory({"RAGPULSE_QUEUE": queue, "RAGPULSE_SAMPLE_RATE": "1",
+                       "RAGPULSE_OTLP_MAX_ATTRIBUTE_BYTES": "1000"})
+    trace_id, bodies = flood_exports(2, 5000, 1)             # one retriever with a 5,000-character document
+    with httpx.Client(base_url=url, timeout=30) as client:
+        before = counter(client, "ragpulse_otlp_attributes_fixed_total", action="truncated")
+        answers = [client.post("/v1/otlp/v1/traces", content=body, headers={"content-type": "application/x-protobuf"})
+                   for body in bodies]
+        partial = ExportTraceServiceResponse.FromString(answers[0].content).partial_success
+        assert partial.rejected_spans == 0 and "over 1000 bytes were truncated" in partial.error_message
+        assert read_back(client, trace_id, until=("pending", "done"))["status"] in ("pending", "done")
+        assert counter(client, "ragpulse_otlp_attributes_fixed_total", action="truncated") - before == 1
+
+
+# -- defect 5: late spans neither overwrite nor double-count a handed-over trace -------------------------------------
+
+def test_late_spans_are_refused_and_counted_and_the_done_record_stays(client: httpx.Client, stack) -> None:
+    app = App(f"late-{uuid.uuid4().hex[:6]}")
+    trace_id = app.answer("How do I reset my router?")
+    spans = app.take()
+    root = [s for s in spans if s.parent is None]
+    retriever = [s for s in spans if s.name == "retrieve"]
+    assert OTLPSpanExporter(endpoint=f"{stack.url}/v1/otlp/v1/traces").export(spans) == SpanExportResult.SUCCESS
+    done = read_back(client, trace_id)
+    assert done["status"] == "done"
+    service = app.provider.resource.attributes["service.name"]
+    assert client.get(f"/v1/monitor/{service}").json()["traces_received"] == 1
+    late_before = counter(client, "ragpulse_otlp_spans_rejected_total", reason="late")
+
+    body = encode_spans([*retriever, *root]).SerializeToString()     # a retried export, and a span that was slow
+    response = client.post("/v1/otlp/v1/traces", content=body, headers={"content-type": "application/x-protobuf"})
+    partial = ExportTraceServiceResponse.FromString(response.content).partial_success
+    assert partial.rejected_spans == 2 and "handed over already" in partial.error_message
+    assert counter(client, "ragpulse_otlp_spans_rejected_total", reason="late") - late_before == 2
+    time.sleep(SETTLE + 2)                  # past the settle time a second hand-over would have come after
+    assert client.get(f"/v1/traces/{trace_id}").json() == done
+    assert client.get(f"/v1/monitor/{service}").json()["traces_received"] == 1

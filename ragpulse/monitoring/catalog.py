@@ -90,11 +90,13 @@ OTLP_TRACES = MetricDef("ragpulse_otlp_traces", "counter",
                         (*PER_APP, "outcome"))
 OTLP_SPANS_REJECTED = MetricDef("ragpulse_otlp_spans_rejected", "counter",
                                 "OTLP spans refused: `invalid_id` (no valid trace or span id), `too_many` (over "
-                                "RAGPULSE_OTLP_MAX_SPANS_PER_TRACE).", ("reason",))
+                                "RAGPULSE_OTLP_MAX_SPANS_PER_TRACE), `too_large` (over RAGPULSE_OTLP_MAX_TRACE_BYTES "
+                                "in their trace), `late` (their trace was handed over already).", ("reason",))
 OTLP_ATTRIBUTES_FIXED = MetricDef("ragpulse_otlp_attributes_fixed", "counter",
-                                  "OTLP span attributes of the wrong type that assembly coerced (a numeric string "
-                                  "read as a number) or dropped (no number, metadata that is no object), logged "
-                                  "with the trace id.", ("action",))
+                                  "OTLP span attributes fixed rather than failing their trace: `truncated` (a "
+                                  "string over RAGPULSE_OTLP_MAX_ATTRIBUTE_BYTES, cut), `dropped` (another value over "
+                                  "it, or a wrongly typed one: no number, metadata that is no object), `coerced` (a "
+                                  "numeric string read as a number).", ("action",))
 
 FAITHFULNESS = GENERATION_BY_NAME["faithfulness"].prometheus
 TRACES_HALLUCINATED = GENERATION_BY_NAME["hallucination_rate"].prometheus

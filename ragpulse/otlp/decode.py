@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ragpulse.exceptions import MalformedBody
-from ragpulse.otlp.spans import SpanRecord, kept
+from ragpulse.otlp.spans import SpanRecord, capped, kept
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -37,10 +37,14 @@ class Decoded:
     spans: list[SpanRecord] = field(default_factory=list)
     rejected: int = 0
     errors: list[str] = field(default_factory=list)
+    """Why spans were rejected, and warnings (attributes cut or dropped), for the partial success's message."""
+    attributes: dict[str, int] = field(default_factory=dict)
+    """Attributes over the byte cap by what was done: `truncated` or `dropped`."""
 
 
-def decode_export(body: bytes, media_type: str) -> Decoded:
-    """Every span of the export with a valid trace id; MalformedBody when the body is not an export at all."""
+def decode_export(body: bytes, media_type: str, max_attribute_bytes: int = 2**62) -> Decoded:
+    """Every span of the export with a valid trace id, each attribute within `max_attribute_bytes`; MalformedBody
+    when the body is not an export at all."""
     request = ExportTraceServiceRequest()
     try:
         if media_type == PROTOBUF:
@@ -59,7 +63,7 @@ def decode_export(body: bytes, media_type: str) -> Decoded:
         service = next((_value(a.value) for a in resource_spans.resource.attributes if a.key == "service.name"), "")
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                _add(decoded, span, str(service or ""))
+                _add(decoded, span, str(service or ""), max_attribute_bytes)
     return decoded
 
 
@@ -68,13 +72,14 @@ def response_body(decoded: Decoded, media_type: str) -> bytes:
     response = ExportTraceServiceResponse()
     if decoded.rejected:
         response.partial_success.rejected_spans = decoded.rejected
+    if decoded.errors:          # with no span rejected, a warning: OTLP lets error_message carry one
         response.partial_success.error_message = "; ".join(dict.fromkeys(decoded.errors))[:1000]
     if media_type == PROTOBUF:
         return response.SerializeToString()
     return json.dumps(json_format.MessageToDict(response)).encode()
 
 
-def _add(decoded: Decoded, span: Any, service: str) -> None:
+def _add(decoded: Decoded, span: Any, service: str, max_attribute_bytes: int) -> None:
     trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
     if len(trace_id) != 32 or trace_id == "0" * 32 or len(span_id) != 16:
         decoded.rejected += 1
@@ -83,7 +88,22 @@ def _add(decoded: Decoded, span: Any, service: str) -> None:
     decoded.spans.append(SpanRecord(
         trace_id=trace_id, span_id=span_id, parent_id=span.parent_span_id.hex(), name=span.name,
         start_ns=span.start_time_unix_nano, end_ns=span.end_time_unix_nano, service=service,
-        attributes={a.key: _value(a.value) for a in span.attributes if kept(a.key)}))
+        attributes=_attributes(decoded, span, max_attribute_bytes)))
+
+
+def _attributes(decoded: Decoded, span: Any, limit: int) -> dict[str, Any]:
+    """The span's attributes assembly reads, each within `limit` bytes (cut or dropped, with a warning)."""
+    attributes = {}
+    for attribute in span.attributes:
+        if not kept(attribute.key):
+            continue
+        value, action = capped(_value(attribute.value), limit)
+        if action:
+            decoded.attributes[action] = decoded.attributes.get(action, 0) + 1
+            decoded.errors.append(f"attribute values over {limit} bytes were {action}")
+        if value is not None:
+            attributes[attribute.key] = value
+    return attributes
 
 
 def _value(value: AnyValue) -> Any:
