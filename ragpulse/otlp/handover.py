@@ -16,7 +16,7 @@ import msgspec
 
 from ragpulse.config import keys
 from ragpulse.config.settings import Settings
-from ragpulse.exceptions import Backlogged, RagpulseError, SpansInvalid
+from ragpulse.exceptions import Backlogged, RagpulseError
 from ragpulse.model.trace import Trace
 from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch
@@ -89,7 +89,7 @@ class Handover:
             outcome, app = await self._build(writes, tenant, trace_id, spans)
         except RETRIED_ERRORS:
             raise
-        except (SpansInvalid, msgspec.ValidationError, RagpulseError) as exc:
+        except (msgspec.ValidationError, RagpulseError) as exc:  # SpansInvalid, a policy read failing: data
             writes, app = Writes(), _app_of(spans)
             prefix = "breaks the trace schema: " if isinstance(exc, msgspec.ValidationError) else ""
             outcome = self._record(writes, tenant, trace_id, app, prefix + str(exc), "invalid")
