@@ -37,7 +37,8 @@
     │   ├── BadAnswer          a 2xx whose body is not the API's JSON (a proxy's page, a wrong URL)
     │   └── RagpulseSDKError   `ragpulse.sdk`: a helper call failed; carries the status and problem-details `errors`
     ├── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
-    └── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
+    ├── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
+    └── SpansInvalid           an OpenTelemetry trace's spans cannot make a ragpulse trace: it is recorded `invalid`
 """
 
 from __future__ import annotations
@@ -261,3 +262,8 @@ class TraceFileError(RagpulseError):
 
 class GateConfigError(RagpulseError):
     """`ragpulse gate`'s config cannot be read, is not TOML, or breaks the gate config's schema."""
+
+
+class SpansInvalid(RagpulseError):
+    """An OpenTelemetry trace's spans cannot make a ragpulse trace (a non-finite count, JSON nested past the limit,
+    no spans left to read); the hand-over records it `invalid` with this reason and goes on."""

@@ -108,7 +108,8 @@ def create_app(
                         reviews=ReviewDesk.open(store, settings),
                         otlp_buffer=SpanBuffer(loop_client, settings.queue_prefix, BufferLimits(
                             settings.otlp_settle_seconds, settings.otlp_max_wait_seconds,
-                            settings.otlp_max_spans_per_trace)),
+                            settings.otlp_max_spans_per_trace, settings.otlp_max_trace_bytes,
+                            settings.online_result_ttl_seconds)),
                         review_sessions=ReviewSessions(client, settings.review_session_ttl_seconds,
                                                        settings.review_max_sessions))
     app = Litestar(

@@ -15,9 +15,10 @@ from rq import Worker
 
 from dispatch.queues import queue_named
 from ragpulse.intake.decode import decode_body
-from ragpulse.monitoring.catalog import GAUGES, ONLINE_BACKLOG, ONLINE_LAG, QUEUE_DEPTH, WORKERS
+from ragpulse.monitoring.catalog import GAUGES, ONLINE_BACKLOG, ONLINE_LAG, OTLP_HANDOVER_LAG, QUEUE_DEPTH, WORKERS
 from ragpulse.online.post import stream_key
 from ragpulse.online.stream import backlog
+from ragpulse.otlp.buffer import handover_lag
 from ragpulse.monitoring.definitions import MetricDef
 from ragpulse.model.trace import APP_NAME_PATTERN
 from ragpulse.monitoring.sampling import PolicyInForce, PolicyUpdate
@@ -79,14 +80,15 @@ class MonitorController(Controller):
 
 
 class QueueCollector(Collector):
-    """Queue depth per priority queue, live RQ workers, and the online stream's backlog and lag, read from Redis at
-    scrape time."""
+    """Queue depth per priority queue, live RQ workers, the online stream's backlog and lag, and the OTLP hand-over's
+    lag, read from Redis at scrape time."""
 
     def __init__(self, client: redis.Redis, settings: Settings) -> None:
         self.client = client
         self.queues = {label: queue_named(name, client)
                        for label, name in zip(("online", "batch"), settings.queues, strict=True)}
         self.online_stream = stream_key(settings)
+        self.queue_prefix = settings.queue_prefix
 
     def describe(self) -> Iterator[Metric]:
         """Declare the gauges without touching Redis."""
@@ -114,6 +116,9 @@ class QueueCollector(Collector):
         posts.add_metric(["online"], waiting.posts)
         yield lag
         yield posts
+        otlp = _gauge(OTLP_HANDOVER_LAG)
+        otlp.add_metric([], handover_lag(self.client, self.queue_prefix))
+        yield otlp
 
 
 def _gauge(metric: MetricDef) -> GaugeMetricFamily:

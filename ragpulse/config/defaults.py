@@ -274,6 +274,14 @@ OTLP_MAX_WAIT_SECONDS = 30.0
 OTLP_MAX_SPANS_PER_TRACE = 1000
 """Spans buffered per OpenTelemetry trace; more are refused (partial success) and counted."""
 
+OTLP_MAX_TRACE_BYTES = 16 * 1024 * 1024
+"""Bytes of spans buffered per OpenTelemetry trace (as stored); spans past it are refused (partial success) and
+counted, so one trace sent as many exports cannot make the API that assembles it load more than this."""
+
+OTLP_MAX_ATTRIBUTE_BYTES = 1024 * 1024
+"""Bytes of one span attribute's value kept; a longer string is cut to it (at a character boundary) and any other
+longer value dropped, with a warning in the export's partial success."""
+
 SHUTDOWN_TASK_SECONDS = 2.0
 """How long the API waits at shutdown for its background tasks (the OTLP hand-over) to end."""
 

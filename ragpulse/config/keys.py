@@ -158,6 +158,12 @@ def otlp_meta(queue_prefix: str, member: str) -> str:
     return f"{PREFIX}:otlp:{queue_prefix}:meta:{member}"
 
 
+def otlp_done(queue_prefix: str, member: str) -> str:
+    """String: set when the trace was handed over, for as long as its record lives (RAGPULSE_ONLINE_RESULT_TTL_SECONDS):
+    spans arriving meanwhile are late, refused and counted, never a second hand-over."""
+    return f"{PREFIX}:otlp:{queue_prefix}:done:{member}"
+
+
 def trace_labels(tenant: str, job_id: str | None, trace_id: str) -> str:
     """Hash: reviewer -> msgpack Label of one trace (a batch trace under its job, an online one under none); expires
     settings.label_ttl_days after its latest label."""

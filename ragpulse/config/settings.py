@@ -73,6 +73,14 @@ class Settings:
     """RAGPULSE_OTLP_MAX_SPANS_PER_TRACE: spans buffered per OpenTelemetry trace; more are refused and counted
     (default 1,000)."""
 
+    otlp_max_trace_bytes: int = defaults.OTLP_MAX_TRACE_BYTES
+    """RAGPULSE_OTLP_MAX_TRACE_BYTES: bytes of spans buffered per OpenTelemetry trace; spans past it are refused
+    (partial success) and counted (default 16 MiB)."""
+
+    otlp_max_attribute_bytes: int = defaults.OTLP_MAX_ATTRIBUTE_BYTES
+    """RAGPULSE_OTLP_MAX_ATTRIBUTE_BYTES: bytes kept of one span attribute's value; a longer string is cut, another
+    longer value dropped, with a warning in the partial success (default 1 MiB)."""
+
     online_claim_idle_seconds: int = defaults.ONLINE_CLAIM_IDLE_SECONDS
     """RAGPULSE_ONLINE_CLAIM_IDLE_SECONDS: a post a worker took and has not finished or refreshed for this long is
     claimed by another worker (default 60)."""
@@ -284,6 +292,8 @@ class Settings:
             "otlp_settle_seconds": _float(env, "RAGPULSE_OTLP_SETTLE_SECONDS", cls.otlp_settle_seconds),
             "otlp_max_wait_seconds": _float(env, "RAGPULSE_OTLP_MAX_WAIT_SECONDS", cls.otlp_max_wait_seconds),
             "otlp_max_spans_per_trace": _int(env, "RAGPULSE_OTLP_MAX_SPANS_PER_TRACE", cls.otlp_max_spans_per_trace),
+            "otlp_max_trace_bytes": _int(env, "RAGPULSE_OTLP_MAX_TRACE_BYTES", cls.otlp_max_trace_bytes),
+            "otlp_max_attribute_bytes": _int(env, "RAGPULSE_OTLP_MAX_ATTRIBUTE_BYTES", cls.otlp_max_attribute_bytes),
             "queue_prefix": env.get("RAGPULSE_QUEUE", cls.queue_prefix),
             "judge_rpm": _int(env, "RAGPULSE_JUDGE_RPM", cls.judge_rpm, allow_zero=True),
             "judge_itpm": _int(env, "RAGPULSE_JUDGE_ITPM", cls.judge_itpm, allow_zero=True),

@@ -84,11 +84,19 @@ CONTEXT_TOKENS = MetricDef("ragpulse_context_tokens", "histogram",
                            TOKEN_BUCKETS)
 OTLP_TRACES = MetricDef("ragpulse_otlp_traces", "counter",
                         "OpenTelemetry traces assembled from OTLP exports, by outcome: `accepted` (handed to the online "
-                        "path), `incomplete` (no query or no documents), `invalid` (breaks the trace schema).",
+                        "path), `incomplete` (no query or no documents), `invalid` (its spans cannot make a trace: a value "
+                        "no trace can hold, JSON nested too deeply, spans expired, or any other failure to hand it "
+                        "over; GET /v1/traces/{trace_id} says why).",
                         (*PER_APP, "outcome"))
 OTLP_SPANS_REJECTED = MetricDef("ragpulse_otlp_spans_rejected", "counter",
                                 "OTLP spans refused: `invalid_id` (no valid trace or span id), `too_many` (over "
-                                "RAGPULSE_OTLP_MAX_SPANS_PER_TRACE).", ("reason",))
+                                "RAGPULSE_OTLP_MAX_SPANS_PER_TRACE), `too_large` (over RAGPULSE_OTLP_MAX_TRACE_BYTES "
+                                "in their trace), `late` (their trace was handed over already).", ("reason",))
+OTLP_ATTRIBUTES_FIXED = MetricDef("ragpulse_otlp_attributes_fixed", "counter",
+                                  "OTLP span attributes fixed rather than failing their trace: `truncated` (a "
+                                  "string over RAGPULSE_OTLP_MAX_ATTRIBUTE_BYTES, cut), `dropped` (another value over "
+                                  "it, or a wrongly typed one: no number, metadata that is no object), `coerced` (a "
+                                  "numeric string read as a number).", ("action",))
 
 FAITHFULNESS = GENERATION_BY_NAME["faithfulness"].prometheus
 TRACES_HALLUCINATED = GENERATION_BY_NAME["hallucination_rate"].prometheus
@@ -102,7 +110,7 @@ ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIM
        JUDGE_ERRORS, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
        RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, SECURITY_CHECKED, ACL_LEAKS, INJECTION_DOCS,
        INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, STALE_TRACES, ATTRIBUTION, PIPELINE_LATENCY, PIPELINE_COST,
-       CONTEXT_TOKENS, OTLP_TRACES, OTLP_SPANS_REJECTED, *prometheus_families())
+       CONTEXT_TOKENS, OTLP_TRACES, OTLP_SPANS_REJECTED, OTLP_ATTRIBUTES_FIXED, *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}
 
 QUEUE_DEPTH = MetricDef("ragpulse_queue_depth", "gauge", "Chunk jobs waiting per queue.", ("queue",))
@@ -112,7 +120,11 @@ ONLINE_LAG = MetricDef("ragpulse_online_lag_seconds", "gauge",
 ONLINE_BACKLOG = MetricDef("ragpulse_online_backlog", "gauge",
                            "Online trace posts accepted and not yet processed.", ("queue",))
 
-GAUGES = (QUEUE_DEPTH, WORKERS, ONLINE_LAG, ONLINE_BACKLOG)
+OTLP_HANDOVER_LAG = MetricDef("ragpulse_otlp_handover_lag_seconds", "gauge",
+                              "How long the oldest OpenTelemetry trace that is due for hand-over has been due (0 "
+                              "when none is): it grows only when no API replica's hand-over loop is working.", ())
+
+GAUGES = (QUEUE_DEPTH, WORKERS, ONLINE_LAG, ONLINE_BACKLOG, OTLP_HANDOVER_LAG)
 """Read from RQ and the online stream at scrape time by service.monitoring.QueueCollector, not stored in Redis."""
 
 JUDGE_AGREEMENT_LABELS = MetricDef(

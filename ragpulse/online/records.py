@@ -13,7 +13,7 @@ from ragpulse.config import keys
 from ragpulse.exceptions import TraceNotFound
 from ragpulse.model.results import TraceResult
 
-OnlineStatus = Literal["pending", "done", "failed", "incomplete"]
+OnlineStatus = Literal["pending", "done", "failed", "incomplete", "invalid"]
 
 
 class OnlineTrace(msgspec.Struct, kw_only=True):
@@ -24,7 +24,9 @@ class OnlineTrace(msgspec.Struct, kw_only=True):
     status: OnlineStatus
     """`pending` until a worker has processed it; `done`; `failed` (the judge failed, a budget ran out, or the
     evaluation could not run: `error` says which); or `incomplete`: an OpenTelemetry trace (POST /v1/otlp/v1/traces)
-    whose spans held no query or no documents (`error` names what was missing), counted and never evaluated."""
+    whose spans held no query or no documents (`error` names what was missing), counted and never evaluated; or
+    `invalid`: an OpenTelemetry trace whose spans could not make a trace at all (a value no trace can hold, its
+    buffered spans expired; `error` says why), counted and never evaluated."""
     sampled: bool
     """True when the app's sampling policy sent it to the judge."""
     sample_reason: str

@@ -16,20 +16,34 @@ Read, by span kind (OpenInference `openinference.span.kind`, else inferred from 
 
 The trace id is the OpenTelemetry trace id (32 hex characters); `app` is the resource's `service.name` (characters
 outside `A-Za-z0-9._-` become `-`, `default` when unset).
+
+An attribute of the wrong type is coerced or dropped, with a note (`Assembled.notes`), never the whole trace: a
+score or token count sent as a numeric string is read as a number, one that is no number is dropped, and so is
+document metadata that is not an object or holds an integer msgpack cannot store. A value no trace can hold raises
+SpansInvalid naming the attribute: a token count that is infinite or NaN, or JSON nested past MAX_JSON_DEPTH (which
+Python's JSON parser could not even read at ~1,000 levels).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragpulse.exceptions import SpansInvalid
 from ragpulse.otlp.spans import SpanRecord
 
 _APP_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _FIELDS = ("query", "question", "input", "text", "output", "answer", "content")
+MAX_JSON_DEPTH = 64
+"""The deepest JSON an attribute may nest (as `metadata` on POST /v1/traces): deeper is SpansInvalid."""
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
+"""The integers msgpack, the stored form of a trace, can hold."""
+Note = tuple[str, str]
+"""(action, what): `coerced` or `dropped`, and the attribute with why."""
 
 
 @dataclass
@@ -38,10 +52,16 @@ class Assembled:
 
     trace: dict[str, Any]
     missing: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    """Attributes of the wrong type that were coerced or dropped."""
 
 
 def assemble(spans: Sequence[SpanRecord]) -> Assembled:
-    """The ragpulse trace of `spans` (one OpenTelemetry trace, any order, duplicates allowed)."""
+    """The ragpulse trace of `spans` (one OpenTelemetry trace, any order, duplicates allowed); SpansInvalid when there
+    are none or one holds a value no trace can hold."""
+    if not spans:
+        raise SpansInvalid("no spans to assemble: its buffered spans expired or were evicted before the hand-over")
+    notes: list[Note] = []
     spans = sorted({s.span_id: s for s in spans}.values(), key=lambda s: (s.start_ns, s.span_id))
     ids = {s.span_id for s in spans}
     root = next((s for s in spans if not s.parent_id or s.parent_id not in ids), spans[0])
@@ -49,30 +69,31 @@ def assemble(spans: Sequence[SpanRecord]) -> Assembled:
     for span in spans:
         by_kind.setdefault(span.kind, []).append(span)
     llms, retrievers, rerankers = by_kind.get("LLM", []), by_kind.get("RETRIEVER", []), by_kind.get("RERANKER", [])
-    docs = [d for s in retrievers for d in _documents(s.attributes, "retrieval.documents")]
+    docs = [d for s in retrievers for d in _documents(s.attributes, "retrieval.documents", notes)]
     candidates = None
     if rerankers:
-        candidates = [d["id"] for d in _documents(rerankers[-1].attributes, "reranker.input_documents")] or \
+        candidates = [d["id"] for d in _documents(rerankers[-1].attributes, "reranker.input_documents", notes)] or \
             [d["id"] for d in docs] or None
-        docs = _documents(rerankers[-1].attributes, "reranker.output_documents") or docs
-    trace = {"trace_id": root.trace_id, "app": _app(root.service), "source": "production",
+        docs = _documents(rerankers[-1].attributes, "reranker.output_documents", notes) or docs
+    trace = {"trace_id": root.trace_id, "app": app_name(root.service), "source": "production",
              "query": _query(root, retrievers, llms), "retrieved_docs": _unique(docs),
              "answer": _answer(root, llms), "candidates": candidates, "generator_model": _model(llms),
-             "usage": _usage(llms), "latency_ms": _latency(root, retrievers, rerankers, llms)}
+             "usage": _usage(llms, notes), "latency_ms": _latency(root, retrievers, rerankers, llms)}
     trace = {key: value for key, value in trace.items() if value not in (None, "", {}, [])}
     missing = [name for name, key in (("query", "query"), ("documents", "retrieved_docs")) if key not in trace]
-    return Assembled(trace=trace, missing=missing)
+    return Assembled(trace=trace, missing=missing, notes=notes)
 
 
-def _documents(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+def _documents(attributes: dict[str, Any], prefix: str, notes: list[Note]) -> list[dict[str, Any]]:
     docs = []
     for i in range(10_000):
         base = f"{prefix}.{i}.document"
         if f"{base}.id" not in attributes and f"{base}.content" not in attributes:
             break
         doc = {"id": str(attributes.get(f"{base}.id") or f"{prefix.split('.')[0]}-{i}"),
-               "text": _text(attributes.get(f"{base}.content")), "score": attributes.get(f"{base}.score"),
-               "metadata": _metadata(attributes.get(f"{base}.metadata"))}
+               "text": _text(attributes.get(f"{base}.content")),
+               "score": _score(attributes.get(f"{base}.score"), f"{base}.score", notes),
+               "metadata": _metadata(attributes.get(f"{base}.metadata"), f"{base}.metadata", notes)}
         docs.append({key: value for key, value in doc.items() if value is not None})
     return docs
 
@@ -87,7 +108,7 @@ def _unique(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _query(root: SpanRecord, retrievers: list[SpanRecord], llms: list[SpanRecord]) -> str | None:
     for span in (root, *retrievers):
-        found = _field(span.attributes.get("input.value") or span.attributes.get("traceloop.entity.input"))
+        found = _field(span.attributes, "input.value", "traceloop.entity.input")
         if found:
             return found
     for span in reversed(llms):
@@ -99,12 +120,12 @@ def _query(root: SpanRecord, retrievers: list[SpanRecord], llms: list[SpanRecord
 
 
 def _answer(root: SpanRecord, llms: list[SpanRecord]) -> str | None:
-    found = _field(root.attributes.get("output.value") or root.attributes.get("traceloop.entity.output"))
+    found = _field(root.attributes, "output.value", "traceloop.entity.output")
     if found or not llms:
         return found
     last = llms[-1].attributes
     return (_last_message(last, "llm.output_messages", None) or _last_message(last, "gen_ai.completion", None)
-            or _field(last.get("output.value")))
+            or _field(last, "output.value"))
 
 
 def _last_message(attributes: dict[str, Any], prefix: str, role: str | None) -> str | None:
@@ -119,34 +140,116 @@ def _last_message(attributes: dict[str, Any], prefix: str, role: str | None) -> 
     return found
 
 
-def _field(value: Any) -> str | None:
-    """A string attribute, or the text field of a JSON one."""
+def _field(attributes: dict[str, Any], *names: str) -> str | None:
+    """The first of `names` set: a string attribute, or the text field of a JSON one."""
+    name = next((n for n in names if attributes.get(n)), names[0])
+    value = attributes.get(name)
     if not isinstance(value, str) or not value.strip():
         return None
-    if value.lstrip()[:1] in "{[":
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return value
-        if isinstance(parsed, dict):
-            return next((parsed[k] for k in _FIELDS if isinstance(parsed.get(k), str) and parsed[k].strip()), value)
+    parsed = _json(value, name)
+    if isinstance(parsed, dict):
+        return next((parsed[k] for k in _FIELDS if isinstance(parsed.get(k), str) and parsed[k].strip()), value)
     return value
+
+
+def _json(value: str, name: str) -> Any:
+    """The JSON a string attribute holds, None when it holds none; SpansInvalid past MAX_JSON_DEPTH."""
+    if value.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        parsed = json.loads(value)
+    except RecursionError:
+        raise SpansInvalid(f"{name} holds JSON nested too deeply to read (at most {MAX_JSON_DEPTH} levels)") from None
+    except ValueError:
+        return None
+    if _depth(parsed) > MAX_JSON_DEPTH:
+        raise SpansInvalid(f"{name} holds JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return parsed
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in `value`, walked without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((item, depth + 1) for item in (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None if value is None else json.dumps(value)
 
 
-def _metadata(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, dict):
+def _metadata(value: Any, name: str, notes: list[Note]) -> dict[str, Any] | None:
+    """An object, or a string holding a JSON object; anything else, or one msgpack cannot store, dropped."""
+    if value is None:
+        return None
+    parsed = _json(value, name) if isinstance(value, str) else value
+    if isinstance(parsed, dict) and _depth(parsed) > MAX_JSON_DEPTH:
+        raise SpansInvalid(f"{name} nests deeper than {MAX_JSON_DEPTH} levels")
+    if not isinstance(parsed, dict):
+        notes.append(("dropped", f"{name}: not an object"))
+        return None
+    if _has_huge_int(parsed):
+        notes.append(("dropped", f"{name}: holds an integer outside {INT_MIN} .. {INT_MAX}"))
+        return None
+    return parsed
+
+
+def _has_huge_int(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, int) and not INT_MIN <= node <= INT_MAX:
+            return True
+        if isinstance(node, dict | list):
+            stack.extend(node.values() if isinstance(node, dict) else node)
+    return False
+
+
+def _score(value: Any, name: str, notes: list[Note]) -> float | None:
+    """A document score: a number, or a numeric string read as one; anything else dropped."""
+    if value is None:
+        return None
+    number = _number(value)
+    if number is None or not math.isfinite(number):
+        notes.append(("dropped", f"{name}: {_shown(value)} is not a finite number"))
+        return None
+    if isinstance(value, str):
+        notes.append(("coerced", f"{name}: the string {_shown(value)} read as {number}"))
+    return number
+
+
+def _count(value: Any, name: str, notes: list[Note]) -> int | None:
+    """A token count: an integer, a whole float, or a numeric string; SpansInvalid when infinite or NaN."""
+    number = _number(value)
+    if number is None:
+        notes.append(("dropped", f"{name}: {_shown(value)} is not a number"))
+        return None
+    if not math.isfinite(number):
+        raise SpansInvalid(f"{name} is {number}: not a token count")
+    if isinstance(value, str) or number != int(number):
+        notes.append(("coerced", f"{name}: {_shown(value)} read as {int(number)}"))
+    return int(number)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
         return value
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
+            return float(value.strip())
         except ValueError:
             return None
-        return parsed if isinstance(parsed, dict) else None
     return None
+
+
+def _shown(value: Any) -> str:
+    return repr(value)[:80]
 
 
 def _model(llms: list[SpanRecord]) -> str | None:
@@ -157,18 +260,23 @@ def _model(llms: list[SpanRecord]) -> str | None:
     return None
 
 
-def _usage(llms: list[SpanRecord]) -> dict[str, int] | None:
-    prompt = _sum(llms, ("llm.token_count.prompt", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"))
+def _usage(llms: list[SpanRecord], notes: list[Note]) -> dict[str, int] | None:
+    prompt = _sum(llms, ("llm.token_count.prompt", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"), notes)
     completion = _sum(llms, ("llm.token_count.completion", "gen_ai.usage.output_tokens",
-                             "gen_ai.usage.completion_tokens"))
+                             "gen_ai.usage.completion_tokens"), notes)
     usage = {"prompt_tokens": prompt, "completion_tokens": completion}
     return {k: v for k, v in usage.items() if v is not None} or None
 
 
-def _sum(spans: list[SpanRecord], keys: tuple[str, ...]) -> int | None:
-    values = [next((int(s.attributes[k]) for k in keys if isinstance(s.attributes.get(k), int | float)), None)
-              for s in spans]
-    present = [v for v in values if v is not None]
+def _sum(spans: list[SpanRecord], keys: tuple[str, ...], notes: list[Note]) -> int | None:
+    """Each span's first count of `keys` that reads as one, summed; None when no span has one."""
+    present = []
+    for span in spans:
+        for key in (k for k in keys if span.attributes.get(k) is not None):
+            count = _count(span.attributes[key], key, notes)
+            if count is not None:
+                present.append(count)
+                break
     return sum(present) if present else None
 
 
@@ -180,5 +288,6 @@ def _latency(root: SpanRecord, retrievers: list[SpanRecord], rerankers: list[Spa
     return latency
 
 
-def _app(service: str) -> str:
-    return _APP_CHARS.sub("-", service).strip("-")[:64] or "default"
+def app_name(service: str) -> str:
+    """The `app` of a resource's `service.name` (an app name may not start with a dot: `.`, `..` are no name)."""
+    return _APP_CHARS.sub("-", service).strip("-.")[:64].rstrip("-.") or "default"

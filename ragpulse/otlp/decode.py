@@ -1,11 +1,13 @@
 """Decode an OTLP/HTTP trace export (`application/x-protobuf` or `application/json`) with the OpenTelemetry
 project's protobuf classes into SpanRecords; spans that cannot be read are counted as rejected, never dropped
-silently."""
+silently. OTLP/JSON nested deeper than MAX_JSON_DEPTH is a MalformedBody naming the path where it goes too deep (no
+export nests that far; Python's JSON parser cannot even read ~1,000 levels)."""
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,12 +19,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ragpulse.exceptions import MalformedBody
-from ragpulse.otlp.spans import SpanRecord, kept
+from ragpulse.otlp.spans import SpanRecord, capped, kept
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 """OTLP/JSON writes these ids as hex, where protobuf's JSON mapping expects base64."""
+MAX_JSON_DEPTH = 128
+"""The deepest nesting of arrays and objects read in OTLP/JSON: a span attribute sits 10 levels down and each nested
+array or key-value list adds 3, so 128 is far past any export (protobuf itself stops at 100 nested messages)."""
 
 
 @dataclass
@@ -32,26 +37,33 @@ class Decoded:
     spans: list[SpanRecord] = field(default_factory=list)
     rejected: int = 0
     errors: list[str] = field(default_factory=list)
+    """Why spans were rejected, and warnings (attributes cut or dropped), for the partial success's message."""
+    attributes: dict[str, int] = field(default_factory=dict)
+    """Attributes over the byte cap by what was done: `truncated` or `dropped`."""
 
 
-def decode_export(body: bytes, media_type: str) -> Decoded:
-    """Every span of the export with a valid trace id; MalformedBody when the body is not an export at all."""
+def decode_export(body: bytes, media_type: str, max_attribute_bytes: int = 2**62) -> Decoded:
+    """Every span of the export with a valid trace id, each attribute within `max_attribute_bytes`; MalformedBody
+    when the body is not an export at all."""
     request = ExportTraceServiceRequest()
     try:
         if media_type == PROTOBUF:
             request.ParseFromString(body)
         else:
-            data = json.loads(body)
+            data = _loads(body)
             _check_shape(data)
             json_format.ParseDict(_ids_to_base64(data), request, ignore_unknown_fields=True)
-    except (DecodeError, json_format.ParseError, ValueError, TypeError) as exc:
+    except TooDeep as exc:
+        raise MalformedBody(f"OTLP/JSON nested deeper than {MAX_JSON_DEPTH} levels at {exc.path}",
+                            [{"path": exc.path, "message": f"nested deeper than {MAX_JSON_DEPTH} levels"}]) from None
+    except (DecodeError, json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise MalformedBody(f"not an OTLP ExportTraceServiceRequest ({media_type}): {exc}") from None
     decoded = Decoded()
     for resource_spans in request.resource_spans:
         service = next((_value(a.value) for a in resource_spans.resource.attributes if a.key == "service.name"), "")
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                _add(decoded, span, str(service or ""))
+                _add(decoded, span, str(service or ""), max_attribute_bytes)
     return decoded
 
 
@@ -60,13 +72,14 @@ def response_body(decoded: Decoded, media_type: str) -> bytes:
     response = ExportTraceServiceResponse()
     if decoded.rejected:
         response.partial_success.rejected_spans = decoded.rejected
+    if decoded.errors:          # with no span rejected, a warning: OTLP lets error_message carry one
         response.partial_success.error_message = "; ".join(dict.fromkeys(decoded.errors))[:1000]
     if media_type == PROTOBUF:
         return response.SerializeToString()
     return json.dumps(json_format.MessageToDict(response)).encode()
 
 
-def _add(decoded: Decoded, span: Any, service: str) -> None:
+def _add(decoded: Decoded, span: Any, service: str, max_attribute_bytes: int) -> None:
     trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
     if len(trace_id) != 32 or trace_id == "0" * 32 or len(span_id) != 16:
         decoded.rejected += 1
@@ -75,7 +88,22 @@ def _add(decoded: Decoded, span: Any, service: str) -> None:
     decoded.spans.append(SpanRecord(
         trace_id=trace_id, span_id=span_id, parent_id=span.parent_span_id.hex(), name=span.name,
         start_ns=span.start_time_unix_nano, end_ns=span.end_time_unix_nano, service=service,
-        attributes={a.key: _value(a.value) for a in span.attributes if kept(a.key)}))
+        attributes=_attributes(decoded, span, max_attribute_bytes)))
+
+
+def _attributes(decoded: Decoded, span: Any, limit: int) -> dict[str, Any]:
+    """The span's attributes assembly reads, each within `limit` bytes (cut or dropped, with a warning)."""
+    attributes = {}
+    for attribute in span.attributes:
+        if not kept(attribute.key):
+            continue
+        value, action = capped(_value(attribute.value), limit)
+        if action:
+            decoded.attributes[action] = decoded.attributes.get(action, 0) + 1
+            decoded.errors.append(f"attribute values over {limit} bytes were {action}")
+        if value is not None:
+            attributes[attribute.key] = value
+    return attributes
 
 
 def _value(value: AnyValue) -> Any:
@@ -109,18 +137,73 @@ def _check_shape(node: Any, depth: int = 0, path: str = "$") -> None:
         _check_shape(item, depth + 1, f"{path}.{_LEVELS[depth]}[{i}]")
 
 
-def _ids_to_base64(node: Any) -> Any:
-    """OTLP/JSON's hex ids rewritten to the base64 protobuf's JSON parser reads (in place; returns the node)."""
-    if isinstance(node, dict):
-        for key, item in node.items():
+class TooDeep(Exception):
+    """OTLP/JSON nests past MAX_JSON_DEPTH at `path`."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+Steps = tuple[Any, ...] | None
+"""A JSON path kept as linked (parent, step) pairs: built for every node, spelled out only for an error."""
+
+
+def _spelled(steps: Steps) -> str:
+    parts: list[str] = []
+    while steps is not None:
+        steps, step = steps
+        parts.append(f"[{step}]" if isinstance(step, int) else f".{step}")
+    return "$" + "".join(reversed(parts))
+
+
+def _loads(body: bytes) -> Any:
+    """The body's JSON; TooDeep naming the path where Python's parser ran out of recursion."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise TooDeep(_deep_path(body)) from None
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"\s*(:)?|[\[\]{},]', re.S)
+
+
+def _deep_path(body: bytes) -> str:
+    """The path to the first array or object opened MAX_JSON_DEPTH levels down, found by a scan of the tokens that
+    stops there (only bodies json.loads could not read are scanned)."""
+    frames: list[list[Any]] = []          # per open container: [is_object, its current key or index]
+    for match in _TOKEN.finditer(body):
+        token = match.group(0)[:1]
+        if token in (b"{", b"["):
+            if len(frames) >= MAX_JSON_DEPTH:
+                break
+            frames.append([token == b"{", None if token == b"{" else 0])
+        elif token in (b"}", b"]") and frames:
+            frames.pop()
+        elif token == b"," and frames and not frames[-1][0]:
+            frames[-1][1] += 1
+        elif match.group(1) and frames:
+            frames[-1][1] = match.group(0).rsplit(b":", 1)[0].strip()[1:-1].decode("utf-8", "replace")
+    steps: Steps = None
+    for _, step in frames:
+        steps = (steps, step)
+    return _spelled(steps)
+
+
+def _ids_to_base64(data: Any) -> Any:
+    """OTLP/JSON's hex ids rewritten to the base64 protobuf's JSON parser reads (in place; returns the data);
+    TooDeep past MAX_JSON_DEPTH. Walked without recursion."""
+    stack: list[tuple[Any, Steps, int]] = [(data, None, 1)]
+    while stack:
+        node, steps, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise TooDeep(_spelled(steps))
+        for key, item in node.items() if isinstance(node, dict) else enumerate(node):
             if key in ID_FIELDS and isinstance(item, str):
                 try:
                     node[key] = base64.b64encode(bytes.fromhex(item)).decode()
                 except ValueError:
                     pass  # not hex: left for the parser, which rejects it by name
-            else:
-                _ids_to_base64(item)
-    elif isinstance(node, list):
-        for item in node:
-            _ids_to_base64(item)
-    return node
+            elif isinstance(item, dict | list):
+                stack.append((item, (steps, key), depth + 1))
+    return data

@@ -50,3 +50,19 @@ class SpanRecord(msgspec.Struct, kw_only=True, array_like=True):
 def kept(key: str) -> bool:
     """True for an attribute assembly reads."""
     return key.startswith(READ_PREFIXES)
+
+
+_sizer = msgspec.msgpack.Encoder()
+
+
+def capped(value: Any, limit: int) -> tuple[Any, str | None]:
+    """An attribute value within `limit` bytes: (the value, None) when it fits, (its first `limit` bytes, "truncated")
+    for a longer string (cut at a character boundary), (None, "dropped") for any other longer value."""
+    if isinstance(value, str):
+        if len(value) * 4 <= limit:             # at most 4 UTF-8 bytes a character: fits without encoding
+            return value, None
+        raw = value.encode("utf-8", "surrogatepass")
+        return (value, None) if len(raw) <= limit else (raw[:limit].decode("utf-8", "ignore"), "truncated")
+    if isinstance(value, list | dict) and len(_sizer.encode(value)) > limit:
+        return None, "dropped"
+    return value, None

@@ -39,7 +39,7 @@ class TraceRecord(TypedDict):
     trace_id: str
     app: str
     status: str
-    """pending, done, failed or incomplete."""
+    """pending, done, failed, incomplete or invalid."""
     sampled: bool
     sample_reason: str
     checks: list[str]

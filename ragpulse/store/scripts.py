@@ -170,33 +170,49 @@ return gone
 
 
 OTLP_ADD = """
--- KEYS: pending zset, spans list, meta hash. ARGV: now, settle, max_wait, ttl, member, max_spans, has_root, spans...
+-- KEYS: pending zset, spans list, meta hash, done marker. ARGV: now, settle, max_wait, ttl, member, max_spans,
+-- has_root, max_bytes, spans...
 -- Buffers an export's spans of one trace and sets when the trace is due: once its root span is in, `settle` seconds
--- after the latest export; never later than `max_wait` after its first span. Returns the spans refused (over
--- max_spans).
+-- after the latest export; never later than `max_wait` after its first span, nor before a lease on it ends. Returns
+-- the spans refused: {over max_spans, over max_bytes, late (the trace was handed over already)}.
 local now, settle, max_wait, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if redis.call('EXISTS', KEYS[4]) == 1 then return {0, 0, #ARGV - 8} end
+local max_spans, max_bytes = tonumber(ARGV[6]), tonumber(ARGV[8])
+local count = redis.call('LLEN', KEYS[2])
+local bytes = tonumber(redis.call('HGET', KEYS[3], 'bytes') or '0')
+local too_many, too_large = 0, 0
+for i = 9, #ARGV do
+  if count >= max_spans then too_many = too_many + 1
+  elseif bytes + #ARGV[i] > max_bytes then too_large = too_large + 1
+  else
+    redis.call('RPUSH', KEYS[2], ARGV[i])
+    count, bytes = count + 1, bytes + #ARGV[i]
+  end
+end
+if count == 0 then return {too_many, too_large, 0} end
 redis.call('HSETNX', KEYS[3], 'first', ARGV[1])
+redis.call('HSET', KEYS[3], 'bytes', bytes)
 if ARGV[7] == '1' then redis.call('HSET', KEYS[3], 'root', '1') end
 redis.call('EXPIRE', KEYS[3], ttl)
-local room = tonumber(ARGV[6]) - redis.call('LLEN', KEYS[2])
-local offered = #ARGV - 7
-local taken = math.max(0, math.min(room, offered))
-for i = 8, 7 + taken do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('EXPIRE', KEYS[2], ttl)
 local due = tonumber(redis.call('HGET', KEYS[3], 'first')) + max_wait
 if redis.call('HEXISTS', KEYS[3], 'root') == 1 then due = math.min(due, now + settle) end
+due = math.max(due, tonumber(redis.call('HGET', KEYS[3], 'lease') or '0'))
 redis.call('ZADD', KEYS[1], due, ARGV[5])
-return offered - taken
+return {too_many, too_large, 0}
 """
 """Buffer one export's spans of one OpenTelemetry trace (ragpulse.otlp.buffer)."""
 
 OTLP_LEASE = """
--- KEYS: pending zset, spans list. ARGV: now, lease, member.
--- Takes a due trace for `lease` seconds (its score moves past the lease, so no other replica takes it meanwhile;
--- a replica that dies leaves it due again) and returns its spans; nil when it is not due or gone.
+-- KEYS: pending zset, spans list, meta hash. ARGV: now, lease, member.
+-- Takes a due trace for `lease` seconds (its score moves past the lease, and the meta keeps when the lease ends so a
+-- later export cannot make it due sooner: no other replica takes it meanwhile; a replica that dies leaves it due
+-- again) and returns its spans; nil when it is not due or gone.
 local score = redis.call('ZSCORE', KEYS[1], ARGV[3])
 if not score or tonumber(score) > tonumber(ARGV[1]) then return nil end
-redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+local until_ = tonumber(ARGV[1]) + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], until_, ARGV[3])
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'lease', until_) end
 return redis.call('LRANGE', KEYS[2], 0, -1)
 """
 """Lease a due OpenTelemetry trace for assembly; the hand-over removes it in the same atomic group as its writes."""
