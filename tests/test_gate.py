@@ -368,6 +368,8 @@ def test_a_clear_drop_fails_the_regression_check_with_and_without_thresholds(sta
         assert re.search(r"^metric +value +95% CI +threshold +p +p adj +verdict$", run.stdout, re.M)
         assert re.search(r"^recall@5 vs baseline .* \d\S* +\d\S* +FAIL$", run.stdout, re.M)   # p and adjusted p
         assert "adjusted (holm over" in run.stdout
+        assert re.search(r"^ +tested against the baseline \(holm correction over 6, alpha 0\.05\): recall@5, ", run.stdout,
+                         re.M)                                           # the output names the family and correction
 
 
 def test_an_unchanged_file_and_a_noise_level_change_pass(stack: LiveStack, tmp_path: Path) -> None:

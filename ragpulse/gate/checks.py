@@ -52,8 +52,12 @@ def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
     """A row per metric of the comparison's tested family, decided as the comparison decided it (one function,
     ragpulse.reporting.significance.decide, for compare and gate alike): a regression fails unless
     `fail_on_regression` is off. The oracle gap or RAG lift, when there is one, as information."""
-    rows = [_family_row(key, delta, comparison, config.baseline.fail_on_regression)
-            for key, delta in {**comparison.retrieval, **comparison.generation}.items() if delta.tested]
+    rows = [Row(metric="regression family", value=None, interval=None, threshold="-", verdict="info",
+                detail=f"tested against the baseline ({comparison.correction} correction over "
+                       f"{len(comparison.family)}, alpha {comparison.alpha:g}): {', '.join(comparison.family)}; "
+                       "every other metric is described in the comparison, not tested")]
+    rows += [_family_row(key, delta, comparison, config.baseline.fail_on_regression)
+             for key, delta in {**comparison.retrieval, **comparison.generation}.items() if delta.tested]
     for name, gap in (("oracle_gap", comparison.oracle_gap), ("rag_lift", comparison.rag_lift)):
         if gap is not None:
             rows.append(Row(metric=f"{name} ({gap.metric})", value=gap.value, interval=gap.ci95, threshold="-",
