@@ -80,6 +80,12 @@ def test_an_online_label_is_stored_beside_the_judges_call_and_replaced_by_its_re
     assert body["sample"] == "uniform" and body["inclusion_probability"] == 1.0 and body["reason"] == "uniform"
     assert body["labelled_at"].endswith("Z") and body["claims"] == [{"index": 0, "verdict": "unsupported"}]
 
+    nowhere = label(review.acme, trace_id, "bob", True, claims=[{"index": 0, "verdict": "supported"},
+                                                              {"index": 0, "verdict": "unsupported"},
+                                                              {"index": 70, "verdict": "supported"}])
+    assert nowhere.status_code == 422                                 # a verdict on no claim would be lost
+    assert [e["path"] for e in nowhere.json()["errors"]] == ["$.claims[1].index", "$.claims[2].index"]
+
     again = label(review.acme, trace_id, "ann@example.com", False)
     assert again.status_code == 201 and again.json()["replaced"] is True
     listed = review.acme.get("/v1/labels", params={"trace_id": trace_id}).json()

@@ -12,6 +12,7 @@ import msgspec
 from dataclasses import dataclass
 
 from ragpulse.config.settings import Settings
+from ragpulse.exceptions import InvalidBody
 from ragpulse.evaluation.judge_input import JudgeInputLimits
 from ragpulse.judges.kinds import current_prompt_versions, is_heuristic
 from ragpulse.labels import annotators, corrections, lookup, queue
@@ -23,12 +24,28 @@ from ragpulse.labels.reading import SourceReader
 from ragpulse.labels.store import LabelStore
 from ragpulse.labels.traces import LabelledTrace, by_judge
 from ragpulse.model.calibration import CalibrationRequest
-from ragpulse.model.labels import AppAgreement, InterAnnotator, Label, LabelRequest, ReviewQueue, TraceLabels
+from ragpulse.model.labels import (
+    AppAgreement, InterAnnotator, JudgeView, Label, LabelRequest, ReviewQueue, TraceLabels,
+)
 from ragpulse.model.agreement import CorrectedRate
 from ragpulse.model.compare import Comparison, CorrectedSides
 from ragpulse.model.report import Report
 from ragpulse.model.results import TraceResult
 from ragpulse.store import Store, utcnow
+
+
+def check_claims(request: LabelRequest, view: JudgeView) -> None:
+    """InvalidBody naming `$.claims[j].index` for a claim the judge's list does not hold, or one given twice: a verdict
+    on no claim would be silently lost."""
+    seen: set[int] = set()
+    errors = []
+    for j, claim in enumerate(request.claims or ()):
+        if claim.index >= len(view.claims) or claim.index in seen:
+            why = "given twice" if claim.index in seen else f"the judge found {len(view.claims)} claims"
+            errors.append({"path": f"$.claims[{j}].index", "message": f"no claim {claim.index} to label: {why}"})
+        seen.add(claim.index)
+    if errors:
+        raise InvalidBody(f"{len(errors)} claim verdict(s) name no claim of trace {request.trace_id}", errors)
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,7 @@ class ReviewDesk:
         """Store one reviewer's label of a judged trace (404 when not the tenant's; 422 when it has no verdict)."""
         judged = lookup.find(self.store.redis, self.store, tenant, request.trace_id, request.job_id)
         view = judged.verdict()
+        check_claims(request, view)
         placement = place_judged(self.store.redis, self.design, tenant, judged, view)
         return self.labels.put(tenant, new_label(request, judged, view, placement, utcnow()))
 
