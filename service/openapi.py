@@ -59,6 +59,10 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
 }
 """The problem-details statuses each operation can answer (a test checks that every operation is listed)."""
 
+POST_422 = ("The body breaks the schema (`errors` lists every failing path, at most 100), or its `Idempotency-Key` "
+            "was sent before with another body (`errors` names `header.idempotency-key`).")
+"""POST /v1/traces' and /v1/batches' 422: the same two causes."""
+
 _WHY = {
     400: "Malformed JSON, or a path or query parameter out of range; `errors` names it (`query.limit`).",
     401: "Missing or unknown API key: send `Authorization: Bearer <api key>`.",
@@ -97,12 +101,8 @@ _WHY_HERE = {
     ("/v1/labels", "post", 422): "The body breaks the schema (`errors` names each failing path), or the trace has no "
                                  "judge verdict (`errors` names `$.trace_id`).",
     ("/v1/labels", "get", 404): "The trace has no label and is not this tenant's (or has expired).",
-    ("/v1/traces", "post", 422): "The body breaks the schema (`errors` lists every failing path, at most 100), or "
-                                 "its `Idempotency-Key` was sent before with another body (`errors` names "
-                                 "`header.idempotency-key`).",
-    ("/v1/batches", "post", 422): "The body breaks the schema (`errors` lists every failing path, at most 100), or "
-                                  "its `Idempotency-Key` was sent before with another body (`errors` names "
-                                  "`header.idempotency-key`).",
+    ("/v1/traces", "post", 422): POST_422,
+    ("/v1/batches", "post", 422): POST_422,
     ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, an invalid app name, or the tenant already has the "
                                            "maximum number of app policies.",
 }

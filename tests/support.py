@@ -163,3 +163,17 @@ class Cluster:
     def stop(self) -> None:
         for proc in self.procs:
             proc.stop()
+
+
+def start_tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Every real start tag of an HTML page with its attributes (escaped text is not a tag)."""
+    from html.parser import HTMLParser  # noqa: PLC0415 - only the page tests need it
+
+    found: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            found.append((tag, attrs))
+
+    Collect().feed(page)
+    return found

@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from html.parser import HTMLParser
 from pathlib import Path
 
 import httpx
 import pytest
 
 from ragpulse.metrics.registry import GENERATION
-from tests.support import wait_for_job
+from tests.support import start_tags, wait_for_job
 
 pytestmark = pytest.mark.integration
 
@@ -89,14 +88,7 @@ URL_ATTRS = {"src", "href", "action", "srcset", "poster", "data"}
 
 
 def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
-    """Every real start tag of the page with its attributes (escaped text is not a tag)."""
-    found: list[tuple[str, list[tuple[str, str | None]]]] = []
-
-    class Collect(HTMLParser):
-        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-            found.append((tag, attrs))
-
-    Collect().feed(page)
+    found = start_tags(page)
     assert len(found) > 50
     return found
 

@@ -14,7 +14,6 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
 import httpx
@@ -22,7 +21,7 @@ import pytest
 
 from ragpulse.config import keys
 from ragpulse.store.review_sessions import ReviewSessions
-from tests.support import start_api, start_worker, wait_for_job
+from tests.support import start_tags, start_api, start_worker, wait_for_job
 
 pytestmark = pytest.mark.integration
 
@@ -289,12 +288,6 @@ def _yes(value: bool) -> str:
 
 
 def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
-    found: list[tuple[str, list[tuple[str, str | None]]]] = []
-
-    class Collect(HTMLParser):
-        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-            found.append((tag, attrs))
-
-    Collect().feed(page)
+    found = start_tags(page)
     assert len(found) > 20
     return found

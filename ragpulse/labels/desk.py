@@ -27,7 +27,6 @@ from ragpulse.model.calibration import CalibrationRequest
 from ragpulse.model.labels import (
     AppAgreement, InterAnnotator, JudgeView, Label, LabelRequest, ReviewQueue, TraceLabels,
 )
-from ragpulse.model.agreement import CorrectedRate
 from ragpulse.model.compare import Comparison, CorrectedSides
 from ragpulse.model.report import Report
 from ragpulse.model.results import TraceResult
@@ -110,12 +109,10 @@ class ReviewDesk:
         """The report with the judge's agreement with the app's reviewers and the hallucination rates corrected for
         the judge's measured error (in place). The app is the job's traces' (a job holding several apps: one of
         them); the judge is the one that judged most of its traces, at the prompt version it uses now."""
-        judge = max(report.generation.judges.items(), key=lambda item: item[1], default=(None, 0))[0]
-        version = current_prompt_versions().get(judge or "")
         result = self.store.results.any(job_id)
-        if judge is None or version is None or result is None:
+        if result is None:
             return report
-        traces = self.labelled(tenant, result.app, judge, version)
+        traces = self._labelled_for(tenant, result.app, report.generation.judges)
         estimates = {rate: getattr(report.generation, rate, None) for rate in corrections.CORRECTED}
         report.judge_agreement = corrections.agreement(traces)
         report.corrected = corrections.corrected_rates(corrections.counts_of(estimates), traces)
@@ -138,21 +135,24 @@ class ReviewDesk:
                            ) -> Comparison:
         """The comparison with each hallucination rate of the matched traces corrected on both sides (in place);
         `sides` holds each side's results (`baseline`, `candidate`): their app and most frequent judge."""
+        labelled = {side: self._labelled_for(tenant, results[0].app if results else "",
+                                             Counter(r.judge for r in results if r.judge and r.generation is not None))
+                    for side, results in sides.items()}
         for rate in corrections.CORRECTED:
             delta = comparison.generation.get(rate)
-            if delta is None:
-                continue
-            found = {side: self._corrected(tenant, sides[side], rate, getattr(delta, side), delta.n)
-                     for side in ("baseline", "candidate")}
-            comparison.corrected[rate] = CorrectedSides(**found)
+            if delta is not None:
+                comparison.corrected[rate] = CorrectedSides(**{
+                    side: corrections.corrected_rates({rate: (round(getattr(delta, side) * delta.n), delta.n)},
+                                                      labelled[side])[rate]
+                    for side in ("baseline", "candidate")})
         return comparison
 
-    def _corrected(self, tenant: str, results: Sequence[TraceResult], rate: str, mean: float, n: int) -> CorrectedRate:
-        judges = Counter(r.judge for r in results if r.judge and r.generation is not None)
-        judge = judges.most_common(1)[0][0] if judges else ""
+    def _labelled_for(self, tenant: str, app: str, judged: Mapping[str, int]) -> list[LabelledTrace]:
+        """The app's labelled traces of the judge that judged most (`judged`: judge -> traces), at the prompt version
+        it uses now; none without a judge that has one."""
+        judge = max(judged.items(), key=lambda item: item[1], default=("", 0))[0]
         version = current_prompt_versions().get(judge)
-        traces = self.labelled(tenant, results[0].app, judge, version) if version and results else []
-        return corrections.corrected_rates({rate: (round(mean * n), n)}, traces)[rate]
+        return self.labelled(tenant, app, judge, version) if version is not None and app else []
 
     def uniform_labelled(self, tenant: str, app: str) -> int:
         """Traces of the app's uniform sample labelled within the agreement window."""
