@@ -82,6 +82,13 @@ class Browser:
         if loads:
             self._wait_for_load()
 
+    def wait_for(self, expression: str, timeout: float = 10.0) -> None:
+        """Poll until `expression` is true in the page (autofocus, for one, may land after the load event)."""
+        deadline = time.monotonic() + timeout
+        while not self.eval(expression):
+            assert time.monotonic() < deadline, f"never true: {expression}"
+            time.sleep(0.05)
+
     def type(self, text: str) -> None:
         self.send("Input.insertText", text=text)
 

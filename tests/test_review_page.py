@@ -231,6 +231,7 @@ def test_a_reviewer_labels_a_trace_by_keyboard_in_chromium(review: ReviewStack, 
         browser.resize(800)
         browser.open(f"{review.url}/review/{APP}")
         assert browser.eval("location.pathname") == "/review/login"
+        browser.wait_for("document.activeElement && document.activeElement.id === 'api_key'")  # autofocus
         browser.type(review.keys[acme(review)])                           # the key field has the focus
         browser.press("Enter", loads=True)
         assert browser.eval("location.pathname + location.search") == f"/review/{APP}"
