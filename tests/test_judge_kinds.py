@@ -15,6 +15,7 @@ from ragpulse.exceptions import ConfigError
 from ragpulse.judges import kinds
 from ragpulse.intake.warnings import data_quality_warnings
 from ragpulse.model.trace import BatchOptions, JudgeName, RetrievedDoc, Trace
+from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 
 MODEL = "claude-sonnet-4-6"
@@ -30,6 +31,11 @@ def traces(generator_model: str | None = None) -> list[Trace]:
 def test_the_wire_schema_names_exactly_the_catalogued_judges() -> None:
     # msgspec needs a Literal to validate `options.judge`; this keeps it from drifting from the kinds.
     assert sorted(get_args(JudgeName)) == sorted(kinds.names())
+
+
+def test_settings_accept_exactly_the_catalogued_judges_in_order() -> None:
+    # config/ sits below judges/, so settings check RAGPULSE_JUDGE against this tuple, not the catalog.
+    assert defaults.JUDGE_NAMES == kinds.names()
 
 
 def test_every_judging_kind_builds_a_judge_that_carries_its_name(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,8 +27,16 @@ def imports(package: str) -> list[tuple[str, str]]:
                     module = ".".join(base + ([node.module] if node.module else []))
                 else:
                     module = node.module or ""
-                found.append((f"{where}:{node.lineno}", module))
+                # `from ragpulse import model` imports ragpulse.model, not only ragpulse's __init__
+                submodules = {f"{module}.{a.name}" for a in node.names if _is_module(f"{module}.{a.name}")}
+                found += [(f"{where}:{node.lineno}", m) for m in sorted(submodules) or [module]]
     return found
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether `dotted` names a package or module file in this repository."""
+    path = ROOT.joinpath(*dotted.split("."))
+    return path.is_dir() or path.with_suffix(".py").is_file()
 
 
 def offenders(package: str, forbidden: set[str]) -> list[str]:
@@ -61,3 +69,88 @@ def test_ragpulse_imports_no_app_layer_nor_web_or_queue_framework() -> None:
 def test_dispatch_imports_neither_service_nor_worker() -> None:
     bad = offenders("dispatch", {"service", "worker"})
     assert not bad, "dispatch/ is shared by service/ and worker/ and imports neither:\n" + "\n".join(bad)
+
+
+def subpackage_of(module: str) -> str | None:
+    """The node of ragpulse's package graph that `module` belongs to: `ragpulse.X` for a subpackage or top-level
+    module X, `ragpulse` for the package's own __init__, None outside ragpulse."""
+    parts = module.split(".")
+    if parts[0] != "ragpulse":
+        return None
+    if len(parts) > 1 and _is_module(f"ragpulse.{parts[1]}"):
+        return f"ragpulse.{parts[1]}"
+    return "ragpulse"
+
+
+def subpackage_edges() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) subpackage pairs of ragpulse/, each with the `file:line`s that make it.
+
+    Every import counts: module-level, function-level (lazy) and `if TYPE_CHECKING:` ones, since each is a
+    dependency a reader must follow and a lazy import is how a circle usually hides."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for where, module in imports("ragpulse"):
+        source = subpackage_of(where.split(":")[0].removesuffix(".py").replace("/", ".").removesuffix(".__init__"))
+        target = subpackage_of(module)
+        if target is not None and source != target:
+            edges.setdefault((source, target), []).append(where)
+    return edges
+
+
+def strongly_connected(edges: set[tuple[str, str]]) -> list[set[str]]:
+    """The graph's strongly connected components of more than one node (Tarjan): each holds at least one cycle."""
+    successors: dict[str, list[str]] = {}
+    for source, target in sorted(edges):
+        successors.setdefault(source, []).append(target)
+        successors.setdefault(target, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in successors[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while not component or member != node:
+                member = stack.pop()
+                component.add(member)
+            if len(component) > 1:
+                components.append(component)
+
+    for node in successors:
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_cycle_finder_finds_a_known_cycle() -> None:
+    """Guard the finder itself: a → b → c → a is one component, d hanging off it is not in it."""
+    assert strongly_connected({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [{"a", "b", "c"}]
+    assert strongly_connected({("a", "b"), ("b", "c")}) == []
+
+
+def test_the_package_graph_sees_lazy_and_type_checking_imports() -> None:
+    """Guard the graph: it has the edges one expects, including ones made only inside functions."""
+    edges = subpackage_edges()
+    assert ("ragpulse.store", "ragpulse.config") in edges
+    assert "ragpulse/judges/kinds.py:93" in edges["ragpulse.judges", "ragpulse.store"]  # lazy, in a function
+    assert "ragpulse/judges/kinds.py:20" in edges["ragpulse.judges", "ragpulse.config"]  # if TYPE_CHECKING:
+    assert ("ragpulse.sdk", "ragpulse") in edges  # transport reads ragpulse.__version__
+
+
+def test_ragpulse_subpackages_import_no_circle() -> None:
+    """No circle between ragpulse's subpackages (and top-level modules such as ragpulse.exceptions)."""
+    edges = subpackage_edges()
+    report = []
+    for component in strongly_connected(set(edges)):
+        report.append("circle among " + ", ".join(sorted(component)) + ":")
+        report += [f"  {source} -> {target}: {', '.join(edges[source, target])}"
+                   for source, target in sorted(edges) if source in component and target in component]
+    assert not report, "ragpulse/ subpackages import each other in a circle:\n" + "\n".join(report)

@@ -185,6 +185,10 @@ JANITOR_INTERVAL_SECONDS = 5
 REDIS_URL = "redis://127.0.0.1:6379/0"
 """The Redis holding queues, traces and results when REDIS_URL is not set."""
 
+JUDGE_NAMES = ("none", "local", "anthropic", "openai")
+"""Every judge a batch, RAGPULSE_JUDGE or the CLI may name, in the order errors list them; judges/kinds declares
+each (tests/test_judge_kinds.py keeps the two, and the wire schema's JudgeName, equal)."""
+
 JUDGE = "local"
 """Judge of batches that name none when ANTHROPIC_API_KEY is not set: the offline one, which sends nothing."""
 

@@ -14,8 +14,7 @@ from ragpulse.config import defaults
 from ragpulse.config.api_keys import parse_key_specs
 from ragpulse.config.prices import parse_prices
 from ragpulse.exceptions import ConfigError
-from ragpulse.judges import kinds
-from ragpulse.reporting.callbacks import parse_entry
+from ragpulse.config.callback_allowlist import parse_entry
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -396,8 +395,8 @@ def _float(env: Mapping[str, str], name: str, default: float | None = None) -> f
 def _judge_name(env: Mapping[str, str]) -> str:
     keyed = bool(env.get("ANTHROPIC_API_KEY"))
     name = env.get("RAGPULSE_JUDGE") or (defaults.JUDGE_WITH_API_KEY if keyed else defaults.JUDGE)
-    if name not in kinds.JUDGES:
-        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(kinds.names())}, got {name!r}")
+    if name not in defaults.JUDGE_NAMES:
+        raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(defaults.JUDGE_NAMES)}, got {name!r}")
     return name
 
 

@@ -17,15 +17,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import re
 import socket
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
 
+from ragpulse.config.callback_allowlist import HOST_NAME, IPAddress, Target, ip_or_none, parse_entry
 from ragpulse.exceptions import CallbackRejected, DeliveryFailed
 
 SIGNATURE_HEADER = "X-Ragpulse-Signature"
@@ -34,87 +33,6 @@ TIMEOUT_SECONDS = 10.0
 DEFAULT_PORTS = {"https": 443, "http": 80}
 MAX_ADDRESSES = 4
 """At most this many of the host's (checked) addresses are tried, in resolver order, when connecting fails."""
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
-"""An ASCII host name (IDNs go in their xn-- form), lowercased, trailing dot removed."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One parsed allowlist entry."""
-
-    text: str
-    host: str
-    """Lowercased host name, `*.domain`, or the IP's canonical text."""
-    ip: IPAddress | None
-    port: int | None
-    """None: any port."""
-
-    def admits(self, target: Target) -> bool:
-        if self.port is not None and self.port != target.port:
-            return False
-        if self.ip is not None or target.ip is not None:
-            return self.ip == target.ip
-        if self.host.startswith("*."):
-            return target.host.endswith(self.host[1:])
-        return target.host == self.host
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a callback URL points: scheme, host (name or IP), effective port, and the request target."""
-
-    scheme: str
-    host: str
-    ip: IPAddress | None
-    port: int
-    explicit_port: bool
-    target: str
-    """Path and query, as sent on the request line."""
-
-    @property
-    def host_header(self) -> str:
-        host = f"[{self.host}]" if self.ip is not None and self.ip.version == 6 else self.host
-        return f"{host}:{self.port}" if self.explicit_port else host
-
-    def url_for(self, address: IPAddress) -> str:
-        """The URL with the host replaced by `address`, the one that was checked."""
-        host = f"[{address}]" if address.version == 6 else str(address)
-        return f"{self.scheme}://{host}:{self.port}{self.target}"
-
-
-def parse_entry(entry: str) -> Entry:
-    """An allowlist entry, parsed; ValueError when it is not one of the documented forms."""
-    text = entry.strip()
-    raw = text.lower()
-    if raw.count(":") > 1 and not raw.startswith("["):          # a bare IPv6 address: no port possible
-        ip = ipaddress.ip_address(raw)
-        return Entry(text, str(ip), ip, None)
-    try:
-        parts = urlsplit("//" + raw)
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"invalid callback allowlist entry {text!r}: {exc}") from None
-    if (not parts.hostname or parts.path or parts.query or parts.fragment or "@" in parts.netloc
-            or parts.netloc.endswith(":")):
-        raise ValueError(f"invalid callback allowlist entry {text!r}: expected host, host:port or *.domain")
-    host = parts.hostname
-    if parts.netloc.startswith("["):                            # brackets hold an IPv6 address, nothing else
-        try:
-            ip: IPAddress | None = ipaddress.IPv6Address(host)
-        except ValueError as exc:
-            raise ValueError(f"invalid callback allowlist entry {text!r}: {exc}") from None
-    else:
-        ip = _ip_or_none(host)
-    if ip is not None:
-        return Entry(text, str(ip), ip, port)
-    name = host.removesuffix(".")
-    bare = name[2:] if name.startswith("*.") else name
-    if not _NAME.fullmatch(bare):
-        raise ValueError(f"invalid callback allowlist entry {text!r}: not a host name")
-    return Entry(text, name, None, port)
-
 
 def parse_target(url: str, allow_http: bool) -> Target:
     """The URL's scheme, host and effective port; CallbackRejected when it cannot be a callback URL."""
@@ -129,11 +47,11 @@ def parse_target(url: str, allow_http: bool) -> Target:
         raise CallbackRejected("callback_url must name a host and carry no credentials")
     if parts.netloc.endswith(":"):
         raise CallbackRejected("callback_url has an empty port")
-    ip = _ip_or_none(parts.hostname)
+    ip = ip_or_none(parts.hostname)
     if parts.netloc.startswith("[") and (ip is None or ip.version != 6):
         raise CallbackRejected("callback_url brackets must hold an IPv6 address")
     host = str(ip) if ip is not None else parts.hostname.removesuffix(".")
-    if ip is None and not _NAME.fullmatch(host):
+    if ip is None and not HOST_NAME.fullmatch(host):
         raise CallbackRejected("callback_url host is not a valid host name (IDNs in their xn-- form)")
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
@@ -231,13 +149,6 @@ def deliver(url: str, body: bytes, secret: str, allowlist: Iterable[str], allow_
             raise DeliveryFailed(f"receiver answered {response.status_code}")
         return response.status_code
     raise DeliveryFailed(f"{type(failure).__name__}: {failure}")
-
-
-def _ip_or_none(host: str) -> IPAddress | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        return None
 
 
 def _is_public(address: IPAddress) -> bool:
