@@ -15,7 +15,7 @@ from ragpulse.config import defaults
 from ragpulse.exceptions import Conflict
 from ragpulse.model.calibration import Calibration
 from ragpulse.model.compare import Comparison, Correction, RunInfo
-from ragpulse.model.report import Report
+from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
 from ragpulse.reporting.compare import compare
 from ragpulse.reporting.significance import default_family, parse_family

@@ -7,7 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from ragpulse.metrics.attribution import MAX_DOC_IDS, NEXT_STEPS, STAGES, Attribution, attribute
+from ragpulse.metrics.attribution import MAX_DOC_IDS, NEXT_STEPS, attribute
+from ragpulse.model.scores import STAGES, Attribution
 from ragpulse.metrics.generation import generation_scores
 from ragpulse.model.trace import RetrievedDoc, Trace
 from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeOutput

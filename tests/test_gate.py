@@ -22,7 +22,7 @@ from ragpulse.gate.checks import Row, check_report
 from ragpulse.gate.command import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE
 from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, write_junit
-from ragpulse.metrics.stats import Estimate
+from ragpulse.model.estimate import Estimate
 from ragpulse.ops import cli
 from ragpulse.ops.redis_server import free_port
 from tests.fake_api import HTML, Answer, FakeApi

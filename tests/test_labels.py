@@ -194,7 +194,7 @@ def test_an_apps_labels_and_review_index_are_capped(redis_client: redis.Redis, m
     from ragpulse.labels.design import draw  # noqa: PLC0415
     from ragpulse.labels.sources import TraceRef, queue_reviewable  # noqa: PLC0415
     from ragpulse.labels.store import LabelStore  # noqa: PLC0415
-    from ragpulse.metrics.generation import GenerationScores  # noqa: PLC0415
+    from ragpulse.model.scores import GenerationScores  # noqa: PLC0415
     from ragpulse.model.labels import Label  # noqa: PLC0415
     from ragpulse.model.results import TraceResult  # noqa: PLC0415
 

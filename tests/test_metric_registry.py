@@ -11,7 +11,7 @@ from ragpulse.model.verdicts import DocRelevance, JudgeOutput
 from ragpulse.metrics.generation import context_precision
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
 from ragpulse.monitoring import catalog
-from ragpulse.model.report import Report
+from ragpulse.reporting.report import Report
 from ragpulse.reporting.render import render_report
 from tests.support import wait_for_job
 

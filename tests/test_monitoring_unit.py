@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from ragpulse.config import keys
 from ragpulse.model.results import TraceResult
-from ragpulse.metrics.generation import GenerationScores
+from ragpulse.model.scores import GenerationScores
 from ragpulse.monitoring import catalog
 from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.counters import MetricsBatch

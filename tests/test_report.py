@@ -8,7 +8,8 @@ import pytest
 
 from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL, retrieval_metric
-from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, estimate, estimate_columns
+from ragpulse.metrics.stats import estimate, estimate_columns
+from ragpulse.model.estimate import BOOTSTRAP_METHOD, WILSON_METHOD
 from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace
 from ragpulse.reporting.build import build_report
 from ragpulse.reporting.render import render_report

@@ -72,7 +72,7 @@ def test_injection_documents_are_named_with_their_cues() -> None:
 # -- the report ----------------------------------------------------------------------------------------------------
 
 def result(i: int, stage: str, **security: object) -> TraceResult:
-    from ragpulse.metrics.attribution import Attribution
+    from ragpulse.model.scores import Attribution
     from ragpulse.model.results import Security
 
     return TraceResult(trace_id=f"t{i}", index=i, status="ok", app="a", labels="unlabelled", retrieval=None,

@@ -7,7 +7,8 @@ from typing import Any
 
 from ragpulse.evaluation.judge_input import JudgeInputLimits, for_judging
 from ragpulse.exceptions import JudgeAuthError, JudgeError
-from ragpulse.metrics.attribution import Attribution, attribute
+from ragpulse.metrics.attribution import attribute
+from ragpulse.model.scores import Attribution
 from ragpulse.metrics.operational import pipeline_figures
 from ragpulse.model.results import Security, TraceResult
 from ragpulse.reporting.build import diagnostic_k

@@ -8,10 +8,10 @@ from typing import Literal
 import msgspec
 
 from ragpulse.gate.config import SECURITY_PREFIX, GateConfig, Threshold
-from ragpulse.metrics.stats import Estimate
+from ragpulse.model.estimate import Estimate
 from ragpulse.model.agreement import CorrectedRate
 from ragpulse.model.compare import Comparison, MetricDelta
-from ragpulse.model.report import Report
+from ragpulse.reporting.report import Report
 
 Verdict = Literal["pass", "fail", "no_data", "info"]
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from ragpulse.labels.agreement import pairs
 from ragpulse.labels.traces import LabelledTrace
 from ragpulse.metrics.correction import corrected_rate, judge_agreement
-from ragpulse.metrics.stats import Estimate
+from ragpulse.model.estimate import Estimate
 from ragpulse.model.agreement import CorrectedRate, JudgeAgreement
 
 CORRECTED = ("hallucination_rate", "unanswerable_hallucination_rate")

@@ -28,7 +28,7 @@ from ragpulse.model.labels import (
     AppAgreement, InterAnnotator, JudgeView, Label, LabelRequest, ReviewQueue, TraceLabels,
 )
 from ragpulse.model.compare import Comparison, CorrectedSides
-from ragpulse.model.report import Report
+from ragpulse.reporting.report import Report
 from ragpulse.model.results import TraceResult
 from ragpulse.store import Store, utcnow
 

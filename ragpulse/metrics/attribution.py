@@ -31,18 +31,9 @@ Edge cases, decided here once:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal, get_args
-
-import msgspec
-
-from ragpulse.metrics.generation import GenerationScores
 from ragpulse.metrics.retrieval import RELEVANT
+from ragpulse.model.scores import Attribution, GenerationScores, Stage
 from ragpulse.model.verdicts import Claim, UnanswerableSource
-
-Stage = Literal["not_in_candidates", "dropped_by_rerank", "ranked_low", "context_ignored", "hallucinated",
-                "wrong_abstention", "answered_unanswerable", "ok", "unknown"]
-STAGES: tuple[Stage, ...] = get_args(Stage)
-"""Every stage, in pipeline order, then `ok` and `unknown`."""
 
 NEXT_STEPS: dict[Stage, str] = {
     "not_in_candidates": "Index the missing sources, fix chunking, or add query rewriting / hybrid search so "
@@ -64,14 +55,6 @@ NEXT_STEPS: dict[Stage, str] = {
 
 MAX_DOC_IDS = 5
 """Most relevant document ids an Attribution lists."""
-
-
-class Attribution(msgspec.Struct, kw_only=True):
-    """Where one trace's pipeline first broke, why, and the relevant documents concerned (at most MAX_DOC_IDS)."""
-
-    stage: Stage
-    reason: str
-    relevant_doc_ids: list[str] = []
 
 
 def attribute(*, qrels: Mapping[str, int] | None, retrieved_ids: Sequence[str], candidates: Sequence[str] | None,

@@ -2,34 +2,10 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from ragpulse.exceptions import JudgeOutputInvalid
+from ragpulse.model.scores import GenerationScores
 from ragpulse.model.verdicts import JudgeOutput, UnanswerableSource
 from ragpulse.model.trace import Trace
-
-
-class GenerationScores(msgspec.Struct, kw_only=True):
-    """Generation metrics of one trace. A pure refusal has no claims: faithfulness null, abstained true."""
-
-    faithfulness: float | None
-    hallucinated: bool
-    abstained: bool
-    answer_relevance: int
-    context_relevance: float | None
-    correctness: float | None
-    answerable_from_context: bool
-    unanswerable: bool
-    unanswerable_source: UnanswerableSource | None = None
-    """`labelled` when the trace's `answerable` label decided, `judged` when the judge's view of the context did."""
-    unanswerable_hallucination: bool | None
-    claims: int
-    supported: int
-    unsupported: int
-    contradicted: int
-    cited: int
-    cited_not_retrieved: list[str]
-    cited_without_support: list[str]
 
 
 def faithfulness(output: JudgeOutput) -> float | None:

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
-from ragpulse.metrics.stats import Estimate, estimate
+from ragpulse.metrics.stats import estimate
+from ragpulse.model.estimate import Estimate
 from ragpulse.model.results import Pipeline, TraceResult
 from ragpulse.model.trace import Trace
 

@@ -20,7 +20,8 @@ from typing import Literal
 
 from ragpulse.model.results import TraceResult
 from ragpulse.metrics import retrieval as r
-from ragpulse.metrics.generation import GenerationScores, context_precision
+from ragpulse.metrics.generation import context_precision
+from ragpulse.model.scores import GenerationScores
 from ragpulse.metrics.stats import Aggregation
 from ragpulse.monitoring.definitions import PER_APP, SCORE_BUCKETS, MetricDef
 

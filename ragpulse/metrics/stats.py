@@ -6,28 +6,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-import msgspec
 import numpy as np
 
 from ragpulse.config import defaults
+from ragpulse.model.estimate import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate
 
 Z95 = 1.959963984540054
 """Two-sided 95% normal quantile."""
 
-BOOTSTRAP_METHOD = f"percentile bootstrap, {defaults.BOOTSTRAP_RESAMPLES} resamples, seed {defaults.BOOTSTRAP_SEED}"
-WILSON_METHOD = "wilson score interval"
-
 Aggregation = Literal["mean", "proportion"]
 """How a metric aggregates, as the metric registry declares it: the interval method follows from it alone."""
-
-
-class Estimate(msgspec.Struct, kw_only=True):
-    """A macro-average with its sample size and 95% confidence interval."""
-
-    mean: float
-    n: int
-    ci95: tuple[float, float]
-    ci_method: str
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:

@@ -8,7 +8,7 @@ import msgspec
 from msgspec import Meta
 
 from ragpulse.model.verdicts import Verdict
-from ragpulse.metrics.stats import BOOTSTRAP_METHOD
+from ragpulse.model.estimate import BOOTSTRAP_METHOD
 from ragpulse.model.trace import Base, TraceId
 
 

@@ -7,8 +7,8 @@ from typing import Literal
 import msgspec
 
 from ragpulse.model.verdicts import Claim, Judgment, JudgeCall
-from ragpulse.metrics.attribution import Attribution
-from ragpulse.metrics.generation import GenerationScores
+from ragpulse.model.scores import Attribution
+from ragpulse.model.scores import GenerationScores
 
 JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]
 TraceStatus = Literal["ok", "failed", "judge_error", "skipped_budget"]

@@ -11,7 +11,8 @@ from ragpulse.config import keys
 from ragpulse.store.atomic import WriteQueue
 from ragpulse.metrics.registry import GENERATION_BY_NAME
 from ragpulse.model.results import TraceResult
-from ragpulse.metrics.stats import WILSON_METHOD, wilson_interval
+from ragpulse.metrics.stats import wilson_interval
+from ragpulse.model.estimate import WILSON_METHOD
 
 WINDOWS = {"5m": 5, "1h": 60, "24h": 1440}
 """Window name -> minutes."""

@@ -16,7 +16,7 @@ import msgspec
 from ragpulse.config import defaults
 from ragpulse.exceptions import BadAnswer, ClientError, ServerUnreachable, TraceFileError, TracesRejected
 from ragpulse.model.compare import Comparison
-from ragpulse.model.report import Report
+from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, Accepted, JobView, ResultsPage, TraceResult
 from ragpulse.sdk.transport import Backoff, retry_after
 

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from ragpulse.exceptions import TracesRejected
-from ragpulse.model.report import Report
+from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, JobView, TraceResult
 from ragpulse.model.trace import BatchOptions
 from ragpulse.ops.client import Client, TraceFile, batches

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from ragpulse.model.agreement import CorrectedRate, JudgeAgreement, Rate
-from ragpulse.model.report import Report
+from ragpulse.reporting.report import Report
 
 
 def corrected_section(report: Report) -> str:

@@ -10,12 +10,13 @@ from ragpulse.model.results import TraceResult
 from ragpulse.metrics.registry import (
     GENERATION, RETRIEVAL_BY_NAME, RetrievalMetric, default_target, metric_for_key, retrieval_metric,
 )
-from ragpulse.metrics.stats import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate, estimate_columns
+from ragpulse.metrics.stats import estimate_columns
+from ragpulse.model.estimate import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate
 from ragpulse.reporting.diagnostics import diagnostic_matrix
 from ragpulse.metrics.operational import operations
 from ragpulse.reporting.generation_section import generation_section, group_generation
 from ragpulse.reporting.security_section import attribution_section, security_section
-from ragpulse.model.report import CiMethods, Counts, Failure, Group, Method, Report, Target, WorstTrace
+from ragpulse.reporting.report import CiMethods, Counts, Failure, Group, Method, Report, Target, WorstTrace
 from ragpulse.model.trace import BatchOptions
 
 GAIN_FORMULAS = {"linear": "gain = grade", "exponential": "gain = 2^grade - 1"}

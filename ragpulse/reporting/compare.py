@@ -14,7 +14,7 @@ from ragpulse.metrics.registry import GENERATION, GENERATION_BY_NAME, RETRIEVAL_
 from ragpulse.metrics.stats import (
     bootstrap_means, bootstrap_p_values, mcnemar_exact, percentile_intervals, sign_flip_p_values,
 )
-from ragpulse.metrics.attribution import STAGES
+from ragpulse.model.scores import STAGES
 from ragpulse.model.compare import (
     Comparison, Correction, McNemar, MetricDelta, Regression, RunInfo, SliceComparison, StageDelta,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from ragpulse.model.results import TraceResult
-from ragpulse.model.report import Cell, DiagnosticMatrix
+from ragpulse.reporting.report import Cell, DiagnosticMatrix
 
 RECALL_GOOD = 0.5
 """recall@k at or above which retrieval counts as good, where gold labels exist."""

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from ragpulse.model.results import TraceResult
 from ragpulse.judges.kinds import is_heuristic
-from ragpulse.metrics.generation import GenerationScores
+from ragpulse.model.scores import GenerationScores
 from ragpulse.metrics.registry import GENERATION, GenerationMetric
-from ragpulse.metrics.stats import Estimate, estimate
-from ragpulse.model.report import (
+from ragpulse.metrics.stats import estimate
+from ragpulse.model.estimate import Estimate
+from ragpulse.reporting.report import (
     Abstention, Citations, GenerationSection, GroupGeneration, JudgeCost, RepeatAgreement, UnanswerableCounts,
 )
 

@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from html import escape
 
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL, default_target
-from ragpulse.metrics.stats import Estimate
+from ragpulse.model.estimate import Estimate
 from ragpulse.reporting.agreement_html import corrected_section
-from ragpulse.model.report import DiagnosticMatrix, Group, Report
+from ragpulse.reporting.report import DiagnosticMatrix, Group, Report
 from ragpulse.model.results import TraceResult
 from ragpulse.reporting.build import diagnostic_k
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
-from ragpulse.metrics.stats import Estimate
+from ragpulse.model.estimate import Estimate
 from ragpulse.reporting.build import WORST_BY, diagnostic_k
-from ragpulse.model.report import DiagnosticMatrix, Group, Report, Target
+from ragpulse.reporting.report import DiagnosticMatrix, Group, Report, Target
 
 NOTE_HEURISTIC = "  NOTE: `local` is an offline heuristic, not an LLM judge"
 

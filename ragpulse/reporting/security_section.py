@@ -7,9 +7,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from ragpulse.config import defaults
-from ragpulse.metrics.attribution import NEXT_STEPS, STAGES
-from ragpulse.metrics.stats import Estimate, estimate
-from ragpulse.model.report import AttributionSection, SecuritySection, StageCount
+from ragpulse.metrics.attribution import NEXT_STEPS
+from ragpulse.model.scores import STAGES
+from ragpulse.metrics.stats import estimate
+from ragpulse.model.estimate import Estimate
+from ragpulse.reporting.report import AttributionSection, SecuritySection, StageCount
 from ragpulse.model.results import Security, TraceResult
 
 RATES: dict[str, tuple[Callable[[Security], bool], Callable[[Security], bool]]] = {

@@ -14,7 +14,7 @@ from ragpulse.model.agreement import CorrectedRate, JudgeAgreement
 from ragpulse.model.calibration import Calibration
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.metrics.operational import Operations
-from ragpulse.metrics.stats import Estimate
+from ragpulse.model.estimate import Estimate
 
 
 class Struct(msgspec.Struct, kw_only=True):
