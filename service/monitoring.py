@@ -19,7 +19,7 @@ from ragpulse.monitoring.catalog import GAUGES, ONLINE_BACKLOG, ONLINE_LAG, OTLP
 from ragpulse.online.post import stream_key
 from ragpulse.online.stream import backlog
 from ragpulse.otlp.buffer import handover_lag
-from ragpulse.monitoring.definitions import MetricDef
+from ragpulse.model.prometheus import MetricDef
 from ragpulse.model.trace import APP_NAME_PATTERN
 from ragpulse.monitoring.sampling import PolicyInForce, PolicyUpdate
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragpulse.evaluation.judge_input import JudgeInputLimits
+from ragpulse.judges.judge_input import JudgeInputLimits
 from ragpulse.exceptions import TraceNotFound
 from ragpulse.labels import lookup
 from ragpulse.labels.reading import SourceReader

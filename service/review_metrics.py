@@ -17,7 +17,7 @@ from ragpulse.judges.kinds import current_prompt_versions
 from ragpulse.labels import gauges
 from ragpulse.labels.store import LabelStore
 from ragpulse.monitoring.catalog import AGREEMENT_GAUGES, JUDGE_AGREEMENT_LABELS, JUDGE_CURRENT, JUDGE_LABELS_LAST
-from ragpulse.monitoring.definitions import MetricDef
+from ragpulse.model.prometheus import MetricDef
 
 log = logging.getLogger("ragpulse.metrics")
 

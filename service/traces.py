@@ -13,9 +13,9 @@ from ragpulse.config import defaults, keys
 from ragpulse.exceptions import AlreadyAnswered, Backlogged, RateLimited
 from ragpulse.intake.decode import decode_post
 from ragpulse.model.trace import TracesPost
-from ragpulse.online import records
+from ragpulse.store import online_records
 from ragpulse.online.post import room_for, stage_post
-from ragpulse.online.records import OnlineTrace
+from ragpulse.store.online_records import OnlineTrace
 from ragpulse.store.atomic import Group, Writes, take_tokens
 from ragpulse.store.clock import utcnow
 from service.batches import INLINE_BODY_BYTES
@@ -98,4 +98,4 @@ class TraceController(Controller):
         """`pending`, `done` or `failed`, whether it was sampled and why, its checks and, once judged, the generation
         result with its claims. Kept RAGPULSE_ONLINE_RESULT_TTL_SECONDS for sampled traces (and failed ones); 404 for
         a trace that was not sampled (only counted), expired, or belongs to another tenant."""
-        return records.read(call.store.redis, call.tenant, trace_id)
+        return online_records.read(call.store.redis, call.tenant, trace_id)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ragpulse.config import defaults
-from ragpulse.gate import command as gate_command
+from ragpulse.ops import gate as gate_command
 from ragpulse.ops import cli
 from tests.fake_anthropic import FakeAnthropic, Fault
 from tests.fake_api import HTML, Answer, FakeApi

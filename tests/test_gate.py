@@ -19,7 +19,7 @@ import yaml
 from ragpulse.config import defaults
 from ragpulse.exceptions import GateConfigError
 from ragpulse.gate.checks import Row, check_report
-from ragpulse.gate.command import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE
+from ragpulse.ops.gate import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE
 from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, write_junit
 from ragpulse.model.estimate import Estimate
@@ -387,7 +387,7 @@ def test_an_unchanged_file_and_a_noise_level_change_pass(stack: LiveStack, tmp_p
 
 
 def test_compare_and_gate_give_the_same_verdicts_on_the_same_two_jobs(stack: LiveStack, tmp_path: Path) -> None:
-    from ragpulse.gate.command import gate_options
+    from ragpulse.ops.gate import gate_options
 
     path = acme_config(tmp_path, thresholds=True)
     config = load_config(path)

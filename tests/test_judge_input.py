@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
-from ragpulse.evaluation.judge_input import JudgeInputLimits, for_judging
+from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
 from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.judges.local import LocalJudge
 from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace

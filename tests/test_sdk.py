@@ -346,7 +346,7 @@ def test_the_example_app_logs_its_answers(stack) -> None:
 
 
 @pytest.mark.parametrize(("typed", "struct"), [
-    ("Job", "ragpulse.model.results:JobView"), ("TraceRecord", "ragpulse.online.records:OnlineTrace"),
+    ("Job", "ragpulse.model.results:JobView"), ("TraceRecord", "ragpulse.store.online_records:OnlineTrace"),
     ("Report", "ragpulse.reporting.report:Report"), ("Comparison", "ragpulse.model.compare:Comparison"),
 ])
 def test_the_helpers_types_name_exactly_the_services_fields(typed: str, struct: str) -> None:

@@ -29,7 +29,7 @@ from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.calls import CallObserver
 from ragpulse.evaluation.guard import RunGuard
-from ragpulse.evaluation.judge_input import JudgeInputLimits
+from ragpulse.judges.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.judges import kinds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ragpulse.evaluation.judge_input import JudgeInputLimits, for_judging
+from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
 from ragpulse.exceptions import JudgeAuthError, JudgeError
 from ragpulse.metrics.attribution import attribute
 from ragpulse.model.scores import Attribution
@@ -26,7 +26,7 @@ async def evaluate_trace(
 ) -> TraceResult:
     """Retrieval metrics for every k, and generation metrics when a judge is given and the trace has an answer.
 
-    The judge sees the trace cut to `limits` (ragpulse.evaluation.judge_input); what was cut is recorded on the
+    The judge sees the trace cut to `limits` (ragpulse.judges.judge_input); what was cut is recorded on the
     result, and the quote check and the generation metrics read the same cut trace the judge read.
 
     JudgeAuthError propagates (the job must fail); any other JudgeError (JudgeNotConfigured included: a judge

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import InvalidBody
-from ragpulse.evaluation.judge_input import JudgeInputLimits
+from ragpulse.judges.judge_input import JudgeInputLimits
 from ragpulse.judges.kinds import current_prompt_versions, is_heuristic
 from ragpulse.labels import annotators, corrections, lookup, queue
 from ragpulse.labels.agreement import app_agreement

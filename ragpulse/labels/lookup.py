@@ -12,7 +12,7 @@ from ragpulse.labels import sources
 from ragpulse.labels.sources import TraceRef, judge_view
 from ragpulse.model.labels import JudgeView
 from ragpulse.model.results import TraceResult
-from ragpulse.online import records
+from ragpulse.store import online_records
 from ragpulse.store import Store
 
 
@@ -49,7 +49,7 @@ def find(client: redis.Redis, store: Store, tenant: str, trace_id: str, job_id: 
     if raw is not None:
         copy = sources.decode(raw)
         return Judged(TraceRef(trace_id), copy.app, copy.judge, copy.disagreement)
-    record = records.read(client, tenant, trace_id)
+    record = online_records.read(client, tenant, trace_id)
     if record.result is None:
         return Judged(TraceRef(trace_id), record.app, None, False, f"status {record.status}: not processed yet")
     return from_result(record.result, None)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from ragpulse.config import keys
-from ragpulse.evaluation.judge_input import JudgeInputLimits
+from ragpulse.judges.judge_input import JudgeInputLimits
 from ragpulse.exceptions import JobNotFound
 from ragpulse.labels import sources
 from ragpulse.labels.sources import ReviewSource, TraceRef, judge_view, review_source

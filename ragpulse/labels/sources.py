@@ -14,7 +14,7 @@ import msgspec
 
 from ragpulse.config import defaults, keys
 from ragpulse.config.settings import Settings
-from ragpulse.evaluation.judge_input import JudgeInputLimits, for_judging
+from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
 from ragpulse.labels.design import ReviewDesign, draw
 from ragpulse.labels.store import SEP
 from ragpulse.model.labels import ClaimText, DocumentText, JudgeClaim, JudgeView

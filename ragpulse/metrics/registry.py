@@ -23,7 +23,7 @@ from ragpulse.metrics import retrieval as r
 from ragpulse.metrics.generation import context_precision
 from ragpulse.model.scores import GenerationScores
 from ragpulse.metrics.stats import Aggregation
-from ragpulse.monitoring.definitions import PER_APP, SCORE_BUCKETS, MetricDef
+from ragpulse.model.prometheus import PER_APP, SCORE_BUCKETS, MetricDef
 
 Better = Literal["higher", "lower"]
 

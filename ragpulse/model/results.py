@@ -15,6 +15,10 @@ TraceStatus = Literal["ok", "failed", "judge_error", "skipped_budget"]
 LabelState = Literal["labelled", "no_relevant", "unlabelled"]
 TERMINAL: frozenset[str] = frozenset({"finished", "finished_with_errors", "failed"})
 """Statuses a job never leaves."""
+TRUNCATED_ANSWER = "answer"
+TRUNCATED_DOCUMENTS = "documents"
+TRUNCATED_PARTS = (TRUNCATED_ANSWER, TRUNCATED_DOCUMENTS)
+"""What `TraceResult.judge_input_truncated` may name: the `part` label values of ragpulse_judge_input_truncated_total."""
 
 
 class DataWarning(msgspec.Struct, kw_only=True):

@@ -14,7 +14,7 @@ stay out of ALL and BY_NAME, which list the Redis-stored families.
 from __future__ import annotations
 
 from ragpulse.metrics.registry import GENERATION_BY_NAME, prometheus_families
-from ragpulse.monitoring.definitions import (
+from ragpulse.model.prometheus import (
     COST_BUCKETS, JOB_DURATION_BUCKETS, LATENCY_BUCKETS, PER_APP, PIPELINE_LATENCY_BUCKETS, TOKEN_BUCKETS, MetricDef,
 )
 

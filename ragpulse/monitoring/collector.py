@@ -10,8 +10,8 @@ import redis
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ragpulse.evaluation import judge_input
 from ragpulse.judges.kinds import judging_names
+from ragpulse.model.results import TRUNCATED_PARTS
 from ragpulse.monitoring.catalog import ALL, MetricDef
 from ragpulse.monitoring.counters import OTHER, read_samples
 from ragpulse.security.pii import KINDS as PII_KINDS
@@ -24,7 +24,7 @@ KNOWN_LABEL_VALUES: dict[str, tuple[str, ...]] = {
     "direction": ("input", "output", "cache_read", "cache_write"),
     "queue": ("online", "batch"),
     "status": ("ok",),
-    "part": judge_input.PARTS,
+    "part": TRUNCATED_PARTS,
     "kind": PII_KINDS,
 }
 """Label values whose series are exposed at 0 before their first increment, so `increase()` sees the first one.

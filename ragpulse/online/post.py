@@ -11,8 +11,8 @@ from ragpulse.config.settings import Settings
 from ragpulse.model.trace import Trace
 from ragpulse.monitoring.recorder import queue_received_counts
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
-from ragpulse.online import records
-from ragpulse.online.records import OnlineTrace
+from ragpulse.store import online_records
+from ragpulse.store.online_records import OnlineTrace
 from ragpulse.store.atomic import Command, Writes, room_in
 
 POST_FIELD = b"p"
@@ -103,7 +103,7 @@ def stage_post(pipe: Writes, settings: Settings, tenant: str, traces: Sequence[T
         if decision.sampled:
             record = pending_record(trace, decision, received_at)
             sampled_ids.append(record.trace_id)
-            pipe.set(keys.online_trace(tenant, record.trace_id), records.encode(record),
+            pipe.set(keys.online_trace(tenant, record.trace_id), online_records.encode(record),
                      ex=settings.online_result_ttl_seconds)
     queue_received_counts(pipe, settings.apps, settings.tenants, tenant, traces)
     return StagedPost(post, sampled_ids)

@@ -17,7 +17,7 @@ from ragpulse.config import keys
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.budget import budget_exhausted
 from ragpulse.evaluation.calls import CallCounter, add_spend, no_spend
-from ragpulse.evaluation.judge_input import JudgeInputLimits
+from ragpulse.judges.judge_input import JudgeInputLimits
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.judges import kinds
 from ragpulse.labels.sources import TraceRef, queue_reviewable
@@ -26,7 +26,7 @@ from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.monitoring.sampling import judge_for_injection
-from ragpulse.online import records
+from ragpulse.store import online_records
 from ragpulse.online.post import Decision, Post, pending_record
 from ragpulse.security.trace import check_trace
 from ragpulse.store.atomic import Group, Writes, WriteQueue
@@ -102,8 +102,8 @@ class PostProcessor:
         for trace, decision, result in zip(post.traces, post.decisions, results, strict=True):
             queue_result_counts(pipe, self.settings.apps, self.settings.tenants, post.tenant, result)
             if result.sampled or result.status != "ok":
-                record = records.finished(pending_record(trace, decision, post.received_at), result, processed_at)
-                pipe.set(keys.online_trace(post.tenant, record.trace_id), records.encode(record),
+                record = online_records.finished(pending_record(trace, decision, post.received_at), result, processed_at)
+                pipe.set(keys.online_trace(post.tenant, record.trace_id), online_records.encode(record),
                          ex=self.settings.online_result_ttl_seconds)
                 queue_reviewable(pipe, self.settings, post.tenant, TraceRef(record.trace_id), result, trace)
         return pipe.group

@@ -14,7 +14,7 @@ from ragpulse.config import defaults
 from ragpulse.config.settings import Settings, log_level
 from ragpulse.exceptions import ClientError, ConfigError, TraceFileError, TracesRejected
 from ragpulse.judges import kinds
-from ragpulse.gate.command import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE, GateRequest, run_gate
+from ragpulse.ops.gate import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE, GateRequest, run_gate
 from ragpulse.ops.client import Client, TraceFile, read_traces
 from ragpulse.ops.evaluate import evaluate_file
 from ragpulse.reporting.html import failing_traces, render_html

@@ -21,7 +21,7 @@ from ragpulse.model.trace import Trace
 from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.monitoring.policy_store import PolicyCache
-from ragpulse.online import records
+from ragpulse.store import online_records
 from ragpulse.online.post import room_for, stage_post
 from ragpulse.otlp.assemble import app_name, assemble
 from ragpulse.otlp.buffer import SpanBuffer, split_member
@@ -130,9 +130,9 @@ class Handover:
                 outcome: str = "incomplete") -> str:
         """Queue the record of a trace that is not evaluated: `incomplete` or `invalid`, with why."""
         now = utcnow()
-        record = records.OnlineTrace(trace_id=trace_id, app=app, status=outcome, sampled=False,  # type: ignore[arg-type]
+        record = online_records.OnlineTrace(trace_id=trace_id, app=app, status=outcome, sampled=False,  # type: ignore[arg-type]
                                      sample_reason=outcome, received_at=now, processed_at=now, error=why)
-        writes.set(keys.online_trace(tenant, trace_id), records.encode(record),
+        writes.set(keys.online_trace(tenant, trace_id), online_records.encode(record),
                    ex=self.settings.online_result_ttl_seconds)
         return outcome
 

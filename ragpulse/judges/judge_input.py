@@ -16,12 +16,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ragpulse.config import defaults
+from ragpulse.model.results import TRUNCATED_ANSWER, TRUNCATED_DOCUMENTS
 from ragpulse.model.trace import Trace
-
-ANSWER = "answer"
-DOCUMENTS = "documents"
-PARTS = (ANSWER, DOCUMENTS)
-"""What `judge_input_truncated` may name."""
 
 if TYPE_CHECKING:
     from ragpulse.config.settings import Settings
@@ -47,7 +43,7 @@ def for_judging(trace: Trace, limits: JudgeInputLimits) -> tuple[Trace, list[str
     answer = trace.answer
     if answer is not None and len(answer) > limits.answer_chars:
         answer = _cut(answer, limits.answer_chars)
-        cut.append(ANSWER)
+        cut.append(TRUNCATED_ANSWER)
     docs, budget, docs_cut = [], limits.context_chars, False
     for doc in trace.retrieved_docs:
         if doc.text is not None and len(doc.text) > min(limits.doc_chars, budget):
@@ -56,7 +52,7 @@ def for_judging(trace: Trace, limits: JudgeInputLimits) -> tuple[Trace, list[str
         budget -= len(doc.text or "")
         docs.append(doc)
     if docs_cut:
-        cut.append(DOCUMENTS)
+        cut.append(TRUNCATED_DOCUMENTS)
     if not cut:
         return trace, cut
     return msgspec.structs.replace(trace, answer=answer, retrieved_docs=docs), cut
