@@ -1,5 +1,6 @@
 """The metric registry: every declared metric reaches the JSON report, its OpenAPI schema, `ragpulse eval`'s text
-and /metrics with no edit beyond its declaration; context precision is the worked example."""
+and /metrics with no edit beyond its declaration (and its name in model/metric_keys, which the wire schema below the
+registry checks targets against); context precision is the worked example."""
 
 from __future__ import annotations
 
@@ -9,11 +10,22 @@ import pytest
 
 from ragpulse.model.verdicts import DocRelevance, JudgeOutput
 from ragpulse.metrics.generation import context_precision
-from ragpulse.metrics.registry import GENERATION, RETRIEVAL
+from ragpulse.metrics.registry import GENERATION, RETRIEVAL, metric_for_key
+from ragpulse.model import metric_keys
 from ragpulse.monitoring import catalog
 from ragpulse.reporting.report import Report
 from ragpulse.reporting.render import render_report
 from tests.support import wait_for_job
+
+
+def test_the_wire_schemas_metric_keys_are_exactly_the_registrys() -> None:
+    # model/ sits below the registry, so BatchOptions checks `targets` against these names, not the declarations.
+    assert metric_keys.AT_K == tuple(m.name for m in RETRIEVAL if m.at_k)
+    assert metric_keys.WHOLE_RANKING == tuple(m.name for m in RETRIEVAL if not m.at_k)
+    assert metric_keys.GENERATION == tuple(m.name for m in GENERATION)
+    names = [m.name for m in (*RETRIEVAL, *GENERATION)] + ["recal", "mrr5", ""]
+    for key in [*names, *(f"{name}@5" for name in names), *(f"{name}@" for name in names)]:
+        assert metric_keys.is_metric_key(key) == (metric_for_key(key) is not None), key
 
 
 def scored(*scores: int) -> JudgeOutput:

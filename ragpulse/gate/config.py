@@ -32,7 +32,8 @@ from msgspec import Meta
 from ragpulse.config import defaults
 from ragpulse.exceptions import GateConfigError
 from ragpulse.model.compare import Correction
-from ragpulse.model.trace import Base, BatchOptions, RunName, Variant, is_metric_key
+from ragpulse.model.metric_keys import is_metric_key
+from ragpulse.model.trace import Base, BatchOptions, RunName, Variant
 from ragpulse.reporting.security_section import RATES
 
 GateKey = Annotated[str, Meta(pattern=r"^[a-z_]+(@[0-9]{1,4}|\.[a-z_]+)?$", max_length=64)]

@@ -4,7 +4,7 @@ A declaration names the metric, says how to get its per-trace value, how it aggr
 a fixed-seed bootstrap interval; `proportion`: a share with a Wilson interval), which direction is better, its
 starting target (shared/DOMAIN.md's typical thresholds; a starting point to calibrate, not a law) and, for
 generation metrics, the Prometheus family it feeds, if any. Adding a metric is one declaration here plus its
-function.
+function, and its name in ragpulse.model.metric_keys (the wire schema checks `targets` against it from below).
 
 Retrieval metrics are computed from the ranking when a trace is evaluated and stored with the result (`at_k`
 metrics once per requested k, keyed `name@k`). Generation metrics are read off a stored result, so a new one also
@@ -193,11 +193,6 @@ def metric_for_key(key: str) -> Metric | None:
         metric = RETRIEVAL_BY_NAME[name]
         return metric if bool(at) == metric.at_k else None
     return GENERATION_BY_NAME.get(name) if not at else None
-
-
-def is_metric_key(key: str) -> bool:
-    """True when `key` names a reported metric."""
-    return metric_for_key(key) is not None
 
 
 def metric_key_pattern() -> str:

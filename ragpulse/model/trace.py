@@ -9,6 +9,7 @@ import msgspec
 from msgspec import Meta
 
 from ragpulse.config import defaults
+from ragpulse.model.metric_keys import is_metric_key
 
 
 class Base(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -170,13 +171,6 @@ class BatchOptions(Base):
             cutoff = key.partition("@")[2]
             if cutoff and int(cutoff) not in self.k:
                 raise ValueError(f"`targets` names `{key}` but `k` is {self.k}")
-
-
-def is_metric_key(key: str) -> bool:
-    """True for a report metric key: a retrieval metric (`recall@5`, `mrr`) or a generation metric."""
-    from ragpulse.metrics.registry import is_metric_key as registered  # noqa: PLC0415 - the registry imports models
-
-    return registered(key)
 
 
 class BatchRequest(Base):

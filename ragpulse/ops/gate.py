@@ -15,7 +15,7 @@ from ragpulse.gate.checks import Row, check_comparison, check_report
 from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, summary, table, write_junit
 from ragpulse.model.compare import Comparison, RunInfo
-from ragpulse.model.trace import is_metric_key
+from ragpulse.model.metric_keys import is_metric_key
 from ragpulse.model.results import JobView
 from ragpulse.ops.client import Client, TraceFile, read_traces, service_fault
 from ragpulse.ops.evaluate import Evaluation, evaluate_file

@@ -15,7 +15,7 @@ from ragpulse.config import defaults
 from ragpulse.metrics.stats import holm
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.compare import Correction, MetricDelta
-from ragpulse.model.trace import is_metric_key
+from ragpulse.model.metric_keys import is_metric_key
 
 
 def default_family(targets: Iterable[str] = ()) -> list[str]:
