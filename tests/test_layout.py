@@ -1,5 +1,24 @@
 """Package layering, read from the source (AST, nothing imported): service/ and worker/ share RQ code through
-dispatch/ only, and ragpulse/, the domain, imports none of them nor Litestar nor RQ."""
+dispatch/ only; ragpulse/, the domain, imports none of them nor Litestar nor RQ; and ragpulse's subpackages import
+each other in no circle. Each row below may import from the rows above it, never from its own row's other members
+or below (every import counts, lazy and `if TYPE_CHECKING:` ones too):
+
+    exceptions                          the one error hierarchy
+    config                              settings, defaults, Redis keys, prices, allowlist entries
+    model                               structs shared by everyone (wire schema, results, estimates, scores, metric
+                                        keys, Prometheus family definitions)
+    metrics, security, store            pure per-query functions and the metric registry; checks; Redis state
+    judges                              judge kinds, the judge's input, prompts, the LLM loop
+    intake, monitoring, reporting       body decoding; Prometheus counters and sampling; the typed report, built
+    gate, labels                        gate config and checks; the review loop
+    evaluation                          one trace, one chunk of a job
+    ops                                 the `ragpulse` command (`eval`, `gate`, `up`), the HTTP client
+    online                              the production-trace consumer
+    otlp                                OpenTelemetry intake, handed over to online
+
+sdk/ ships to apps on its own: it imports only ragpulse's `__version__` and `exceptions`. Shared structs go down to
+model/; something generated from the metric registry (the report's generation section) lives at or above metrics/.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The shapes of what the SDK's helpers return: TypedDicts over the service's JSON (plain dicts at run time, so
 importing them costs nothing). Each lists the service struct's fields; tests/test_sdk.py checks they stay in step
-with ragpulse.model (JobView, OnlineTrace, Report, Comparison)."""
+with the service's structs (JobView, OnlineTrace, Report, Comparison)."""
 
 from __future__ import annotations
 
