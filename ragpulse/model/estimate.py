@@ -1,5 +1,5 @@
-"""A mean with its sample size and 95% interval, as every report, comparison and calibration carries it; how such
-intervals are computed lives in ragpulse.metrics.stats."""
+"""A mean with its sample size and 95% interval, as the report, label corrections and the gate read it, and the names
+of the interval methods (calibrations name theirs too); ragpulse.metrics.stats computes the intervals."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The report of a job as typed structs: what GET /v1/jobs/{id}/report returns and what the renderer reads.
 
 The generation section holds one field per metric of the registry (ragpulse.metrics.registry), so a metric declared
-there appears in the JSON report, its OpenAPI schema and the rendered report without further edits.
+there appears in the JSON report, its OpenAPI schema and the rendered report without further edits. That is why
+these structs live here, above the registry, and not in model/, which sits below metrics/ (tests/test_layout.py).
 """
 
 from __future__ import annotations
