@@ -1,6 +1,6 @@
 """A fake Anthropic Messages API on loopback: a real HTTP server that the real anthropic SDK talks to via base_url.
 
-By default it judges like a literal-minded LLM writing prompt v2's tool input: each answer sentence is a claim with
+By default it judges like a literal-minded LLM writing prompt v3's tool input: each answer sentence is a claim with
 its reasoning, supported when it appears in a document (quoted from there), unsupported otherwise, and every
 document gets a relevance entry by rank. Tests script faults with `push(...)`: the next requests get them in order
 (429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input, a 200 that is not a message).
@@ -24,7 +24,8 @@ from typing import Any
 from tests.loopback import JudgeFake, json_handler
 
 _BLOCK = re.compile(r"<(question|answer|reference)>(.*?)</\1>", re.S)
-_DOC = re.compile(r'<document id="([^"]*)"(?: chunk="([^"]*)")? rank="(\d+)">(.*?)</document>', re.S)
+_DOC = re.compile(r'<document id="([^"]*)"(?: chunk="([^"]*)")? rank="(\d+)"(?P<rest>[^>]*)>(.*?)</document>', re.S)
+_ATTRIBUTE = re.compile(r' (\w+)="([^"]*)"')
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 ABSTAIN = ("don't know", "do not know", "not covered", "cannot answer", "can't answer", "no information")
 ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error", 500: "api_error",
@@ -53,43 +54,52 @@ class Doc:
     chunk: str | None
     rank: int
     text: str
+    attributes: dict[str, str] = field(default_factory=dict)
+    """Any further attributes (updated, superseded, superseded_by), unescaped."""
 
 
 def parse_user_message(text: str) -> dict[str, Any]:
     """Recover the trace from the judge's delimited blocks: question, answer, reference and `docs` (a Doc list)."""
     blocks = {name: html.unescape(body) for name, body in _BLOCK.findall(text)}
-    docs = [Doc(html.unescape(i), html.unescape(c) if c else None, int(r), html.unescape(t))
-            for i, c, r, t in _DOC.findall(text)]
+    docs = [Doc(html.unescape(i), html.unescape(c) if c else None, int(r), html.unescape(t),
+                {k: html.unescape(v) for k, v in _ATTRIBUTE.findall(rest)})
+            for i, c, r, rest, t in _DOC.findall(text)]
     return {**blocks, "docs": docs}
 
 
 def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
-    """Claims are answer sentences; supported iff the sentence appears verbatim (case-folded) in a document."""
+    """Prompt v3's tool input, judged literally: every answer sentence is listed; each yields one claim (none when the
+    answer abstains), supported iff the sentence appears verbatim (case-folded) in a document. Nullable fields are
+    present as null, as strict decoding writes them."""
     answer = trace.get("answer", "")
     abstained = any(p in answer.lower() for p in ABSTAIN)
-    claims, supporting = [], set()
-    for sentence in [s for s in _SENTENCE.split(answer.strip()) if s] if not abstained else []:
+    sentences, supporting = [], set()
+    for sentence in [s for s in _SENTENCE.split(answer.strip()) if s]:
         core = sentence.rstrip(".!?").strip()
         doc = next((d for d in trace["docs"] if core.lower() in d.text.lower()), None)
-        if doc:
+        if abstained:
+            claims = []
+        elif doc:
             start = doc.text.lower().index(core.lower())
-            evidence = {"doc_id": doc.id, "quote": doc.text[start:start + len(core)]}
-            claims.append({"text": sentence, "reasoning": f"Document {doc.id} states it.", "verdict": "supported",
-                           "evidence": [{**evidence, "chunk_id": doc.chunk} if doc.chunk else evidence]})
+            evidence = {"doc_id": doc.id, "chunk_id": doc.chunk, "quote": doc.text[start:start + len(core)]}
+            claims = [{"text": sentence, "reasoning": f"Document {doc.id} states it.", "evidence": [evidence],
+                       "verdict": "supported"}]
             supporting.add(doc.rank)
         else:
-            claims.append({"text": sentence, "reasoning": "No document states it.", "verdict": "unsupported",
-                           "evidence": []})
-    output = {
-        "claims": claims, "answer_relevance_reason": "scripted", "answer_relevance": 3 if claims else 1,
+            claims = [{"text": sentence, "reasoning": "No document states it.", "evidence": [],
+                       "verdict": "unsupported"}]
+        sentences.append({"sentence": sentence, "claims": claims})
+    judged = [c for s in sentences for c in s["claims"]]
+    reference = trace.get("reference")
+    return {
+        "sentences": sentences, "answer_relevance_reason": "scripted", "answer_relevance": 3 if judged else 1,
         "context_relevance": [{"rank": d.rank, "doc_id": d.id, "score": 3 if d.rank in supporting else 1}
                               for d in trace["docs"]],
-        "answerable_from_context": any(c["verdict"] == "supported" for c in claims),
+        "answerable_from_context": any(c["verdict"] == "supported" for c in judged),
         "abstained": abstained,
+        "key_facts": [{"fact": reference, "covered": reference.lower() in answer.lower()}] if reference else None,
+        "injection_reason": None, "injection_followed": None,
     }
-    if trace.get("reference"):
-        output["key_facts"] = [{"fact": trace["reference"], "covered": trace["reference"].lower() in answer.lower()}]
-    return output
 
 
 def cached_prefix(body: dict[str, Any]) -> list[Any] | None:

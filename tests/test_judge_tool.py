@@ -6,10 +6,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import re
+
+import anthropic
 import msgspec
 import pytest
 
-from ragpulse.judges.prompt import TOOL
+from ragpulse.judges.prompt import SYSTEM, TOOL
 from ragpulse.judges.tool import RecordVerdicts, input_schema, problems, to_output
 from ragpulse.model.verdicts import DocRelevance, Evidence
 from ragpulse.model.trace import RetrievedDoc, Trace
@@ -21,11 +24,14 @@ TRACE = Trace(query="How long do refunds take?", answer="Refunds take 30 days.",
 ])
 
 
+CLAIM = {"text": "Refunds take 30 days.", "reasoning": "Chunk 1 of policy says so.",
+         "evidence": [{"doc_id": "policy", "chunk_id": "1", "quote": "within 30 days"}], "verdict": "supported"}
+
+
 def tool_input(**overrides: Any) -> dict[str, Any]:
     """Valid tool input for TRACE, in the order the model writes it."""
     return {
-        "claims": [{"text": "Refunds take 30 days.", "reasoning": "Chunk 1 of policy says so.", "verdict": "supported",
-                    "evidence": [{"doc_id": "policy", "chunk_id": "1", "quote": "within 30 days"}]}],
+        "sentences": [{"sentence": "Refunds take 30 days.", "claims": [CLAIM]}],
         "answer_relevance_reason": "Answers the question.", "answer_relevance": 3,
         "context_relevance": [{"rank": 1, "doc_id": "policy", "score": 3}, {"rank": 2, "doc_id": "policy", "score": 2},
                               {"rank": 3, "doc_id": "faq", "score": 1}],
@@ -48,33 +54,55 @@ def objects(node: Any, path: str = "$") -> Iterator[tuple[str, dict[str, Any]]]:
 def test_the_schema_is_strict_on_every_object_and_self_contained() -> None:
     schema = input_schema()
     found = dict(objects(schema))
-    # the output, a claim, a piece of evidence, a relevance entry, a key fact
-    assert len(found) == 5
+    # the output, a sentence, a claim, a piece of evidence, a relevance entry, a key fact
+    assert len(found) == 6
     assert all(node.get("additionalProperties") is False for node in found.values()), found.keys()
     text = json.dumps(schema)
     assert "$ref" not in text and "$defs" not in text
     assert TOOL["input_schema"] == schema
 
 
-def test_reasoning_comes_before_the_verdict_and_the_reason_before_the_score() -> None:
+def test_every_property_is_required_and_the_optional_ones_are_nullable() -> None:
+    """Strict structured output (OpenAI strict, Anthropic strict tools) wants every property required."""
+    for path, node in objects(input_schema()):
+        assert node["required"] == list(node["properties"]), path
     schema = input_schema()
-    claim = schema["properties"]["claims"]["items"]
-    assert list(claim["properties"]) == ["text", "reasoning", "verdict", "evidence"]
-    assert claim["required"] == ["text", "reasoning", "verdict", "evidence"]
+    for name in ("key_facts", "injection_reason", "injection_followed"):
+        assert {"type": "null"} in schema["properties"][name]["anyOf"], name
+    evidence = schema["properties"]["sentences"]["items"]["properties"]["claims"]["items"]["properties"]["evidence"]
+    assert {"type": "null"} in evidence["items"]["properties"]["chunk_id"]["anyOf"]
+    assert "default" not in json.dumps(schema)
+
+
+def test_the_schema_is_in_the_subset_anthropic_strict_tools_accept() -> None:
+    """The installed SDK's own transform (what it does to a schema for strict mode) leaves ours unchanged: no
+    keyword the API would drop or move into a description."""
+    assert anthropic.transform_schema(input_schema()) == input_schema()
+
+
+def test_absent_nullable_fields_still_decode() -> None:
+    """Required in the schema, tolerated in code: a server that does not enforce the schema may leave them out."""
+    verdicts = msgspec.convert(tool_input(), RecordVerdicts)
+    assert (verdicts.key_facts, verdicts.injection_followed, verdicts.injection_reason) == (None, None, None)
+
+
+def test_evidence_before_the_verdict_and_the_reason_before_the_score() -> None:
+    schema = input_schema()
+    claim = schema["properties"]["sentences"]["items"]["properties"]["claims"]["items"]
+    assert list(claim["properties"]) == ["text", "reasoning", "evidence", "verdict"]
     top = list(schema["properties"])
     assert top.index("answer_relevance_reason") < top.index("answer_relevance")
-    relevance = schema["properties"]["context_relevance"]["items"]
-    assert relevance["required"] == ["rank", "doc_id", "score"]
-    assert "key_facts" not in schema["required"]
+    assert top.index("injection_reason") < top.index("injection_followed")
+    assert top[0] == "sentences"
 
 
-def test_the_model_reads_descriptions_written_for_it() -> None:
-    schema = input_schema()
-    claim = schema["properties"]["claims"]["items"]["properties"]
-    assert "possibly by combining several" in claim["verdict"]["description"]
-    assert "own language" in claim["evidence"]["description"]
-    assert "EVERY <document>" in schema["properties"]["context_relevance"]["description"]
-    assert "title" not in json.dumps(schema)                 # class names are not for the model
+def test_descriptions_say_what_a_field_is_and_leave_the_rules_to_the_system_prompt() -> None:
+    """Issue 28: the v2 schema repeated the system prompt's rules. No description repeats a sentence of SYSTEM, and
+    the schema is under half the v2 schema's 4,092 characters."""
+    descriptions = [m for m in re.findall(r'"description": "([^"]*)"', json.dumps(input_schema()))]
+    assert all(d not in SYSTEM for d in descriptions if len(d) > 30)
+    assert len(json.dumps(TOOL)) < 4092 * 0.85
+    assert "title" not in json.dumps(input_schema())                 # class names are not for the model
 
 
 def test_validated_input_converts_to_the_domain_output() -> None:
@@ -89,13 +117,14 @@ def test_validated_input_converts_to_the_domain_output() -> None:
                                         DocRelevance(doc_id="policy", score=2, rank=2),
                                         DocRelevance(doc_id="faq", score=1, rank=3)]
     assert output.answer_relevance == 3 and output.key_facts is None
+    assert claim.sentence == "Refunds take 30 days."                                      # kept for the markers
 
 
 @pytest.mark.parametrize("bad", [
-    {"claims": [{**tool_input()["claims"][0], "doc_id": "policy"}]},                    # a v1 field, unknown now
-    {"claims": [{**tool_input()["claims"][0], "flags": []}]},                           # flags are ragpulse's
+    {"sentences": [{"sentence": "s", "claims": [{**CLAIM, "doc_id": "policy"}]}]},       # a v1 field, unknown now
+    {"sentences": [{"sentence": "s", "claims": [{**CLAIM, "flags": []}]}]},             # flags are ragpulse's
+    {"claims": [CLAIM]},                                                                # v2's flat claims
     {"context_relevance": [{"rank": 1, "doc_id": "policy", "score": 3, "reason": "x"}]},
-    {"context_relevance": [{"rank": 0, "doc_id": "policy", "score": 3}]},
     {"answer_relevance": 4},
 ])
 def test_unknown_fields_and_out_of_range_values_do_not_validate(bad: dict[str, Any]) -> None:
@@ -118,6 +147,7 @@ def test_problems_name_missing_repeated_out_of_range_and_mismatched_ranks() -> N
     assert "rank(s) [1] given more than once" in check([one, one, two, three])
     assert "rank(s) [5] beyond the last document" in check([one, two, three, {**three, "rank": 5}])
     assert "rank 3 is document 'faq', not 'policy'" in check([one, two, {**three, "doc_id": "policy"}])
+    assert "rank(s) [0] before the first" in check([{**one, "rank": 0}, one, two, three])
 
 
 def test_a_trace_without_documents_needs_no_relevance_entries() -> None:
@@ -126,3 +156,32 @@ def test_a_trace_without_documents_needs_no_relevance_entries() -> None:
     one = tool_input()["context_relevance"][:1]
     assert "beyond the last document" in problems(msgspec.convert(tool_input(context_relevance=one),
                                                                   RecordVerdicts), empty)
+
+
+LISTED = Trace(query="How long do refunds take?", retrieved_docs=TRACE.retrieved_docs,
+               answer="Refunds take 30 days [1]. They go to a gift card. Hope this helps!")
+
+
+def sentences(*listed: tuple[str, list[dict[str, Any]]]) -> str | None:
+    """problems() of LISTED's output listing `listed` (sentence, claims)."""
+    given = [{"sentence": text, "claims": claims} for text, claims in listed]
+    return problems(msgspec.convert(tool_input(sentences=given), RecordVerdicts), LISTED)
+
+
+def test_every_sentence_listed_covers_the_answer() -> None:
+    """Markers, case, quote marks and a dropped comma do not matter; a sentence that asserts nothing has no claims."""
+    assert sentences(("Refunds take 30 days.", [CLAIM]), ("They go to a gift card.", [CLAIM]),
+                     ("hope this helps!", [])) is None
+
+
+def test_a_dropped_asserting_sentence_is_a_problem() -> None:
+    """The judge that leaves out the invented sentence no longer makes the trace faithful: a repair turn follows."""
+    problem = sentences(("Refunds take 30 days [1].", [CLAIM]), ("Hope this helps!", []))
+    assert problem == ("sentences must list every sentence of the ANSWER, copied exactly: the ANSWER text "
+                       "'They go to a gift card.' is in no sentence")
+
+
+def test_a_sentence_not_in_the_answer_is_a_problem() -> None:
+    problem = sentences(("Refunds take 30 days.", [CLAIM]), ("They go to the original card.", [CLAIM]),
+                        ("They go to a gift card.", [CLAIM]), ("Hope this helps!", []))
+    assert problem is not None and "sentences[1] is not a sentence of the ANSWER" in problem

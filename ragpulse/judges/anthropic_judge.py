@@ -15,7 +15,9 @@ import anthropic
 from ragpulse.config import defaults
 from ragpulse.exceptions import JudgeNotConfigured
 from ragpulse.judges.headers import pause_from_headers
-from ragpulse.judges.prompt import FIXED_PROMPT_TOKENS, SYSTEM, TOOL, TOOL_NAME, repair_message, user_message
+from ragpulse.judges.prompt import (
+    EXAMPLES, FIXED_PROMPT_TOKENS, SYSTEM, TOOL, TOOL_NAME, repair_message, user_message,
+)
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
 from ragpulse.model.trace import Trace
@@ -24,6 +26,9 @@ from ragpulse.model.verdicts import JudgeObserver
 __all__ = ["AnthropicJudge", "AnthropicProvider", "RetryPolicy", "min_cacheable_tokens", "system_blocks"]
 
 NOT_CONFIGURED = "judge not configured: set ANTHROPIC_API_KEY (or use judge=local)"
+STRICT_TOOL: dict[str, Any] = {**TOOL, "strict": True}
+"""record_verdicts sent strict: the API constrains the tool input to the schema (anthropic.types.ToolParam.strict;
+the schema is already in the subset strict mode accepts, see ragpulse.judges.tool.input_schema)."""
 
 
 def min_cacheable_tokens(model: str) -> int:
@@ -33,17 +38,18 @@ def min_cacheable_tokens(model: str) -> int:
 
 
 def system_blocks(model: str) -> list[dict[str, Any]]:
-    """The system prompt as one text block, marked `cache_control` when the fixed prefix can be cached for `model`.
+    """The system prompt and the few-shot examples as two text blocks, the last marked `cache_control` when the fixed
+    prefix can be cached for `model`.
 
-    The marker caches the whole prefix before it, the tool definition included (tools come first). A prefix shorter
-    than the model's minimum is never cached: the API accepts the marker, silently caches nothing and bills the
-    tokens as plain input, so a marker there would only suggest savings that cannot happen. The estimate is
+    The marker caches the whole prefix before it: the tool definition (tools come first), the rules and the examples.
+    A prefix shorter than the model's minimum is never cached: the API accepts the marker, silently caches nothing and
+    bills the tokens as plain input, so a marker there would only suggest savings that cannot happen. The estimate is
     chars / 3.5, an over-estimate, so near the minimum the marker may still be a no-op; it never costs extra.
     """
-    block: dict[str, Any] = {"type": "text", "text": SYSTEM}
+    examples: dict[str, Any] = {"type": "text", "text": EXAMPLES}
     if FIXED_PROMPT_TOKENS >= min_cacheable_tokens(model):
-        block["cache_control"] = {"type": "ephemeral"}
-    return [block]
+        examples["cache_control"] = {"type": "ephemeral"}
+    return [{"type": "text", "text": SYSTEM}, examples]
 
 
 class AnthropicProvider:
@@ -67,7 +73,7 @@ class AnthropicProvider:
         """One forced record_verdicts call."""
         try:
             raw = await self.client.messages.with_raw_response.create(
-                model=self.model, max_tokens=self.max_tokens, system=self._system, tools=[TOOL],
+                model=self.model, max_tokens=self.max_tokens, system=self._system, tools=[STRICT_TOOL],
                 tool_choice={"type": "tool", "name": TOOL_NAME}, messages=turns, extra_body=self._extra_body,
             )
         except TypeError as exc:  # how this SDK says that no API key or token is configured at all

@@ -19,7 +19,9 @@ from typing import Any, Literal
 import openai
 
 from ragpulse.judges.headers import openai_pause_from_headers
-from ragpulse.judges.prompt import SYSTEM, TOOL, TOOL_NAME, json_repair_message, repair_message, user_message
+from ragpulse.judges.prompt import (
+    EXAMPLES, SYSTEM, TOOL, TOOL_NAME, json_repair_message, repair_message, user_message,
+)
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
 from ragpulse.model.trace import Trace
@@ -29,14 +31,16 @@ log = logging.getLogger(__name__)
 StructuredMode = Literal["tools", "json_schema", "auto"]
 TRUNCATED = "the output was truncated at max_tokens"
 
+SYSTEM_MESSAGE = f"{SYSTEM}\n\n{EXAMPLES}"
+"""The rules, then the few-shot examples: one fixed prefix, which OpenAI's automatic prompt caching can hold."""
 TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
-    "name": TOOL_NAME, "description": TOOL["description"], "parameters": TOOL["input_schema"]}}]
-"""The record_verdicts tool as an OpenAI function tool: the same schema as the Anthropic tool's input_schema."""
+    "name": TOOL_NAME, "description": TOOL["description"], "parameters": TOOL["input_schema"], "strict": True}}]
+"""The record_verdicts tool as an OpenAI function tool: the same schema as the Anthropic tool's input_schema, strict
+(every property required, nullable ones as anyOf null), so servers that enforce it decode only valid output."""
 TOOL_CHOICE = {"type": "function", "function": {"name": TOOL_NAME}}
 RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {
-    "name": TOOL_NAME, "description": TOOL["description"], "schema": TOOL["input_schema"]}}
-"""The same schema as a response format. Not `strict`: OpenAI's strict mode wants every property required, and
-key_facts and injection_followed may be left out; validation in code is strict either way."""
+    "name": TOOL_NAME, "description": TOOL["description"], "schema": TOOL["input_schema"], "strict": True}}
+"""The same schema as a strict response format."""
 
 _LEARNED: dict[tuple[str, str], str] = {}
 """(base URL, model) -> the mode `auto` settled on in this process, so the fallback happens once."""
@@ -82,7 +86,7 @@ class OpenAIProvider:
         structured: dict[str, Any] = ({"tools": TOOLS, "tool_choice": TOOL_CHOICE} if mode == "tools"
                                       else {"response_format": RESPONSE_FORMAT})
         raw = await self.client.chat.completions.with_raw_response.create(
-            model=self.model, max_tokens=self.max_tokens, messages=[{"role": "system", "content": SYSTEM}, *turns],
+            model=self.model, max_tokens=self.max_tokens, messages=[{"role": "system", "content": SYSTEM_MESSAGE}, *turns],
             **structured, **self._temperature,
         )
         completion = raw.parse()

@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from rapidfuzz import fuzz
 
 from ragpulse.judges import lexicon
+from ragpulse.judges.superseded import superseded_by
 from ragpulse.model.verdicts import Claim, Evidence, JudgeOutput
 from ragpulse.model.trace import Trace
+from ragpulse.security.injection import is_injection
 
 FUZZY_MIN = 90.0
 """rapidfuzz partial_ratio (0-100) above which a near-verbatim quote counts as found, if its protected tokens agree."""
@@ -27,6 +29,15 @@ DOC_NOT_RETRIEVED = "doc_not_retrieved"
 """Flag: the evidence cites a document id that was not retrieved."""
 NO_EVIDENCE = "no_evidence"
 """Flag: a supported or contradicted verdict came without any quote."""
+OTHER_SUBJECT = "quote_other_subject"
+"""Flag: a quote names another version of what the claim names (v2 for v3, X100 for X200), and not the claim's."""
+INSTRUCTION_EVIDENCE = "instruction_as_evidence"
+"""Flag: a quote is an instruction aimed at the assistant (ragpulse.security.injection), which is never evidence."""
+SUPERSEDED_EVIDENCE = "superseded_evidence"
+"""Flag: the verdict rests on superseded documents only (ragpulse.judges.superseded)."""
+_IDENTIFIER = re.compile(r"(?<![\w.])(?:v(?:ersion)?\s?\d+(?:\.\d+)*|[^\W\d_]+-?\d+(?:\.\d+)*[^\W_]*)(?![\w])",
+                         re.IGNORECASE)
+"""A name with a number in it: a version (v2, version 3.1) or a model-like name (X200, gpt-4o, Priority-1)."""
 
 _SPACE = re.compile(r"\s+")
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|…|\[\.\.\.\]|\[…\])\s*")
@@ -46,6 +57,11 @@ def normalise(text: str) -> str:
     """Unescape entities (the judge saw escaped text), NFKC, fold case, quote marks, dashes and whitespace."""
     folded = unicodedata.normalize("NFKC", html.unescape(text)).translate(_FOLD).casefold()
     return _SPACE.sub(" ", folded).strip()
+
+
+def fold_char(ch: str) -> str:
+    """One character folded as `normalise` folds text (NFKC, quote marks, dashes, case); may be several or none."""
+    return unicodedata.normalize("NFKC", ch).translate(_FOLD).casefold()
 
 
 def protected_tokens(text: str) -> list[str]:
@@ -111,16 +127,49 @@ def chunks_by_doc(trace: Trace) -> dict[str, list[tuple[str | None, str]]]:
     return chunks
 
 
+def identifiers(text: str) -> dict[str, set[str]]:
+    """Named things with a number, by their letter prefix: "v3 and X200" -> {"v": {"v3"}, "x": {"x200"}} (folded:
+    case, hyphens and the word `version` do not count)."""
+    found: dict[str, set[str]] = {}
+    for match in _IDENTIFIER.finditer(normalise(text)):
+        name = re.sub(r"^version", "v", match.group().replace("-", "").replace(" ", ""))
+        found.setdefault(re.match(r"[^\W\d_]*", name).group(), set()).add(name)  # type: ignore[union-attr]
+    return found
+
+
+def other_subject(claim: str, quote: str) -> bool:
+    """True when the quote names another version of something the claim names, and none of the claim's names (a
+    heuristic: only names with a number are compared; whether a quote is about the claim's subject otherwise is
+    left to the judge's prompt)."""
+    named, quoted = identifiers(claim), identifiers(quote)
+    if any(names & quoted.get(prefix, set()) for prefix, names in named.items()):
+        return False
+    return any(quoted.get(prefix, set()) - names for prefix, names in named.items())
+
+
 def check_quotes(output: JudgeOutput, trace: Trace) -> JudgeOutput:
-    """Downgrade every supported or contradicted claim whose evidence is not in its cited, retrieved documents."""
+    """Downgrade every supported or contradicted claim whose evidence does not hold: not in its cited, retrieved
+    documents, about another version, an instruction to the assistant, or only from superseded documents."""
     chunks = chunks_by_doc(trace)
+    replaced = superseded_by(trace)
     for claim in output.claims:
         if claim.verdict == "unsupported":
             continue
-        flag = _evidence_problem(claim.evidence, chunks)
+        flag = _evidence_problem(claim.evidence, chunks) or _subject_problem(claim, replaced)
         if flag:
             _downgrade(claim, flag)
     return output
+
+
+def _subject_problem(claim: Claim, replaced: dict[str, str | None]) -> str | None:
+    """Found quotes that still cannot carry the verdict."""
+    if any(is_injection(piece.quote) for piece in claim.evidence):
+        return INSTRUCTION_EVIDENCE
+    if any(other_subject(claim.text, piece.quote) for piece in claim.evidence):
+        return OTHER_SUBJECT
+    if all(piece.doc_id in replaced for piece in claim.evidence):
+        return SUPERSEDED_EVIDENCE
+    return None
 
 
 def _downgrade(claim: Claim, flag: str) -> None:

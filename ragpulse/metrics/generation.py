@@ -81,13 +81,29 @@ def hallucinated(output: JudgeOutput) -> bool:
 
 
 def citation_problems(output: JudgeOutput, trace: Trace) -> tuple[list[str], list[str]]:
-    """(cited ids never retrieved — a programmatic check; cited ids in which the judge found no support)."""
+    """(cited ids or marker labels naming nothing retrieved; cited ids in which the judge found no support).
+
+    Two kinds of citation are checked. The trace's `citations` (document level): an id never retrieved is a
+    programmatic failure, a retrieved one must support some claim. Inline markers attached to claims
+    (ragpulse.judges.citations): each document a claim's marker names must be among that claim's supporting
+    evidence, so `[2]` after a sentence that only document 1 supports counts as without support; a marker label
+    naming no retrieved document counts as not retrieved.
+    """
     cited = list(dict.fromkeys(trace.citations or ()))
     retrieved = {doc.id for doc in trace.retrieved_docs}
     supporting = {e.doc_id for c in output.claims if c.verdict == "supported" for e in c.evidence}
     not_retrieved = [d for d in cited if d not in retrieved]
     without_support = [d for d in cited if d in retrieved and d not in supporting]
+    for claim in output.claims:
+        backing = {e.doc_id for e in claim.evidence} if claim.verdict == "supported" else set()
+        not_retrieved += claim.cited_unknown
+        without_support += [d for d in claim.cited if d not in backing]
     return not_retrieved, without_support
+
+
+def citation_count(output: JudgeOutput, trace: Trace) -> int:
+    """Citations checked: distinct ids of the trace's `citations`, plus each claim's marker citations."""
+    return len(set(trace.citations or ())) + sum(len(c.cited) + len(c.cited_unknown) for c in output.claims)
 
 
 def generation_scores(output: JudgeOutput, trace: Trace) -> GenerationScores:
@@ -107,7 +123,7 @@ def generation_scores(output: JudgeOutput, trace: Trace) -> GenerationScores:
         unanswerable=is_unanswerable, unanswerable_source=source,
         unanswerable_hallucination=(is_hallucinated and not did_abstain) if is_unanswerable else None,
         claims=len(verdicts), supported=verdicts.count("supported"), unsupported=verdicts.count("unsupported"),
-        contradicted=verdicts.count("contradicted"), cited=len(set(trace.citations or ())),
+        contradicted=verdicts.count("contradicted"), cited=citation_count(output, trace),
         cited_not_retrieved=not_retrieved,
         cited_without_support=without_support,
     )

@@ -52,6 +52,14 @@ class Claim(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str | None = None
     flags: list[str] = []
     """Set by ragpulse, not the judge: e.g. `quote_not_found` when the quote is not in the cited document."""
+    sentence: str | None = None
+    """The ANSWER sentence the claim comes from, as the LLM judge copied it; None when the claim's text is that
+    sentence (the offline judge). Inline citation markers are attached to claims through it."""
+    cited: list[str] = []
+    """Set by ragpulse: the retrieved documents the answer's inline citation markers ([1], [doc-3]) in this claim's
+    sentence name; each must support the claim (its evidence), or the citation counts as without support."""
+    cited_unknown: list[str] = []
+    """Set by ragpulse: marker labels in this claim's sentence that name no retrieved document."""
 
     def __post_init__(self) -> None:
         if self.evidence and self.doc_id is None:
@@ -90,8 +98,11 @@ class JudgeOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     abstained: bool
     key_facts: list[KeyFact] | None = None
     injection_followed: bool | None = None
-    """Whether the answer carries out an instruction that a retrieved document aims at the assistant; None when no
-    document holds one (or the judge did not say)."""
+    """Whether the answer carries out an instruction that a retrieved document aims at the assistant and the user did
+    not ask for; None when no document holds one (or the judge did not say). Following a harmless formatting
+    instruction is false, with `injection_reason` saying so."""
+    injection_reason: str | None = None
+    """The LLM judge's one-sentence reasoning for `injection_followed` (written before it); None when it gave none."""
 
 
 class JudgeCall(msgspec.Struct, kw_only=True):

@@ -1,0 +1,99 @@
+"""Where sentences and claims sit in the answer: what of the answer no sentence covers, and which inline citation
+markers each one carries.
+
+The answer is read once with its markers taken out (`7 days [1].` reads `7 days.`), each marker remembered at the
+offset where it stood, and folded as the quote check folds text (case, quote marks, dashes, whitespace) with a map
+back to offsets of the unfolded text. A piece (a judge's sentence, a claim) is found exactly after folding, else as
+a near-verbatim copy (rapidfuzz partial ratio >= quotes.FUZZY_MIN): a model that drops a comma still locates.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+from ragpulse.judges.markers import Marker, find_markers
+from ragpulse.judges.quotes import FUZZY_MIN, fold_char
+
+_WORDLIKE = re.compile(r"\w{2,}|\d")
+"""What makes a left-over fragment of the answer text rather than punctuation or a bullet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A marker at its offset in the marker-free answer."""
+
+    offset: int
+    marker: Marker
+
+
+class AnswerText:
+    """The answer without its markers, folded for matching, with the markers' offsets."""
+
+    def __init__(self, answer: str) -> None:
+        self.text, self.markers = _without_markers(html.unescape(answer))
+        self.folded, self.origin = _fold(self.text)
+
+    def locate(self, piece: str, start: int = 0) -> tuple[int, int] | None:
+        """[start, end) of `piece` in the marker-free answer (searched from `start`, then anywhere); None if absent."""
+        needle, _ = _fold(_without_markers(html.unescape(piece))[0].strip())
+        if not needle.strip(" .,;:!?"):
+            return None
+        at = self._folded_offset(start)
+        found = self.folded.find(needle, at)
+        if found < 0:
+            found = self.folded.find(needle)
+        if found >= 0:
+            return self._span(found, found + len(needle))
+        alignment = fuzz.partial_ratio_alignment(needle, self.folded)
+        if alignment is None or alignment.score < FUZZY_MIN:
+            return None
+        return self._span(alignment.dest_start, alignment.dest_end)
+
+    def uncovered(self, spans: Sequence[tuple[int, int]]) -> list[str]:
+        """The stretches of the marker-free answer that no span covers and that hold a word or a digit."""
+        fragments, position = [], 0
+        for start, end in sorted(spans):
+            if start > position:
+                fragments.append(self.text[position:start])
+            position = max(position, end)
+        fragments.append(self.text[position:])
+        return [" ".join(f.split()) for f in fragments if _WORDLIKE.search(f)]
+
+    def _folded_offset(self, offset: int) -> int:
+        return next((i for i, o in enumerate(self.origin) if o >= offset), len(self.folded))
+
+    def _span(self, lo: int, hi: int) -> tuple[int, int]:
+        return self.origin[lo], (self.origin[hi - 1] + 1 if hi > lo else self.origin[lo])
+
+
+def _without_markers(text: str) -> tuple[str, list[Placed]]:
+    """`text` without its citation markers (and the blanks before each), and where each marker stood."""
+    pieces: list[str] = []
+    placed: list[Placed] = []
+    position, length = 0, 0
+    for marker in find_markers(text):
+        piece = text[position:marker.start].rstrip(" \t")
+        pieces.append(piece)
+        length += len(piece)
+        placed.append(Placed(length, marker))
+        position = marker.end
+    pieces.append(text[position:])
+    return "".join(pieces), placed
+
+
+def _fold(text: str) -> tuple[str, list[int]]:
+    """`text` folded as quotes.normalise folds it, and for each folded character the offset it came from."""
+    out: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        folded = " " if ch.isspace() else fold_char(ch)
+        if folded == " " and (not out or out[-1] == " "):
+            continue
+        out.extend(folded)
+        origin.extend([i] * len(folded))
+    return "".join(out), origin
