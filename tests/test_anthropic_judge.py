@@ -16,6 +16,7 @@ import redis
 
 from ragpulse.config.prices import call_cost
 from ragpulse.evaluation.trace import evaluate_trace
+from ragpulse.intake.estimate import estimate_batch
 from ragpulse.reporting.build import build_report
 from ragpulse.exceptions import JudgeAuthError, JudgeNotConfigured, JudgeOutputInvalid, JudgeUnavailable
 from ragpulse.judges.anthropic_judge import AnthropicJudge, RetryPolicy
@@ -489,3 +490,21 @@ def test_a_marker_citing_the_wrong_document_lowers_citation_accuracy(fake: FakeA
     assert generation.cited_not_retrieved == ["7"]
     report = build_report("j", BatchOptions(judge="anthropic"), [result])
     assert report.generation.citations.citation_accuracy == pytest.approx(1 / 3)   # (3 - 1 - 1) / 3
+
+
+def test_the_dry_run_prices_the_cached_prefix_as_the_provider_bills_it(fake: FakeAnthropic) -> None:
+    """Item 10: the estimate's input cost is within reach of what the fake bills once the prefix is cached (writes
+    1.25x, reads 0.1x); v2's estimate priced the whole prefix in full on every call (about 4x here)."""
+    model, prices = "claude-sonnet-4-6", {"claude-sonnet-4-6": (3.0, 15.0)}
+    traces = [make_trace(f"The warranty lasts {n} years.") for n in range(2, 12)]
+    judge = judge_for(fake, model=model)
+    calls = [call for trace in traces for call in judge.judge(trace).calls]
+    billed = sum(call_cost(prices, model, c.input_tokens, 0, c.cache_read_input_tokens,
+                           c.cache_creation_input_tokens) for c in calls)
+    estimate = estimate_batch(traces, BatchOptions(judge="anthropic"), model, prices)
+    estimated = call_cost(prices, model, estimate.input_tokens, 0, estimate.cache_read_input_tokens,
+                          estimate.cache_creation_input_tokens)
+    assert estimate.cache_creation_input_tokens > 0 and estimate.cache_read_input_tokens > 0
+    assert 0.9 <= estimated / billed <= 1.5                       # chars / 3.5 over-estimates the fake's chars / 4
+    haiku = estimate_batch(traces, BatchOptions(judge="anthropic"), "claude-haiku-4-5", prices)
+    assert haiku.cache_read_input_tokens == 0                    # below Haiku 4.5's 4,096 minimum: all uncached

@@ -57,7 +57,7 @@ def test_anthropic_job_stores_per_claim_verdicts_with_raw_outputs(judged: httpx.
     assert item["judge"] == "anthropic" and item["claims"][0]["verdict"] in {"supported", "unsupported"}
     [judgment] = item["judgments"]
     [call] = judgment["calls"]
-    assert call["raw_output"]["claims"] and call["request_id"].startswith("req_")
+    assert call["raw_output"]["sentences"] and call["request_id"].startswith("req_")
     assert call["model"] == "claude-sonnet-4-6" and len(judgment["prompt_version"]) == 12
     assert call["input_tokens"] > 0 and call["output_tokens"] > 0
 

@@ -26,7 +26,7 @@ from ragpulse.judges import kinds
 from ragpulse.judges.anthropic_judge import AnthropicJudge
 from ragpulse.judges.headers import openai_pause_from_headers
 from ragpulse.judges.openai_judge import OpenAIJudge
-from ragpulse.judges.prompt import PROMPT_VERSION, SYSTEM, TOOL_NAME
+from ragpulse.judges.prompt import EXAMPLES, PROMPT_VERSION, SYSTEM, TOOL_NAME
 from ragpulse.judges.structured import RetryPolicy, StructuredJudge
 from ragpulse.judges.tool import input_schema
 from ragpulse.model.results import TraceResult
@@ -146,10 +146,11 @@ def test_parity_same_tool_input_gives_the_same_result(fake: FakeOpenAI, anthropi
 def test_one_forced_tool_call_with_the_shared_prompt_and_schema(fake: FakeOpenAI) -> None:
     [judgment] = judge_once(openai_judge(fake), make_trace())
     [body] = fake.bodies
-    assert body["messages"][0] == {"role": "system", "content": SYSTEM}
+    assert body["messages"][0] == {"role": "system", "content": f"{SYSTEM}\n\n{EXAMPLES}"}   # rules, then examples
     assert body["messages"][1]["role"] == "user" and "<question>" in body["messages"][1]["content"]
     [tool] = body["tools"]
     assert tool["function"]["name"] == TOOL_NAME and tool["function"]["parameters"] == input_schema()
+    assert tool["function"]["strict"] is True                  # every property required, nullable ones anyOf null
     assert body["tool_choice"] == {"type": "function", "function": {"name": TOOL_NAME}}
     assert body["temperature"] == 0 and body["max_tokens"] == 1024 and "response_format" not in body
     [call] = judgment.calls
@@ -249,6 +250,7 @@ def test_json_schema_mode_asks_for_the_same_schema_and_repairs_in_a_user_turn(fa
     assert first["response_format"]["type"] == "json_schema"
     assert first["response_format"]["json_schema"]["schema"] == input_schema()
     assert first["response_format"]["json_schema"]["name"] == TOOL_NAME
+    assert first["response_format"]["json_schema"]["strict"] is True
     assert repair["messages"][2] == {"role": "assistant", "content": '{"claims": "not a list"}'}
     assert repair["messages"][3]["role"] == "user" and "claims" in repair["messages"][3]["content"]
     assert [c.verdict for c in judgment.output.claims] == ["supported"]

@@ -9,13 +9,13 @@ import msgspec
 
 from ragpulse.config.prices import call_cost
 from ragpulse.judges import kinds
-from ragpulse.judges.prompt import estimate_input_tokens, user_message
+from ragpulse.judges.prompt import FIXED_PROMPT_TOKENS, estimate_input_tokens, prefix_cacheable, user_message
 from ragpulse.model.trace import BatchOptions, Trace
 
 OUTPUT_TOKENS_BASE = 120
 """Estimated output tokens of a verdict before claims: relevance, flags, reasons."""
-OUTPUT_TOKENS_PER_CLAIM = 110
-"""Estimated output tokens per answer sentence (claim text, reasoning, verdict, evidence quotes)."""
+OUTPUT_TOKENS_PER_CLAIM = 130
+"""Estimated output tokens per answer sentence (its copy, claim text, reasoning, evidence quotes, verdict)."""
 OUTPUT_TOKENS_PER_DOC = 20
 """Estimated output tokens per retrieved document (its context-relevance entry: rank, id, score)."""
 _SENTENCE = re.compile(r"[.!?](\s|$)")
@@ -28,34 +28,56 @@ class Estimate(msgspec.Struct, kw_only=True):
     model: str | None
     judge_calls: int
     input_tokens: int
+    """Uncached input tokens: every call's trace, plus the fixed prefix on calls where no cache holds it."""
     output_tokens: int
     cost_usd: float | None
     price_known: bool
-    method: str = "characters / 3.5 for input; 120 + 110 per answer sentence + 20 per document for output"
+    cache_read_input_tokens: int = 0
+    """The fixed prefix (system prompt, examples, tool) read from the prompt cache: every call after the first."""
+    cache_creation_input_tokens: int = 0
+    """The fixed prefix written to the prompt cache: once, by the first call."""
+    method: str = ("characters / 3.5 for input; the fixed prefix written to the prompt cache once and read by every "
+                   "later call when the judge caches it and it reaches the model's minimum; 120 + 130 per answer "
+                   "sentence + 20 per document for output")
 
 
 def estimate_trace_tokens(trace: Trace) -> tuple[int, int]:
-    """(input, output) tokens one judge call on this trace is expected to use."""
+    """(input, output) tokens one judge call on this trace is expected to use; input includes the fixed prefix."""
     input_tokens = int(estimate_input_tokens(len(user_message(trace))))
     sentences = max(1, len(_SENTENCE.findall(trace.answer or "")))
     output = OUTPUT_TOKENS_BASE + OUTPUT_TOKENS_PER_CLAIM * sentences + OUTPUT_TOKENS_PER_DOC * len(trace.retrieved_docs)
     return input_tokens, output
 
 
+def cache_split(calls: int, input_tokens: int, cached: bool) -> tuple[int, int, int]:
+    """(uncached input, cache reads, cache writes) of `calls` calls sending `input_tokens` in all, prefixes included.
+
+    With a cached prefix the first call writes it and every later one reads it (a judge keeps calling well within
+    the cache's 5-minute lifetime); concurrent first calls may each write, which this does not count.
+    """
+    if not cached or not calls:
+        return input_tokens, 0, 0
+    prefix = int(FIXED_PROMPT_TOKENS)
+    return input_tokens - prefix * calls, prefix * (calls - 1), prefix
+
+
 def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str | None,
                    prices: Mapping[str, tuple[float, float]]) -> Estimate:
-    """Judge calls, tokens and cost of a batch: one call per answered trace and repeat; a judge not billable costs 0."""
+    """Judge calls, tokens and cost of a batch: one call per answered trace and repeat; a judge not billable costs 0.
+    Cache reads and writes of the fixed prefix are priced as the provider bills them (ragpulse.config.prices)."""
     judge = options.judge or "none"
     judged = [t for t in traces if t.answer] if kinds.judges_traces(judge) else []
     tokens = [estimate_trace_tokens(t) for t in judged]
     calls = len(judged) * options.repeats
-    input_tokens = sum(i for i, _ in tokens) * options.repeats
-    output_tokens = sum(o for _, o in tokens) * options.repeats
     if not kinds.is_billable(judge):
         return Estimate(judge=judge, model=None, judge_calls=calls, input_tokens=0, output_tokens=0,
                         cost_usd=0.0, price_known=True)
+    cached = kinds.caches_prompt(judge) and model is not None and prefix_cacheable(model)
+    uncached, reads, writes = cache_split(calls, sum(i for i, _ in tokens) * options.repeats, cached)
+    output_tokens = sum(o for _, o in tokens) * options.repeats
     # A model without a price (a self-hosted one, unless RAGPULSE_JUDGE_PRICES names it) is counted at 0 when it
     # runs; the estimate says the price is unknown rather than promise that.
-    cost = round(call_cost(prices, model, input_tokens, output_tokens), 6) if model in prices else None
-    return Estimate(judge=judge, model=model, judge_calls=calls, input_tokens=input_tokens,
-                    output_tokens=output_tokens, price_known=cost is not None, cost_usd=cost)
+    cost = round(call_cost(prices, model, uncached, output_tokens, reads, writes), 6) if model in prices else None
+    return Estimate(judge=judge, model=model, judge_calls=calls, input_tokens=uncached, output_tokens=output_tokens,
+                    cache_read_input_tokens=reads, cache_creation_input_tokens=writes, price_known=cost is not None,
+                    cost_usd=cost)

@@ -12,11 +12,10 @@ from typing import Any
 
 import anthropic
 
-from ragpulse.config import defaults
 from ragpulse.exceptions import JudgeNotConfigured
 from ragpulse.judges.headers import pause_from_headers
 from ragpulse.judges.prompt import (
-    EXAMPLES, FIXED_PROMPT_TOKENS, SYSTEM, TOOL, TOOL_NAME, repair_message, user_message,
+    EXAMPLES, SYSTEM, TOOL, TOOL_NAME, min_cacheable_tokens, prefix_cacheable, repair_message, user_message,
 )
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
@@ -31,12 +30,6 @@ STRICT_TOOL: dict[str, Any] = {**TOOL, "strict": True}
 the schema is already in the subset strict mode accepts, see ragpulse.judges.tool.input_schema)."""
 
 
-def min_cacheable_tokens(model: str) -> int:
-    """The provider's minimum cacheable prompt length for `model`."""
-    return next((n for key, n in defaults.MIN_CACHEABLE_TOKENS.items() if key in model),
-                defaults.DEFAULT_MIN_CACHEABLE_TOKENS)
-
-
 def system_blocks(model: str) -> list[dict[str, Any]]:
     """The system prompt and the few-shot examples as two text blocks, the last marked `cache_control` when the fixed
     prefix can be cached for `model`.
@@ -47,7 +40,7 @@ def system_blocks(model: str) -> list[dict[str, Any]]:
     chars / 3.5, an over-estimate, so near the minimum the marker may still be a no-op; it never costs extra.
     """
     examples: dict[str, Any] = {"type": "text", "text": EXAMPLES}
-    if FIXED_PROMPT_TOKENS >= min_cacheable_tokens(model):
+    if prefix_cacheable(model):
         examples["cache_control"] = {"type": "ephemeral"}
     return [{"type": "text", "text": SYSTEM}, examples]
 

@@ -42,6 +42,10 @@ class JudgeKind:
     heuristic: bool
     """Not an LLM: reports flag its figures as a heuristic's, and it cannot be biased towards its own output."""
 
+    prompt_cache: bool = False
+    """Marks its fixed prefix for the provider's prompt cache, billed apart (writes 1.25x, reads 0.1x the input
+    price): a dry run prices the prefix so when it reaches the model's minimum cacheable length."""
+
     factory: JudgeFactory | None
     """Builds the judge; None for `none`, which judges nothing."""
 
@@ -153,7 +157,8 @@ JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
     JudgeKind(name="none", billable=False, remote=False, offline=True, heuristic=False, factory=None),
     JudgeKind(name="local", billable=False, remote=False, offline=True, heuristic=True, factory=_local,
               prompt_version=_local_prompt_version),
-    JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, factory=_anthropic,
+    JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, prompt_cache=True,
+              factory=_anthropic,
               model=lambda settings: settings.judge_model, prompt_version=_llm_prompt_version),
     # Billable though often free: a self-hosted model has no price and costs 0 (price_known false in a dry run).
     JudgeKind(name="openai", billable=True, remote=True, offline=False, heuristic=False, factory=_openai,
@@ -185,6 +190,11 @@ def judges_traces(name: str | None) -> bool:
 def is_billable(name: str | None) -> bool:
     """True when calls of the judge `name` cost money (budgets apply); False for no name."""
     return name is not None and JUDGES[name].billable
+
+
+def caches_prompt(name: str | None) -> bool:
+    """True when the judge `name` marks its fixed prefix for the provider's prompt cache; False for no name."""
+    return name is not None and JUDGES[name].prompt_cache
 
 
 def is_heuristic(name: str | None) -> bool:

@@ -8,6 +8,7 @@ import html
 import json
 from typing import Any
 
+from ragpulse.config import defaults
 from ragpulse.judges.superseded import superseded_by
 from ragpulse.judges.tool import input_schema
 from ragpulse.model.trace import RetrievedDoc, Trace
@@ -95,6 +96,17 @@ FIXED_PROMPT_CHARS = len(SYSTEM) + len(EXAMPLES) + len(json.dumps(TOOL))
 """Characters every judge call sends besides its messages: the system prompt, the examples and the tool schema."""
 FIXED_PROMPT_TOKENS = FIXED_PROMPT_CHARS / CHARS_PER_TOKEN
 """Estimated tokens of the fixed prefix (tool, system prompt and examples), the part a prompt cache can hold."""
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The provider's minimum cacheable prompt length for `model`."""
+    return next((n for key, n in defaults.MIN_CACHEABLE_TOKENS.items() if key in model),
+                defaults.DEFAULT_MIN_CACHEABLE_TOKENS)
+
+
+def prefix_cacheable(model: str) -> bool:
+    """Whether the fixed prefix reaches `model`'s minimum cacheable length (by the over-estimate chars / 3.5)."""
+    return FIXED_PROMPT_TOKENS >= min_cacheable_tokens(model)
 
 
 def estimate_input_tokens(message_chars: int) -> float:
