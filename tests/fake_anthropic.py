@@ -114,11 +114,12 @@ class FakeAnthropic(JudgeFake):
     """Start with `with FakeAnthropic() as fake:`; point the SDK at `fake.url`."""
 
     def __init__(self, model: str = "claude-sonnet-4-6", latency: float = 0.0, rpm: int = 0,
-                 window_seconds: float = 60.0, cache_min_tokens: int = 1024) -> None:
+                 window_seconds: float = 60.0, cache_min_tokens: int = 1024, supports_strict: bool = True) -> None:
         super().__init__(json_handler(lambda handler, body: self.respond(
             body, {k.lower(): v for k, v in handler.headers.items()})))
         self.model = model
         self.cache_min_tokens = cache_min_tokens
+        self.supports_strict = supports_strict
         self.cached_prefixes: set[str] = set()
         self.latency = latency
         self.rpm = rpm
@@ -137,6 +138,10 @@ class FakeAnthropic(JudgeFake):
         if wait is not None:
             error = {"type": "error", "error": {"type": "rate_limit_error", "message": "requests per minute exceeded"}}
             return 429, {"request-id": request_id, "retry-after": str(max(1, round(wait)))}, error
+        if not self.supports_strict and any("strict" in tool for tool in body.get("tools", [])):
+            error = {"type": "error", "error": {"type": "invalid_request_error",
+                                                "message": "tools.0.custom.strict: Extra inputs are not permitted"}}
+            return 400, {"request-id": request_id}, error
         if fault.delay or self.latency:
             time.sleep(fault.delay or self.latency)
         if fault.status != 200:

@@ -508,3 +508,13 @@ def test_the_dry_run_prices_the_cached_prefix_as_the_provider_bills_it(fake: Fak
     assert 0.9 <= estimated / billed <= 1.5                       # chars / 3.5 over-estimates the fake's chars / 4
     haiku = estimate_batch(traces, BatchOptions(judge="anthropic"), "claude-haiku-4-5", prices)
     assert haiku.cache_read_input_tokens == 0                    # below Haiku 4.5's 4,096 minimum: all uncached
+
+
+def test_an_api_refusing_strict_tools_gets_the_tool_without_strict_from_then_on() -> None:
+    """An older model or a gateway that does not know `strict` answers 400 naming it: the same call goes once more
+    without it, and later calls to that API and model skip it."""
+    with FakeAnthropic(supports_strict=False) as old:
+        judge = judge_for(old)
+        first, second = judge.judge(make_trace()), judge.judge(make_trace("Shipping is free."))
+        assert [("strict" in body["tools"][0]) for body in old.bodies] == [True, False, False]
+    assert len(first.calls) == len(second.calls) == 1 and first.output.claims[0].verdict == "supported"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
+
 from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.judges.citations import attach_citations
 from ragpulse.judges.local import LocalJudge
@@ -64,3 +66,18 @@ def test_the_offline_judge_feeds_per_claim_citations_into_the_generation_scores(
     [claim] = result.claims
     assert claim.cited == ["shipping"]
     assert result.generation.cited == 1 and result.generation.cited_without_support == ["shipping"]
+
+
+def test_results_stored_before_prompt_v3_still_decode() -> None:
+    """A claim and an output as v2 stored them (no sentence, cited, cited_unknown, injection_reason) read back with
+    the new fields at their defaults, and the citation checks treat them as citing nothing inline."""
+    claim = msgspec.json.decode(b'{"text": "Shipping is free.", "verdict": "supported", "doc_id": "shipping", '
+                                b'"quote": "Shipping is free", "reason": "r", "flags": []}', type=Claim)
+    assert (claim.sentence, claim.cited, claim.cited_unknown) == (None, [], [])
+    stored = msgspec.msgpack.encode({"claims": [msgspec.to_builtins(claim)], "answer_relevance": 3,
+                                     "answerable_from_context": True, "abstained": False,
+                                     "injection_followed": False})
+    old = msgspec.msgpack.decode(stored, type=JudgeOutput)
+    assert old.injection_reason is None and old.injection_followed is False
+    trace = Trace(query="q", retrieved_docs=DOCS, answer="Shipping is free.")
+    assert citation_problems(old, trace) == ([], []) and citation_count(old, trace) == 0

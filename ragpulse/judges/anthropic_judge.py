@@ -7,6 +7,7 @@ cache when it is long enough to be cached; cache reads and writes are reported a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,10 +25,14 @@ from ragpulse.model.verdicts import JudgeObserver
 
 __all__ = ["AnthropicJudge", "AnthropicProvider", "RetryPolicy", "min_cacheable_tokens", "system_blocks"]
 
+log = logging.getLogger(__name__)
 NOT_CONFIGURED = "judge not configured: set ANTHROPIC_API_KEY (or use judge=local)"
 STRICT_TOOL: dict[str, Any] = {**TOOL, "strict": True}
 """record_verdicts sent strict: the API constrains the tool input to the schema (anthropic.types.ToolParam.strict;
 the schema is already in the subset strict mode accepts, see ragpulse.judges.tool.input_schema)."""
+_NOT_STRICT: set[tuple[str, str]] = set()
+"""(base URL, model) pairs whose API refused `strict` in this process (an older model, a gateway that does not know
+it): they get the same tool without it, validated in code as before."""
 
 
 def system_blocks(model: str) -> list[dict[str, Any]]:
@@ -63,20 +68,32 @@ class AnthropicProvider:
         return [{"role": "user", "content": user_message(trace)}]
 
     async def send(self, turns: list[dict[str, Any]]) -> Reply:
-        """One forced record_verdicts call."""
+        """One forced record_verdicts call, strict unless this API refused strict before (then once more without)."""
+        key = (str(self.client.base_url), self.model)
         try:
-            raw = await self.client.messages.with_raw_response.create(
-                model=self.model, max_tokens=self.max_tokens, system=self._system, tools=[STRICT_TOOL],
-                tool_choice={"type": "tool", "name": TOOL_NAME}, messages=turns, extra_body=self._extra_body,
+            raw = await self._create(turns, key not in _NOT_STRICT)
+        except anthropic.BadRequestError as exc:
+            if key in _NOT_STRICT or "strict" not in _describe(exc):
+                raise
+            log.warning("judge API %s refuses strict tools for %s; sending the tool without strict from now on", *key)
+            _NOT_STRICT.add(key)
+            raw = await self._create(turns, strict=False)
+        message = await raw.parse()
+        if (what := not_a_message(message)) is not None:
+            raise not_the_answer("Messages API", "RAGPULSE_JUDGE_BASE_URL", await raw.text(), raw.headers, what)
+        return _reply(message, raw.headers, self.model)
+
+    async def _create(self, turns: list[dict[str, Any]], strict: bool) -> Any:
+        try:
+            return await self.client.messages.with_raw_response.create(
+                model=self.model, max_tokens=self.max_tokens, system=self._system,
+                tools=[STRICT_TOOL if strict else TOOL], tool_choice={"type": "tool", "name": TOOL_NAME},
+                messages=turns, extra_body=self._extra_body,
             )
         except TypeError as exc:  # how this SDK says that no API key or token is configured at all
             if "authentication method" not in str(exc):
                 raise
             raise JudgeNotConfigured(NOT_CONFIGURED) from None
-        message = await raw.parse()
-        if (what := not_a_message(message)) is not None:
-            raise not_the_answer("Messages API", "RAGPULSE_JUDGE_BASE_URL", await raw.text(), raw.headers, what)
-        return _reply(message, raw.headers, self.model)
 
     def repair_turns(self, reply: Reply, problem: str) -> list[dict[str, Any]]:
         """The tool call answered by an error tool_result, or the content answered by a user message."""
