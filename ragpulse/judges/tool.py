@@ -1,8 +1,10 @@
 """The record_verdicts tool: the structs the LLM judge writes, their JSON schema, and the checks made in code.
 
 The structs are the tool's only definition: `input_schema()` is generated from them, so their docstrings and field
-descriptions are what the model reads, and the field order is the order it writes in (reasoning before verdict,
-the relevance reason before its score). Output that validates against them still has to pass `problems()`.
+descriptions are what the model reads (what a field is; how to judge is the system prompt's, said once there), and
+the field order is the order it writes in (the answer's sentences first, each claim's reasoning and quotes before its
+verdict, a reason before its score). Output that validates against them still has to pass `problems()`: every
+document scored, and every sentence of the answer listed (ragpulse.judges.spans).
 """
 
 from __future__ import annotations
