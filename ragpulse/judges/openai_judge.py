@@ -86,7 +86,8 @@ class OpenAIProvider:
         structured: dict[str, Any] = ({"tools": TOOLS, "tool_choice": TOOL_CHOICE} if mode == "tools"
                                       else {"response_format": RESPONSE_FORMAT})
         raw = await self.client.chat.completions.with_raw_response.create(
-            model=self.model, max_tokens=self.max_tokens, messages=[{"role": "system", "content": SYSTEM_MESSAGE}, *turns],
+            model=self.model, max_tokens=self.max_tokens,
+            messages=[{"role": "system", "content": SYSTEM_MESSAGE}, *turns],
             **structured, **self._temperature,
         )
         completion = raw.parse()
