@@ -210,3 +210,14 @@ def test_the_few_shot_examples_cover_the_boundary_rules() -> None:
     examples = " ".join(EXAMPLES.split())
     for case in ("Hedge that changes a number", "Bare yes", "Refusal plus guess", "Number words"):
         assert case in examples, case
+
+
+def test_list_numbers_bullets_and_markdown_need_not_be_copied() -> None:
+    """A sentence copy without its list number or bold marks still covers the answer; the numbers alone are not
+    left-over text."""
+    trace = Trace(query="How do I reset it?", answer="To reset:\n1. Open **Settings**.\n2. Click `Reset`.\n- Done.")
+    given = [{"sentence": text, "claims": []} for text in ("To reset:", "Open Settings.", "Click Reset.", "Done.")]
+    assert problems(msgspec.convert(tool_input(sentences=given, context_relevance=[]), RecordVerdicts), trace) is None
+    dropped = given[:2] + given[3:]
+    problem = problems(msgspec.convert(tool_input(sentences=dropped, context_relevance=[]), RecordVerdicts), trace)
+    assert problem is not None and "Click `Reset`." in problem

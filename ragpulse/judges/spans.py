@@ -21,6 +21,10 @@ from ragpulse.judges.quotes import FUZZY_MIN, fold_char
 
 _WORDLIKE = re.compile(r"\w{2,}|\d")
 """What makes a left-over fragment of the answer text rather than punctuation or a bullet."""
+_LIST_MARK = re.compile(r"(?:^|(?<=\s))(?:\d{1,3}[.)]|[a-z][.)]|[-*•+])(?=\s|$)")
+"""A list item's number or bullet (`2.`, `b)`, `-`), which a sentence copy may leave out."""
+_DECORATION = frozenset("*_`#")
+"""Markdown emphasis, code and heading marks: ignored on both sides, so `**Note:** x` matches `Note: x`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +66,7 @@ class AnswerText:
                 fragments.append(self.text[position:start])
             position = max(position, end)
         fragments.append(self.text[position:])
-        return [" ".join(f.split()) for f in fragments if _WORDLIKE.search(f)]
+        return [" ".join(f.split()) for f in fragments if _WORDLIKE.search(_LIST_MARK.sub(" ", f))]
 
     def _folded_offset(self, offset: int) -> int:
         return next((i for i, o in enumerate(self.origin) if o >= offset), len(self.folded))
@@ -91,6 +95,8 @@ def _fold(text: str) -> tuple[str, list[int]]:
     out: list[str] = []
     origin: list[int] = []
     for i, ch in enumerate(text):
+        if ch in _DECORATION:
+            continue
         folded = " " if ch.isspace() else fold_char(ch)
         if folded == " " and (not out or out[-1] == " "):
             continue
