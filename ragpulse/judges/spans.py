@@ -56,7 +56,12 @@ class AnswerText:
         alignment = fuzz.partial_ratio_alignment(needle, self.folded)
         if alignment is None or alignment.score < FUZZY_MIN:
             return None
-        return self._span(alignment.dest_start, alignment.dest_end)
+        lo, hi = alignment.dest_start, alignment.dest_end
+        while lo > 0 and self.folded[lo - 1].isalnum():       # whole words: no half word left over
+            lo -= 1
+        while hi < len(self.folded) and self.folded[hi].isalnum():
+            hi += 1
+        return self._span(lo, hi)
 
     def uncovered(self, spans: Sequence[tuple[int, int]]) -> list[str]:
         """The stretches of the marker-free answer that no span covers and that hold a word or a digit."""
