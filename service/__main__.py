@@ -11,6 +11,7 @@ import uvicorn
 from ragpulse.exceptions import ConfigError
 from ragpulse.config.settings import Settings
 from service.app import create_app
+from service.http_protocol import head_capped
 
 
 GC_GEN0_THRESHOLD = 10_000
@@ -30,7 +31,8 @@ def main() -> None:
     # objects too. Freezing those and collecting less often cut ~0.08 ms of CPU per single-trace post (bench/online.py).
     gc.freeze()
     gc.set_threshold(GC_GEN0_THRESHOLD, 20, 20)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
+                http=head_capped(settings.max_header_bytes))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -94,7 +95,7 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
 
     def http(_: Request, exc: Exception) -> Response[Any]:
         assert isinstance(exc, HTTPException)
-        errors = _litestar_errors(exc.extra)
+        errors = _litestar_errors(exc.extra) or _missing_parameter(exc.detail)
         headers = exc.headers
         if exc.status_code == 413:   # a body cut off at the limit while it streamed in: do not wait for the rest
             headers = {**(headers or {}), "connection": "close"}
@@ -159,6 +160,18 @@ def _title(exc: HTTPException) -> str:
         return HTTPStatus(exc.status_code).phrase
     except ValueError:
         return "Error"
+
+
+_MISSING = re.compile(r"^Missing required (?P<source>\w+) parameter '(?P<key>[^']+)'")
+
+
+def _missing_parameter(detail: str) -> list[dict[str, Any]] | None:
+    """The path of a required parameter left out (`query.baseline`): Litestar names it only in its detail."""
+    match = _MISSING.match(detail)
+    if match is None:
+        return None
+    source, key = match["source"], match["key"]
+    return [{"path": f"{source}.{key.lower() if source == 'header' else key}", "message": "required"}]
 
 
 def _litestar_errors(extra: Any) -> list[dict[str, Any]] | None:

@@ -6,6 +6,7 @@ import json
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.odd_inputs import ODD_INPUT, Odd, otlp_export
 from tests.support import Proc, start_api
+from tests.test_otlp import read_back
 
 pytestmark = pytest.mark.integration
 
@@ -203,89 +206,67 @@ def test_keyless_connections_cannot_fill_the_api_memory(keyed_api: Api) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# odd input: every case a 400, 415 or 422 problem naming a path where there is one, never a 500 (nor a silent 2xx)
+# odd input (the table is tests/odd_inputs.py): each case gets its exact status, a 4xx is a problem naming the path at
+# fault, never a 5xx nor a traceback; after the table the API is healthy and still processes traces
 
-def nested(levels: int) -> str:
-    return "[" * levels + "]" * levels
-
-
-def with_metadata(metadata: str, doc_metadata: str | None = None) -> bytes:
-    doc = f', "retrieved_docs": [{{"id": "d1", "metadata": {doc_metadata}}}]' if doc_metadata else ""
-    return f'{{"traces": [{{"query": "q", "metadata": {metadata}{doc}}}]}}'.encode()
-
-
-JSON = "application/json"
-BATCH = "POST /v1/batches"
-DRY_RUN = "POST /v1/batches?dry_run=true"
-ODD_INPUT = [
-    # (id, request, content type, body, expected status, path named in errors or None)
-    ("trailing-after-number", BATCH, JSON, b"2x", 400, None),
-    ("trailing-after-array", BATCH, JSON, b"[]x", 400, None),
-    ("trailing-after-object", BATCH, JSON, b'{"traces":[]}}', 400, None),
-    ("number-out-of-range", BATCH, JSON, b'{"traces": [{"query": "q", "retrieved_docs": [{"id": "d", "score": 1e999}]}]}',
-     422, "$.traces[0].retrieved_docs[0].score"),
-    ("number-out-of-range-in-metadata", BATCH, JSON, with_metadata('{"x": -1e999}'), 422, "$.traces[0].metadata[...]"),
-    ("int-over-64-bits-in-metadata", BATCH, JSON, with_metadata('{"n": 18446744073709551616}'), 422,
-     "$.traces[0].metadata.n"),
-    ("int-over-64-bits-in-metadata-dry-run", DRY_RUN, JSON, with_metadata('{"n": 18446744073709551616}'), 422,
-     "$.traces[0].metadata.n"),
-    ("int-under-64-bits-in-doc-metadata", BATCH, JSON, with_metadata("{}", '{"ids": [1, -9223372036854775809]}'), 422,
-     "$.traces[0].retrieved_docs[0].metadata.ids[1]"),
-    ("nesting-1000-levels", BATCH, JSON, f'{{"traces": {nested(1000)}}}'.encode(), 400, None),
-    ("nesting-1000-levels-in-metadata", BATCH, JSON, with_metadata(f'{{"x": {nested(1000)}}}'), 400, None),
-    ("nesting-100-levels-in-metadata", BATCH, JSON, with_metadata(f'{{"x": {nested(100)}}}'), 422,
-     "$.traces[0].metadata.x" + "[0]" * 63),
-    ("cursor-superscript-two", "GET results?cursor=²", None, b"", 400, "query.cursor"),
-    ("cursor-circled-one", "GET results?cursor=①", None, b"", 400, "query.cursor"),
-    ("cursor-arabic-indic-three", "GET results?cursor=٣", None, b"", 400, "query.cursor"),
-    ("cursor-fullwidth-one", "GET results?cursor=１", None, b"", 400, "query.cursor"),
-    ("limit-arabic-indic-three", "GET results?limit=٣", None, b"", 400, "query.limit"),
-    ("text-plain-batch", BATCH, "text/plain", b'{"traces": [{"query": "q"}]}', 415, "header.content-type"),
-    ("no-content-type-batch", BATCH, None, b'{"traces": [{"query": "q"}]}', 415, "header.content-type"),
-    ("text-plain-policy", "PUT /v1/apps/odd/policy", "text/plain", b'{"sample_rate": 0.5}', 415, "header.content-type"),
-    ("no-content-type-calibration", "POST /v1/calibrations", None, b'{"job_id": "x", "labels": []}', 415,
-     "header.content-type"),
-    ("duplicate-key-in-trace", BATCH, JSON, b'{"traces": [{"query": "q", "query": "other"}]}', 422, "$.traces[0].query"),
-    ("duplicate-key-in-options", DRY_RUN, JSON, b'{"traces": [{"query": "q"}], "options": {"k": [1], "k": [5]}}', 422,
-     "$.options.k"),
-    ("duplicate-key-in-metadata", BATCH, JSON, with_metadata('{"a:b": 1, "c": "x:y", "a:b": 2}'), 422,
-     '$.traces[0].metadata["a:b"]'),
-    ("duplicate-key-beside-escaped-colon", BATCH, JSON, with_metadata('{"t": "12\\u003a00", "t": "13:00"}'), 422,
-     "$.traces[0].metadata.t"),
-    ("duplicate-key-in-policy", "PUT /v1/apps/odd/policy", JSON, b'{"sample_rate": 0.5, "sample_rate": 1}', 422,
-     "$.sample_rate"),
-    # near misses, accepted: colons in strings and keys, an escaped colon, the 64-bit extremes, 64 levels of metadata
-    ("accepted-colons-and-extremes", DRY_RUN, "application/json; charset=utf-8",
-     with_metadata('{"a:b": "c:d", "e": "f\\u003ag", "max": 18446744073709551615, "min": -9223372036854775808, '
-                   f'"x": {nested(63)}}}'), 200, None),
-]
+SENT_TO_HANDOVER: dict[str, tuple[str, str]] = {}
+"""Case id -> (trace id, status the hand-over must record) of each OTLP export the table had taken with 200."""
 
 
 @pytest.fixture(scope="module")
 def finished_job(stack) -> str:
-    with httpx.Client(base_url=stack.url) as http:
-        return http.post("/v1/batches", json={"traces": [{"query": "q"}]}).json()["job_id"]
+    """A finished job of the session's tenant, for the cases that read or compare one."""
+    with httpx.Client(base_url=stack.url, timeout=30) as http:
+        job_id = http.post("/v1/batches", json={"traces": [{"query": "q"}], "options": {"judge": "none"}}).json()["job_id"]
+        deadline = time.monotonic() + 60
+        while http.get(f"/v1/jobs/{job_id}").json()["status"] not in ("finished", "finished_with_errors"):
+            assert time.monotonic() < deadline, "the job did not finish"
+            time.sleep(0.1)
+    return job_id
 
 
-@pytest.mark.parametrize(("request_line", "content_type", "body", "status", "path"),
-                         [case[1:] for case in ODD_INPUT], ids=[case[0] for case in ODD_INPUT])
-def test_odd_input_is_a_4xx_problem_naming_its_path(client: httpx.Client, finished_job: str, request_line: str,
-                                                    content_type: str | None, body: bytes, status: int,
-                                                    path: str | None) -> None:
-    method, target = request_line.split(" ", 1)
-    target = target.replace("results", f"/v1/jobs/{finished_job}/results")
-    url, _, query = target.partition("?")
-    params = dict(pair.split("=", 1) for pair in query.split("&")) if query else None
-    headers = {"content-type": content_type} if content_type else {}
-    response = client.request(method, url, params=params, content=body or None, headers=headers)
-    assert response.status_code == status, response.text
-    if status < 400:
+def send(client: httpx.Client, case: Odd, job_id: str) -> httpx.Response:
+    method, target = case.request.split(" ", 1)
+    headers = {"content-type": case.content_type} if case.content_type else {}
+    headers.update(case.headers)
+    body = case.body.replace(b"{job}", job_id.encode()) if case.body else case.body
+    return client.request(method, target.replace("{job}", job_id), content=body, headers=headers)
+
+
+@pytest.mark.parametrize("case", ODD_INPUT, ids=[case.id for case in ODD_INPUT])
+def test_odd_input_is_a_4xx_problem_naming_its_path(client: httpx.Client, finished_job: str, case: Odd) -> None:
+    if case.before is not None:
+        assert send(client, case.before, finished_job).status_code == case.before.status
+    response = send(client, case, finished_job)
+    assert response.status_code == case.status, response.text[:2000]
+    assert "Traceback" not in response.text
+    if case.status >= 400:
+        assert response.headers["content-type"].startswith("application/problem+json"), response.headers
+        problem = response.json()
+        assert problem["status"] == case.status and problem["detail"], problem
+        if case.path is not None:
+            assert case.path in [e["path"] for e in problem.get("errors", [])], problem
         return
-    assert response.headers["content-type"].startswith("application/problem+json")
-    problem = response.json()
-    assert problem["status"] == status and "Traceback" not in response.text
-    if path is not None:
-        assert path in [e["path"] for e in problem["errors"]], problem
+    if case.check is not None:
+        case.check(response.json())
+    if case.handed_over is not None:
+        SENT_TO_HANDOVER[case.id] = case.handed_over
+
+
+def test_after_the_odd_inputs_the_api_is_healthy_and_still_processes_traces(client: httpx.Client) -> None:
+    """Runs after the table (file order): the OTLP exports it sent are recorded as expected (poison `invalid` with a
+    reason), and a good online trace and a good OTLP export posted now are processed."""
+    assert client.get("/healthz").status_code == 200 and client.get("/readyz").status_code == 200
+    online = client.post("/v1/traces", json={"traces": [{"query": "How do I reset my router?", "answer": "Hold it.",
+                                                         "retrieved_docs": [{"id": "d", "text": "Hold it."}]}]})
+    assert online.status_code == 202, online.text
+    good_otlp = uuid.uuid4().hex
+    assert client.post("/v1/otlp/v1/traces", json=otlp_export(good_otlp)).status_code == 200
+    assert read_back(client, online.json()["trace_ids"][0], until=("done",), timeout=60)["status"] == "done"
+    assert read_back(client, good_otlp, until=("done",), timeout=60)["app"] == "odd-otlp"
+    for case_id, (trace_id, status) in SENT_TO_HANDOVER.items():
+        record = read_back(client, trace_id, until=(status,), timeout=30)
+        assert status != "invalid" or record["error"], case_id
 
 
 def test_bodies_trickled_in_past_the_read_deadline_are_408_and_dropped(api_factory) -> None:

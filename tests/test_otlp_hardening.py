@@ -155,6 +155,22 @@ def test_wrongly_typed_attributes_are_coerced_or_dropped_with_a_note() -> None:
     msgspec.convert(built.trace, Trace)                                                         # a valid trace
 
 
+def test_a_token_count_out_of_range_is_dropped_with_a_note_not_the_trace() -> None:
+    """-5 tokens, or 60 + 60 million over two LLM spans (over the schema's 100 million), once made the whole trace
+    `invalid` (the odd-input table's otlp-token-count-negative); now only the count is dropped."""
+    spans = [
+        span("a", "", 0, 10, **{KIND: "CHAIN", "input.value": "reset?", "output.value": "Hold it."}),
+        span("b", "a", 1, 5, **{KIND: "LLM", "llm.token_count.prompt": -5, "llm.token_count.completion": 60_000_000}),
+        span("c", "a", 5, 9, **{KIND: "LLM", "llm.token_count.completion": 60_000_000}),
+    ]
+    built = assemble(spans)
+    assert "usage" not in built.trace and built.trace["query"] == "reset?"
+    assert sorted(what for _, what in built.notes) == [
+        "llm.token_count.completion: the spans' sum 120000000 is over 100000000",
+        "llm.token_count.prompt: -5 is outside 0 .. 100000000"]
+    msgspec.convert(built.trace, Trace)                                                         # a valid trace
+
+
 def test_values_no_trace_can_hold_are_invalid_naming_the_attribute() -> None:
     llm = span("c", "", 5, 9, **{KIND: "LLM", "llm.token_count.prompt": float("inf")})
     with pytest.raises(SpansInvalid, match="llm.token_count.prompt"):

@@ -362,6 +362,11 @@ keys take, ~0.3 KB each for a one-trace post."""
 IDEMPOTENCY_KEY_MAX_CHARS = 255
 """Longest Idempotency-Key accepted (visible ASCII): room for any UUID or ULID, quoted or not."""
 
+MAX_HEADER_BYTES = 64 * 1024
+"""Largest request line plus headers the API reads (431 past it): far past any real client's (browsers send a few
+KiB; nginx's default buffers take 32 KiB). Without it the HTTP parser buffered headers of any size, before any check.
+"""
+
 BODY_READ_TIMEOUT_SECONDS = 30.0
 """How long a request has to deliver its whole body once its headers are in (408 past it): a 32 MiB body needs a
 little over 1 MB/s. Bounds how long a slow (or malicious) client holds a body buffer."""

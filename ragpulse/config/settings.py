@@ -228,6 +228,10 @@ class Settings:
     """RAGPULSE_BODY_READ_TIMEOUT_SECONDS: how long a request has to deliver its whole body after its headers; past
     it the API answers 408 and closes the connection (default 30)."""
 
+    max_header_bytes: int = defaults.MAX_HEADER_BYTES
+    """RAGPULSE_MAX_HEADER_BYTES: the largest request line plus headers the API reads; past it the API answers 431
+    and closes the connection (default 65,536)."""
+
     worker_redis_outage_seconds: float = defaults.WORKER_REDIS_OUTAGE_SECONDS
     """RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS: how long a worker's Redis commands retry through an outage before they
     fail, and how long a chunk keeps the results and judge calls it could not record, waiting for Redis (default 60)."""
@@ -334,6 +338,7 @@ class Settings:
             "idempotency_max_keys": _int(env, "RAGPULSE_IDEMPOTENCY_MAX_KEYS", cls.idempotency_max_keys),
             "body_read_timeout_seconds": _float(env, "RAGPULSE_BODY_READ_TIMEOUT_SECONDS",
                                                 cls.body_read_timeout_seconds),
+            "max_header_bytes": _int(env, "RAGPULSE_MAX_HEADER_BYTES", cls.max_header_bytes),
             "worker_redis_outage_seconds": _float(env, "RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS",
                                                   cls.worker_redis_outage_seconds),
         }

@@ -53,7 +53,9 @@ MetricKey = Annotated[str, Meta(pattern=r"^[a-z_]+(@[0-9]{1,4})?$", max_length=6
 
 GroupName = Annotated[str, Meta(min_length=1, max_length=256)]
 Milliseconds = Annotated[float, Meta(ge=0, le=86_400_000)]
-TokenCount = Annotated[int, Meta(ge=0, le=100_000_000)]
+MAX_TOKEN_COUNT = 100_000_000
+"""The largest token count a trace's `usage` holds."""
+TokenCount = Annotated[int, Meta(ge=0, le=MAX_TOKEN_COUNT)]
 
 
 class RetrievedDoc(Base):

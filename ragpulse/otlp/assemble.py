@@ -18,7 +18,8 @@ The trace id is the OpenTelemetry trace id (32 hex characters); `app` is the res
 outside `A-Za-z0-9._-` become `-`, `default` when unset).
 
 An attribute of the wrong type is coerced or dropped, with a note (`Assembled.notes`), never the whole trace: a
-score or token count sent as a numeric string is read as a number, one that is no number is dropped, and so is
+score or token count sent as a numeric string is read as a number, one that is no number is dropped (a token count
+outside 0 .. MAX_TOKEN_COUNT too, alone or summed over the LLM spans), and so is
 document metadata that is not an object or holds an integer msgpack cannot store. A value no trace can hold raises
 SpansInvalid naming the attribute: a token count that is infinite or NaN, or JSON nested past MAX_JSON_DEPTH (which
 Python's JSON parser could not even read at ~1,000 levels).
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragpulse.exceptions import SpansInvalid
+from ragpulse.model.trace import MAX_TOKEN_COUNT
 from ragpulse.otlp.spans import SpanRecord
 
 _APP_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -223,13 +225,17 @@ def _score(value: Any, name: str, notes: list[Note]) -> float | None:
 
 
 def _count(value: Any, name: str, notes: list[Note]) -> int | None:
-    """A token count: an integer, a whole float, or a numeric string; SpansInvalid when infinite or NaN."""
+    """A token count: an integer, a whole float, or a numeric string; SpansInvalid when infinite or NaN; dropped when
+    no number, or outside 0 .. MAX_TOKEN_COUNT (the trace would break its schema for one attribute)."""
     number = _number(value)
     if number is None:
         notes.append(("dropped", f"{name}: {_shown(value)} is not a number"))
         return None
     if not math.isfinite(number):
         raise SpansInvalid(f"{name} is {number}: not a token count")
+    if not 0 <= number <= MAX_TOKEN_COUNT:
+        notes.append(("dropped", f"{name}: {_shown(value)} is outside 0 .. {MAX_TOKEN_COUNT}"))
+        return None
     if isinstance(value, str) or number != int(number):
         notes.append(("coerced", f"{name}: {_shown(value)} read as {int(number)}"))
     return int(number)
@@ -277,7 +283,11 @@ def _sum(spans: list[SpanRecord], keys: tuple[str, ...], notes: list[Note]) -> i
             if count is not None:
                 present.append(count)
                 break
-    return sum(present) if present else None
+    total = sum(present) if present else None
+    if total is not None and total > MAX_TOKEN_COUNT:
+        notes.append(("dropped", f"{keys[0]}: the spans' sum {total} is over {MAX_TOKEN_COUNT}"))
+        return None
+    return total
 
 
 def _latency(root: SpanRecord, retrievers: list[SpanRecord], rerankers: list[SpanRecord],

@@ -56,8 +56,13 @@ def decode_export(body: bytes, media_type: str, max_attribute_bytes: int = 2**62
     except TooDeep as exc:
         raise MalformedBody(f"OTLP/JSON nested deeper than {MAX_JSON_DEPTH} levels at {exc.path}",
                             [{"path": exc.path, "message": f"nested deeper than {MAX_JSON_DEPTH} levels"}]) from None
+    except Misshapen as exc:
+        raise MalformedBody(f"not an OTLP ExportTraceServiceRequest ({media_type}): {exc.path}: {exc.what}",
+                            [{"path": exc.path, "message": exc.what}]) from None
     except (DecodeError, json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        raise MalformedBody(f"not an OTLP ExportTraceServiceRequest ({media_type}): {exc}") from None
+        path = _parse_error_path(str(exc)) if isinstance(exc, json_format.ParseError) else None
+        raise MalformedBody(f"not an OTLP ExportTraceServiceRequest ({media_type}): {exc}",
+                            [{"path": path, "message": "not a valid value of its field"}] if path else None) from None
     decoded = Decoded()
     for resource_spans in request.resource_spans:
         service = next((_value(a.value) for a in resource_spans.resource.attributes if a.key == "service.name"), "")
@@ -122,19 +127,47 @@ _LEVELS = ("resourceSpans", "scopeSpans", "spans")
 """The nesting of an export: protobuf's JSON parser lets a non-object through where these list objects."""
 
 
+class Misshapen(Exception):
+    """The export's nesting is not objects in lists at `path`."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(f"{path}: {what}")
+        self.path, self.what = path, what
+
+
 def _check_shape(node: Any, depth: int = 0, path: str = "$") -> None:
-    """ValueError naming the path where the export's nesting is not objects in lists (null reads as empty)."""
+    """Misshapen naming the path where the export's nesting is not objects in lists (null reads as empty)."""
     if not isinstance(node, dict):
-        raise ValueError(f"{path}: expected an object, got {type(node).__name__}")
+        raise Misshapen(path, f"expected an object, got {_json_kind(node)}")
     if depth == len(_LEVELS):
         return
     items = node.get(_LEVELS[depth])
     if items is None:
         return
     if not isinstance(items, list):
-        raise ValueError(f"{path}.{_LEVELS[depth]}: expected a list, got {type(items).__name__}")
+        raise Misshapen(f"{path}.{_LEVELS[depth]}", f"expected a list, got {_json_kind(items)}")
     for i, item in enumerate(items):
         _check_shape(item, depth + 1, f"{path}.{_LEVELS[depth]}[{i}]")
+
+
+def _json_kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")
+
+
+_PARSE_PATH = re.compile(r" at ExportTraceServiceRequest((?:\.\w+|\[\d+\])*)")
+
+
+def _parse_error_path(message: str) -> str | None:
+    """The `$.resourceSpans[0]...` path protobuf's JSON parser names in its error (`... at ExportTraceServiceRequest
+    .resourceSpans[0].scopeSpans[0].spans[2].attributes[1].value.doubleValue`), None when it names none."""
+    match = _PARSE_PATH.search(message)
+    return "$" + match[1] if match else None
+
+
+def _refuse_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (RFC 8259): Python's parser takes them unless told not to."""
+    raise ValueError(f"{name} is not a JSON number; OTLP/JSON writes it as the string \"{name}\"")
 
 
 class TooDeep(Exception):
@@ -160,7 +193,7 @@ def _spelled(steps: Steps) -> str:
 def _loads(body: bytes) -> Any:
     """The body's JSON; TooDeep naming the path where Python's parser ran out of recursion."""
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_refuse_constant)
     except RecursionError:
         raise TooDeep(_deep_path(body)) from None
 
