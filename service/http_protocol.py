@@ -1,4 +1,5 @@
-"""uvicorn's httptools protocol with a cap on the request head (request line plus headers): 431 past it.
+"""uvicorn's httptools protocol with a cap on the request head (request line plus headers), 431 past it, and its
+refusals of malformed HTTP as problem bodies.
 
 httptools, the fast parser uvicorn[standard] picks, has no limit of its own: it buffered a 16 MiB header before the
 request reached the app, so before the key, content-type and length checks of service.guard could refuse it (the
@@ -46,10 +47,22 @@ class HeadCappedProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self.in_head and not self._head_fits(data):
             log.warning("request head over %d bytes refused (431)", self.max_head_bytes)
-            self.transport.write(_too_large(self.max_head_bytes))
-            self.transport.close()
+            self._refuse(431, "Request Header Fields Too Large",
+                         f"the request line and headers pass {self.max_head_bytes} bytes (RAGPULSE_MAX_HEADER_BYTES)",
+                         [ProblemError("header", f"at most {self.max_head_bytes} bytes of request line and headers")])
             return
         super().data_received(data)
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to bytes that are no HTTP request (a bad chunk size, a header name with a space), as a
+        problem body like every other refusal instead of plain text."""
+        self._refuse(400, "Bad Request", f"{msg.rstrip('.')}: the bytes sent are not a valid HTTP/1.1 request")
+
+    def _refuse(self, status: int, title: str, detail: str, errors: list[ProblemError] | None = None) -> None:
+        body = msgspec.json.encode(ProblemDetails(title=title, status=status, detail=detail, errors=errors or []))
+        self.transport.write(f"HTTP/1.1 {status} {title}\r\ncontent-type: {PROBLEM}\r\ncontent-length: {len(body)}"
+                             f"\r\nconnection: close\r\n\r\n".encode() + body)
+        self.transport.close()
 
     def _head_fits(self, data: bytes) -> bool:
         seen = self.tail + data        # the blank line may straddle two reads
@@ -66,12 +79,3 @@ def head_capped(max_head_bytes: int) -> type[HeadCappedProtocol]:
         __init__ = functools.partialmethod(HeadCappedProtocol.__init__, max_head_bytes=max_head_bytes)
 
     return Capped
-
-
-def _too_large(limit: int) -> bytes:
-    body = msgspec.json.encode(ProblemDetails(
-        title="Request Header Fields Too Large", status=431,
-        detail=f"the request line and headers pass {limit} bytes (RAGPULSE_MAX_HEADER_BYTES)",
-        errors=[ProblemError("header", f"at most {limit} bytes of request line and headers")]))
-    return (f"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: {PROBLEM}\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body

@@ -31,6 +31,8 @@ CALIBRATION = "POST /v1/calibrations"
 LABELS = "POST /v1/labels"
 POLICY = "PUT /v1/apps/odd/policy"
 OTLP = "POST /v1/otlp/v1/traces"
+RAW = "RAW"
+"""A case whose body is the whole request, sent as it is on a socket (bytes no HTTP client would send)."""
 RESULTS = "GET /v1/jobs/{job}/results"
 COMPARE = "GET /v1/jobs/{job}/compare?baseline={job}"
 MiB = 1024 * 1024
@@ -41,8 +43,8 @@ class Odd:
     """One odd request and what it must get.
 
     `request` is "METHOD /path?query"; `{job}` stands for a finished job of the session. `path` is a path the problem
-    must name (None: the input has no single place at fault, e.g. bytes that are not JSON). `check` reads a 2xx
-    answer further. `handed_over` is (OpenTelemetry trace id, status) of an OTLP export taken with 200: the hand-over
+    must name (None: the input has no single place at fault, e.g. bytes that are not JSON). `check` reads the answer's
+    JSON further. `handed_over` is (OpenTelemetry trace id, status) of an OTLP export taken with 200: the hand-over
     must record the trace with that status (`invalid` for poison, `done` for an attribute coerced or dropped)."""
 
     id: str
@@ -108,6 +110,12 @@ def dry_count(expected: int) -> Callable[[Any], None]:
     return check
 
 
+def truncated_at(n: int) -> Callable[[Any], None]:
+    def check(problem: Any) -> None:
+        assert problem["errors_truncated"] is True and len(problem["errors"]) == n, problem
+    return check
+
+
 # -- the batch body: top level, trace fields, documents, options ------------------------------------------------------
 
 TOP_LEVEL = [
@@ -136,7 +144,8 @@ TOP_LEVEL = [
     Odd("unknown-trace-field", BATCH, batch(trace(gold_docs=["d"])), 422, "$.traces[0]"),
     Odd("errors-listed-for-every-trace", BATCH, batch(trace(), trace(query=""), trace(), trace(query=1)), 422,
         "$.traces[3].query"),
-    Odd("errors-truncated-at-100", BATCH, batch(*[trace(query="") for _ in range(150)]), 422, "$.traces[99].query"),
+    Odd("errors-truncated-at-100", BATCH, batch(*[trace(query="") for _ in range(150)]), 422, "$.traces[99].query",
+        check=truncated_at(100)),
     Odd("over-max-traces-per-batch", BATCH, b'{"traces": [' + b",".join([b'{"query":"q"}'] * 10_001) + b"]}", 413,
         "$.traces"),
 ]
@@ -570,6 +579,8 @@ HEADERS = [
         content_type="multipart/form-data; boundary=x"),
     Odd("protobuf-content-type-on-batch", BATCH, batch(), 415, "header.content-type", content_type=PROTOBUF),
     Odd("text-json-content-type", BATCH, batch(), 415, "header.content-type", content_type="text/json"),
+    Odd("latin1-body-declared-latin1", BATCH, '{"traces": [{"query": "caf\u00e9"}]}'.encode("latin-1"), 400,
+        content_type="application/json; charset=latin-1"),
     Odd("idempotency-key-reused-with-another-body", BATCH, batch(trace(query="second")), 422,
         headers=FIRST_USE.headers, before=FIRST_USE),
     Odd("idempotency-key-empty", BATCH, batch(), 400, "header.idempotency-key", headers=(("Idempotency-Key", ""),)),
@@ -580,6 +591,30 @@ HEADERS = [
     Odd("oversized-header", DRY_RUN, batch(), 431, "header", headers=(("X-Padding", long(100 * 1024)),)),
     Odd("accepted-large-header-under-the-cap", DRY_RUN, batch(), 200, headers=(("X-Padding", long(32 * 1024)),),
         check=dry_count(1)),
+]
+
+
+
+def raw_request(head: str, body: bytes = b"") -> bytes:
+    return head.replace("\n", "\r\n").encode("latin-1") + body
+
+
+BATCH_HEAD = "POST /v1/batches?dry_run=true HTTP/1.1\nHost: t\nContent-Type: application/json\n"
+HTTP = [   # refused by the HTTP parser before the app: still a problem body, never plain text
+    Odd("http-request-line-garbage", RAW, b"GARBAGE\r\n\r\n", 400),
+    Odd("http-bad-chunk-size", RAW, raw_request(BATCH_HEAD + "Transfer-Encoding: chunked\n\n", b"zz\r\n{}\r\n0\r\n\r\n"),
+        400),
+    Odd("http-header-name-with-space", RAW, raw_request(BATCH_HEAD + "Bad Header: x\nContent-Length: 2\n\n", b"{}"), 400),
+    Odd("http-content-length-not-a-number", RAW, raw_request(BATCH_HEAD + "Content-Length: abc\n\n", b"{}"), 400),
+    Odd("http-content-length-negative", RAW, raw_request(BATCH_HEAD + "Content-Length: -1\n\n", b"{}"), 400),
+    Odd("http-two-content-lengths", RAW, raw_request(BATCH_HEAD + "Content-Length: 2\nContent-Length: 3\n\n", b"{} "),
+        400),
+    Odd("http-content-length-and-chunked", RAW, raw_request(
+        BATCH_HEAD + "Content-Length: 5\nTransfer-Encoding: chunked\n\n", b"0\r\n\r\n"), 400),
+    Odd("http-nul-in-header-value", RAW, raw_request(BATCH_HEAD + "X-A: a\0b\nContent-Length: 2\n\n", b"{}"), 400),
+    Odd("http-version-unknown", RAW, raw_request("GET /healthz HTTP/9.9\nHost: t\n\n"), 400),
+    Odd("http-url-over-head-cap", RAW, raw_request(f"GET /v1/jobs/x?pad={long(100 * 1024)} HTTP/1.1\nHost: t\n\n"),
+        431, "header"),
 ]
 
 # -- GET query strings and path segments ------------------------------------------------------------------------------
@@ -601,6 +636,9 @@ QUERIES = [
     Odd("limit-huge", RESULTS + "?limit=99999999999999999999999", None, 400, "query.limit"),
     Odd("limit-empty", RESULTS + "?limit=", None, 400, "query.limit"),
     Odd("limit-arabic-indic-three", RESULTS + "?limit=٣", None, 400, "query.limit"),
+    Odd("accepted-limit-repeated", RESULTS + "?limit=1&limit=2", None, 200),
+    Odd("dry-run-not-a-bool", "POST /v1/batches?dry_run=maybe", batch(), 400, "query.dry_run"),
+    Odd("job-id-encoded-slash", "GET /v1/jobs/..%2F..%2Fhealthz", None, 404),
     Odd("job-id-over-64-chars", f"GET /v1/jobs/{long(65)}", None, 400, "path.job_id"),
     Odd("job-id-unknown", f"GET /v1/jobs/{'0' * 32}", None, 404),
     Odd("compare-baseline-missing", "GET /v1/jobs/{job}/compare", None, 400, "query.baseline"),
@@ -732,6 +770,7 @@ def nested_values(levels: int) -> dict[str, Any]:
 
 
 GOOD_OTLP = dumps(otlp_export())
+SPAN = "$.resourceSpans[0].scopeSpans[0].spans"
 SHAPE = dumps({"resourceSpans": [{"scopeSpans": [{"spans": [1]}]}]})
 OTLP_CASES = [
     Odd("otlp-empty-json-body", OTLP, b"", 400),
@@ -749,21 +788,21 @@ OTLP_CASES = [
     Odd("otlp-double-value-nan-literal", OTLP, dumps(otlp_export(llm=llm_with("llm.token_count.prompt", {
         "doubleValue": "NAN_HERE"}))).replace(b'"NAN_HERE"', b"NaN"), 400),
     Odd("otlp-token-count-1e309", OTLP, dumps(otlp_export(llm=llm_with("llm.token_count.prompt", {
-        "doubleValue": "BIG"}))).replace(b'"BIG"', b"1e309"), 400, "$.resourceSpans[0].scopeSpans[0].spans[2].attributes[1].value.doubleValue"),
+        "doubleValue": "BIG"}))).replace(b'"BIG"', b"1e309"), 400, SPAN + "[2].attributes[1].value.doubleValue"),
     Odd("otlp-input-value-lone-surrogate", OTLP, dumps(otlp_export(root=root_with("output.value", "a\ud800b"))), 400,
-        "$.resourceSpans[0].scopeSpans[0].spans[0].attributes[2].value.stringValue"),
+        SPAN + "[0].attributes[2].value.stringValue"),
     Odd("otlp-json-nested-1000", OTLP, b'{"resourceSpans": ' + nested(1000).encode() + b"}", 400,
         "$.resourceSpans" + "[0]" * 127),
     Odd("otlp-json-nested-200-in-attribute", OTLP, dumps(otlp_export(
         llm=[attr("openinference.span.kind", "LLM"), attr("llm.x", nested_values(60))])), 400),
     Odd("otlp-int-value-words", OTLP, dumps(otlp_export(llm=llm_with("llm.token_count.prompt", {"intValue": "many"}))),
-        400),
+        400, SPAN + "[2].attributes[1]"),
     Odd("otlp-int-value-over-64-bits", OTLP, dumps(otlp_export(
-        llm=llm_with("llm.token_count.prompt", {"intValue": "99999999999999999999"}))), 400),
+        llm=llm_with("llm.token_count.prompt", {"intValue": "99999999999999999999"}))), 400, SPAN + "[2].attributes[1]"),
     Odd("accepted-otlp-trace-id-not-hex", OTLP, GOOD_OTLP.replace(b'"traceId": "', b'"traceId": "zz', 1), 200,
         check=partial(1)),
     Odd("otlp-span-field-wrong-type", OTLP, dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-        {"traceId": uuid.uuid4().hex, "spanId": "0" * 15 + "1", "name": {"x": 1}}]}]}]}), 400),
+        {"traceId": uuid.uuid4().hex, "spanId": "0" * 15 + "1", "name": {"x": 1}}]}]}]}), 400, SPAN + "[0]"),
     Odd("otlp-protobuf-garbage", OTLP, b"\xff" * 64, 400, content_type=PROTOBUF),
     Odd("otlp-protobuf-truncated", OTLP, protobuf(otlp_export())[:-7], 400, content_type=PROTOBUF),
     Odd("otlp-protobuf-json-body", OTLP, GOOD_OTLP, 400, content_type=PROTOBUF),
@@ -813,6 +852,6 @@ OTLP_CASES = [
 ]
 
 ODD_INPUT: list[Odd] = [*TOP_LEVEL, *SYNTAX, *DUPLICATES, *TRACE_FIELDS, *DOCUMENTS, *OPTIONS, *ACCEPTED, *ONLINE,
-                        *CALIBRATIONS, *LABEL_CASES, *POLICY_CASES, *HEADERS, *QUERIES, *OTLP_CASES]
+                        *CALIBRATIONS, *LABEL_CASES, *POLICY_CASES, *HEADERS, *HTTP, *QUERIES, *OTLP_CASES]
 """Every case, in the order sent."""
 assert len({case.id for case in ODD_INPUT}) == len(ODD_INPUT), "case ids must be unique"

@@ -20,6 +20,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ragpulse.exceptions import MalformedBody
 from ragpulse.otlp.spans import SpanRecord, capped, kept
+from ragpulse.otlp.where import failing_path
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -46,6 +47,7 @@ def decode_export(body: bytes, media_type: str, max_attribute_bytes: int = 2**62
     """Every span of the export with a valid trace id, each attribute within `max_attribute_bytes`; MalformedBody
     when the body is not an export at all."""
     request = ExportTraceServiceRequest()
+    data: Any = None
     try:
         if media_type == PROTOBUF:
             request.ParseFromString(body)
@@ -60,7 +62,7 @@ def decode_export(body: bytes, media_type: str, max_attribute_bytes: int = 2**62
         raise MalformedBody(f"not an OTLP ExportTraceServiceRequest ({media_type}): {exc.path}: {exc.what}",
                             [{"path": exc.path, "message": exc.what}]) from None
     except (DecodeError, json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        path = _parse_error_path(str(exc)) if isinstance(exc, json_format.ParseError) else None
+        path = failing_path(exc, data) if isinstance(exc, json_format.ParseError) else None
         raise MalformedBody(f"not an OTLP ExportTraceServiceRequest ({media_type}): {exc}",
                             [{"path": path, "message": "not a valid value of its field"}] if path else None) from None
     decoded = Decoded()
@@ -153,16 +155,6 @@ def _check_shape(node: Any, depth: int = 0, path: str = "$") -> None:
 def _json_kind(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
         type(value), "number")
-
-
-_PARSE_PATH = re.compile(r" at ExportTraceServiceRequest((?:\.\w+|\[\d+\])*)")
-
-
-def _parse_error_path(message: str) -> str | None:
-    """The `$.resourceSpans[0]...` path protobuf's JSON parser names in its error (`... at ExportTraceServiceRequest
-    .resourceSpans[0].scopeSpans[0].spans[2].attributes[1].value.doubleValue`), None when it names none."""
-    match = _PARSE_PATH.search(message)
-    return "$" + match[1] if match else None
 
 
 def _refuse_constant(name: str) -> Any:
