@@ -205,6 +205,31 @@ def test_keyless_connections_cannot_fill_the_api_memory(keyed_api: Api) -> None:
     assert httpx.get(keyed_api.url + "/healthz").status_code == 200
 
 
+def test_endless_headers_are_cut_off_at_the_head_cap_before_any_key_is_checked(keyed_api: Api) -> None:
+    """10 keyless connections each streaming one header value without end: each is answered 431 once its head passes
+    RAGPULSE_MAX_HEADER_BYTES (64 KiB) and closed; the API's RSS stays flat (httptools alone buffered any size)."""
+    httpx.get(keyed_api.url + "/healthz")
+    before = keyed_api.rss_bytes()
+    socks = [socket.create_connection(keyed_api.address, timeout=30) for _ in range(10)]
+    try:
+        for sock in socks:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: test\r\nX-Pad: ")
+        senders = [Sender(sock, total=32 * MiB) for sock in socks]
+        for sock in socks:
+            answer = read_answer(sock)
+            assert answer.status == 431 and answer.body["errors"][0]["path"] == "header", answer
+            assert answer.headers["content-type"].startswith("application/problem+json")
+        for sender in senders:
+            sender.thread.join(30)
+            assert sender.error is not None and sender.sent < 16 * MiB, "the server read the whole head"
+        grown = keyed_api.rss_bytes() - before
+        assert grown < 20 * MiB, f"API RSS grew {grown / MiB:.0f} MiB"
+    finally:
+        for sock in socks:
+            sock.close()
+    assert httpx.get(keyed_api.url + "/healthz").status_code == 200
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # odd input (the table is tests/odd_inputs.py): each case gets its exact status, a 4xx is a problem naming the path at
 # fault, never a 5xx nor a traceback; after the table the API is healthy and still processes traces
