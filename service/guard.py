@@ -9,7 +9,7 @@ first, on the headers alone:
   before one byte of body is read (the same rule as before: /healthz, /readyz, /metrics and /schema take no `call`
   and stay public); the tenant found is kept in the scope, so `call` does not hash the key a second time;
 - a handler that takes `body` reads JSON: a body not sent as `application/json` (or `application/*+json`), or sent
-  without a content type, is answered 415 unread (a handler that lists other media types in its `opt`, as the OTLP
+  without a content type or with a content coding (`Content-Encoding: gzip`), is answered 415 unread (a handler that lists other media types in its `opt`, as the OTLP
   receiver does for protobuf, is held to those);
 - a declared `Content-Length` over RAGPULSE_MAX_BODY_BYTES is answered 413 at once. A body without one (chunked) is
   counted by Litestar as it streams in and answered 413 as soon as it passes the limit, never buffered whole.
@@ -63,6 +63,7 @@ def _check_media_type(request: Request, accepted: tuple[str, ...] | None) -> Non
     """JSON, unless the handler lists the media types it reads (`opt={"media_types": (...)}`: OTLP's protobuf)."""
     if accepted is None:
         _check_json(request)
+        _check_plain(request)
         return
     media_type = request.content_type[0].lower()
     if media_type not in accepted:
@@ -78,6 +79,16 @@ def _check_json(request: Request) -> None:
         raise UnsupportedMediaType(
             f"send the body as JSON with `Content-Type: application/json`, not {media_type or 'no content type'}",
             [{"path": "header.content-type", "message": "expected application/json"}])
+
+
+def _check_plain(request: Request) -> None:
+    """415 for a JSON body sent with a content coding: only the OTLP receiver inflates one (RFC 9110 15.5.16); read
+    as it came, a gzip body was a misleading 400 and a plain one under `Content-Encoding: gzip` was taken as it was."""
+    coding = request.headers.get("content-encoding", "").strip().lower()
+    if coding not in ("", "identity"):
+        raise UnsupportedMediaType(
+            f"Content-Encoding {coding!r} is not supported here: send the JSON body uncompressed",
+            [{"path": "header.content-encoding", "message": "expected no content coding"}])
 
 
 def _check_declared_length(request: Request, limit: int) -> None:

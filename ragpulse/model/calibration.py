@@ -9,7 +9,7 @@ from msgspec import Meta
 
 from ragpulse.model.verdicts import Verdict
 from ragpulse.model.estimate import BOOTSTRAP_METHOD
-from ragpulse.model.trace import Base, TraceId
+from ragpulse.model.trace import Base, JobId, TraceId
 
 
 class ClaimLabel(Base):
@@ -30,7 +30,8 @@ class TraceLabel(Base):
 class CalibrationRequest(Base):
     """Body of POST /v1/calibrations."""
 
-    job_id: str
+    job_id: JobId
+    """Bounded like every id: an unbounded one was looked up in Redis and echoed whole in the 404 (1 MB sent back)."""
     labels: Annotated[list[TraceLabel], Meta(min_length=1, max_length=10_000)]
 
 

@@ -13,7 +13,7 @@ from msgspec import Meta
 
 from ragpulse.model.agreement import JudgeAgreement
 from ragpulse.model.calibration import ClaimLabel
-from ragpulse.model.trace import Base, TraceId
+from ragpulse.model.trace import Base, JobId, TraceId
 from ragpulse.model.verdicts import Verdict
 
 CALIBRATION_REVIEWER = "calibration"
@@ -21,7 +21,6 @@ CALIBRATION_REVIEWER = "calibration"
 
 Reviewer = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$",
                                description="Who labels: 1-64 letters, digits and `._@+-` (an e-mail address fits).")]
-JobId = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 Note = Annotated[str, Meta(max_length=4000, description="Free text, at most 4,000 characters.")]
 SampleKind = Literal["uniform", "targeted", "ad_hoc"]
 """How the labelled trace came to be in the review sample: `uniform` (the estimation pool: a hash of tenant, app and

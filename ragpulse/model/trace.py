@@ -33,6 +33,8 @@ APP_NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$"
 """1-64 letters, digits, `.`, `_` and `-`, not starting with a dot: never `.` or `..`, which no URL path can carry
 (every HTTP client reads /v1/apps/../policy as /v1/policy)."""
 AppName = Annotated[str, Meta(pattern=APP_NAME_PATTERN, description="RAG application or pipeline name.")]
+JobId = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$",
+                            description="A job id as POST /v1/batches returned it.")]
 Query = Annotated[str, Meta(min_length=1, max_length=32_768)]
 LongText = Annotated[str, Meta(max_length=1_048_576)]
 Cutoff = Annotated[int, Meta(ge=1, le=1000)]
