@@ -44,8 +44,9 @@ class Odd:
 
     `request` is "METHOD /path?query"; `{job}` stands for a finished job of the session. `path` is a path the problem
     must name (None: the input has no single place at fault, e.g. bytes that are not JSON). `check` reads the answer's
-    JSON further. `handed_over` is (OpenTelemetry trace id, status) of an OTLP export taken with 200: the hand-over
-    must record the trace with that status (`invalid` for poison, `done` for an attribute coerced or dropped)."""
+    JSON further. `handed_over` is (OpenTelemetry trace id, status, app) of an OTLP export taken with 200:
+    the hand-over must record the trace with that status (`invalid` for poison, `done` for an attribute coerced or
+    dropped) under that app."""
 
     id: str
     request: str
@@ -56,7 +57,7 @@ class Odd:
     headers: tuple[tuple[str, str], ...] = ()
     before: Odd | None = None
     check: Callable[[Any], None] | None = None
-    handed_over: tuple[str, str] | None = None
+    handed_over: tuple[str, str, str] | None = None
 
 
 # -- body builders ----------------------------------------------------------------------------------------------------
@@ -654,6 +655,17 @@ QUERIES = [
     Odd("accepted-limit-repeated", RESULTS + "?limit=1&limit=2", None, 200),
     Odd("dry-run-not-a-bool", "POST /v1/batches?dry_run=maybe", batch(), 400, "query.dry_run"),
     Odd("job-id-encoded-slash", "GET /v1/jobs/..%2F..%2Fhealthz", None, 404),
+    Odd("report-job-id-over-64-chars", f"GET /v1/jobs/{long(65)}/report", None, 400, "path.job_id"),
+    Odd("report-page-unknown-job", f"GET /v1/jobs/{'0' * 32}/report.html", None, 404),
+    Odd("retry-job-id-over-64-chars", f"POST /v1/jobs/{long(65)}/retry", None, 400, "path.job_id"),
+    Odd("retry-unknown-job", f"POST /v1/jobs/{'0' * 32}/retry", None, 404),
+    Odd("agreement-app-dot-led", "GET /v1/apps/.x/agreement", None, 400, "path.app"),
+    Odd("review-app-over-64-chars", f"GET /v1/apps/{long(65)}/review", None, 400, "path.app"),
+    Odd("policy-get-app-with-space", "GET /v1/apps/a%20b/policy", None, 400, "path.app"),
+    Odd("monitor-window-empty", "GET /v1/monitor/default?window=", None, 400, "query.window"),
+    Odd("limit-bool", RESULTS + "?limit=true", None, 400, "query.limit"),
+    Odd("compare-threshold-1e400", COMPARE + "&threshold=1e400", None, 400, "query.threshold"),
+    Odd("accepted-cursor-past-the-end", RESULTS + "?cursor=999999999999", None, 200),
     Odd("job-id-over-64-chars", f"GET /v1/jobs/{long(65)}", None, 400, "path.job_id"),
     Odd("job-id-unknown", f"GET /v1/jobs/{'0' * 32}", None, 404),
     Odd("compare-baseline-missing", "GET /v1/jobs/{job}/compare", None, 400, "query.baseline"),
@@ -744,14 +756,17 @@ def llm_with(key: str, value: dict[str, Any]) -> list:
 
 
 def handed_over(case_id: str, status: str, *, root: list | None = None, retriever: list | None = None,
-                llm: list | None = None, coding: str | None = None) -> Odd:
-    """An export the receiver takes (200) whose trace the hand-over must record with `status`."""
+                llm: list | None = None, coding: str | None = None, service: str = "odd-otlp",
+                app: str = "odd-otlp", in_protobuf: bool = False) -> Odd:
+    """An export the receiver takes (200) whose trace the hand-over must record with `status` under `app`."""
     trace_id = uuid.uuid4().hex
-    body = dumps(otlp_export(trace_id, root=root, retriever=retriever, llm=llm))
+    export = otlp_export(trace_id, root=root, retriever=retriever, llm=llm, service=service)
+    body = protobuf(export) if in_protobuf else dumps(export)
     headers: tuple[tuple[str, str], ...] = ()
     if coding == "gzip":
         body, headers = gzip.compress(body), (("Content-Encoding", "gzip"),)
-    return Odd(case_id, OTLP, body, 200, headers=headers, handed_over=(trace_id, status))
+    return Odd(case_id, OTLP, body, 200, content_type=PROTOBUF if in_protobuf else JSON, headers=headers,
+               handed_over=(trace_id, status, app))
 
 
 def root_with(key: str, value: str) -> list:
@@ -864,6 +879,17 @@ OTLP_CASES = [
                                                                    {"intValue": "100000001"})),
     handed_over("otlp-no-query", "incomplete", root=[attr("openinference.span.kind", "CHAIN")]),
     handed_over("otlp-gzip-good", "done", coding="gzip"),
+    handed_over("otlp-protobuf-token-count-nan", "invalid", in_protobuf=True,
+                llm=llm_with("llm.token_count.prompt", {"doubleValue": "NaN"})),
+    handed_over("otlp-protobuf-gzip-token-count-infinity", "invalid", in_protobuf=True, coding="gzip",
+                llm=llm_with("llm.token_count.completion", {"doubleValue": "Infinity"})),
+    handed_over("otlp-protobuf-input-value-deep-json", "invalid", in_protobuf=True,
+                root=[attr("openinference.span.kind", "CHAIN"), attr("input.value", "{\"q\":" * 2000)]),
+    handed_over("otlp-service-name-dot", "done", service=".", app="default"),
+    handed_over("otlp-service-name-dot-dot", "done", service="..", app="default"),
+    handed_over("otlp-service-name-dot-led", "done", service=".x", app="x"),
+    handed_over("otlp-service-name-slash", "done", service="a/../b", app="a-..-b"),
+    handed_over("otlp-service-name-empty", "done", service="", app="default"),
 ]
 
 ODD_INPUT: list[Odd] = [*TOP_LEVEL, *SYNTAX, *DUPLICATES, *TRACE_FIELDS, *DOCUMENTS, *OPTIONS, *ACCEPTED, *ONLINE,

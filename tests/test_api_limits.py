@@ -234,8 +234,8 @@ def test_endless_headers_are_cut_off_at_the_head_cap_before_any_key_is_checked(k
 # odd input (the table is tests/odd_inputs.py): each case gets its exact status, a 4xx is a problem naming the path at
 # fault, never a 5xx nor a traceback; after the table the API is healthy and still processes traces
 
-SENT_TO_HANDOVER: dict[str, tuple[str, str]] = {}
-"""Case id -> (trace id, status the hand-over must record) of each OTLP export the table had taken with 200."""
+SENT_TO_HANDOVER: dict[str, tuple[str, str, str]] = {}
+"""Case id -> (trace id, status and app the hand-over must record) of each OTLP export the table had taken with 200."""
 
 
 @pytest.fixture(scope="module")
@@ -306,9 +306,9 @@ def test_after_the_odd_inputs_the_api_is_healthy_and_still_processes_traces(clie
     assert client.post("/v1/otlp/v1/traces", json=otlp_export(good_otlp)).status_code == 200
     assert read_back(client, online.json()["trace_ids"][0], until=("done",), timeout=60)["status"] == "done"
     assert read_back(client, good_otlp, until=("done",), timeout=60)["app"] == "odd-otlp"
-    for case_id, (trace_id, status) in SENT_TO_HANDOVER.items():
+    for case_id, (trace_id, status, app) in SENT_TO_HANDOVER.items():
         record = read_back(client, trace_id, until=(status,), timeout=30)
-        assert status != "invalid" or record["error"], case_id
+        assert record["app"] == app and (status != "invalid" or record["error"]), (case_id, record)
 
 
 def test_bodies_trickled_in_past_the_read_deadline_are_408_and_dropped(api_factory) -> None:
