@@ -296,6 +296,9 @@ TRACE_FIELDS = [
         "$.traces[0].principal.groups[1]"),
     Odd("principal-groups-over-1000", BATCH, batch(trace(principal={"groups": ["g"] * 1001})), 422,
         "$.traces[0].principal.groups"),
+    Odd("principal-group-over-256-chars", BATCH, batch(trace(principal={"groups": [long(257)]})), 422,
+        "$.traces[0].principal.groups[0]"),
+    Odd("principal-id-over-256-chars", BATCH, batch(trace(principal={"id": long(257)})), 422, "$.traces[0].principal.id"),
     Odd("principal-id-number", BATCH, batch(trace(principal={"id": 5})), 422, "$.traces[0].principal.id"),
     Odd("principal-unknown-field", BATCH, batch(trace(principal={"role": "admin"})), 422, "$.traces[0].principal"),
     Odd("candidates-over-10000", BATCH, batch(trace(candidates=["d"] * 10_001)), 422, "$.traces[0].candidates"),
@@ -392,6 +395,7 @@ OPTIONS = [
     Odd("targets-cutoff-not-in-k", BATCH, options(k=[5], targets={"recall@7": 0.5}), 422, "$.options"),
     Odd("targets-key-upper-case", BATCH, options(targets={"Recall@5": 0.5}), 422, "$.options.targets"),
     Odd("targets-value-string", BATCH, options(targets={"recall@5": "high"}), 422, "$.options.targets[...]"),
+    Odd("targets-key-over-64-chars", BATCH, options(targets={"a" * 65: 0.5}), 422, "$.options.targets"),
     Odd("targets-over-64-keys", BATCH, options(targets={f"m{i}": 0.5 for i in range(65)}), 422, "$.options.targets"),
 ]
 
@@ -431,6 +435,7 @@ ONLINE = [
     Odd("online-trace-id-dot", TRACES, batch(trace(trace_id=".")), 422, "$.traces[0].trace_id"),
     Odd("online-trace-id-dot-dot", TRACES, batch(trace(trace_id="..")), 422, "$.traces[0].trace_id"),
     Odd("online-trace-id-traversal", TRACES, batch(trace(trace_id="../../etc/passwd")), 422, "$.traces[0].trace_id"),
+    Odd("online-trace-id-over-256-chars", TRACES, batch(trace(trace_id=long(257))), 422, "$.traces[0].trace_id"),
     Odd("online-trace-id-control-char", TRACES, batch(trace(trace_id="a\tb")), 422, "$.traces[0].trace_id"),
     Odd("online-trace-id-repeated", TRACES, batch(trace(trace_id="t1"), trace(trace_id="t1")), 422,
         "$.traces[1].trace_id"),
@@ -462,6 +467,8 @@ def claims(*items: Any) -> bytes:
 
 
 CALIBRATIONS = [
+    Odd("calibration-empty-body", CALIBRATION, b"", 400),
+    Odd("calibration-truncated", CALIBRATION, calibration()[:-3], 400),
     Odd("calibration-empty-object", CALIBRATION, b"{}", 422, "$"),
     Odd("calibration-array", CALIBRATION, b"[]", 422, "$"),
     Odd("calibration-job-id-number", CALIBRATION, calibration(job_id=5), 422, "$.job_id"),
@@ -514,6 +521,9 @@ def label(**fields: Any) -> bytes:
 
 
 LABEL_CASES = [
+    Odd("label-empty-body", LABELS, b"", 400),
+    Odd("label-bom", LABELS, b"\xef\xbb\xbf" + label(), 400),
+    Odd("label-invalid-utf8-note", LABELS, label(note="NOTE").replace(b"NOTE", b"\xff"), 400),
     Odd("label-empty-object", LABELS, b"{}", 422, "$"),
     Odd("label-string-top-level", LABELS, b'"label"', 422, "$"),
     Odd("label-reviewer-reserved", LABELS, label(reviewer="calibration"), 422, "$"),
@@ -555,6 +565,8 @@ POLICY_CASES = [
     Odd("policy-max-age-over-100-years", POLICY, b'{"max_source_age_days": 36501}', 422, "$.max_source_age_days"),
     Odd("policy-unknown-field", POLICY, b'{"sample_rate": 0.5, "rate": 0.5}', 422, "$"),
     Odd("policy-source-unknown", POLICY, b'{"sources": {"sample_rate": "env"}}', 422, "$.sources[...]"),
+    Odd("policy-sources-over-64", POLICY, dumps({"sources": {f"s{i}": "stored" for i in range(65)}}), 422,
+        "$.sources"),
     Odd("policy-app-field-dot-dot", POLICY, b'{"app": ".."}', 422, "$.app"),
     Odd("policy-path-app-dot-led", "PUT /v1/apps/.x/policy", b'{"sample_rate": 0.5}', 400, "path.app"),
     Odd("policy-path-app-over-64-chars", f"PUT /v1/apps/{long(65)}/policy", b'{"sample_rate": 0.5}', 400, "path.app"),
@@ -855,6 +867,7 @@ OTLP_CASES = [
         headers=(("Content-Encoding", "br"),)),
     Odd("otlp-double-gzip-bomb", OTLP, gzip.compress(bomb("gzip")), 413, "body",
         headers=(("Content-Encoding", "gzip, gzip"),)),
+    Odd("accepted-otlp-json-bom", OTLP, b"\xef\xbb\xbf" + dumps({"resourceSpans": []}), 200, check=partial(0)),
     Odd("accepted-otlp-empty-protobuf", OTLP, b"", 200, content_type=PROTOBUF),
     Odd("accepted-otlp-empty-export", OTLP, b"{}", 200, check=partial(0)),
     Odd("accepted-otlp-trace-id-all-zero", OTLP, dumps(otlp_export("0" * 32)), 200, check=partial(3)),
