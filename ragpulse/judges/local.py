@@ -22,13 +22,14 @@ from typing import Any
 
 import msgspec
 
-from ragpulse.judges import lexicon
+from ragpulse.judges import evidence, lexicon
 from ragpulse.judges.followed import injection_followed
+from ragpulse.judges.markers import strip_markers
 from ragpulse.judges.text import (
     Anchor, Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
 )
 from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
-from ragpulse.model.trace import Trace
+from ragpulse.model.trace import RetrievedDoc, Trace
 
 HEURISTIC_VERSION = "local-heuristic-v2"
 """Bump when the rules change, so that old and new judgments never share a prompt_version."""
@@ -58,10 +59,14 @@ class _Unit:
     reading: Reading
     anchors: frozenset[Anchor]
     """The reading's anchors as a set, built once for the lookups of every claim."""
+    updated: float | None = None
+    """The document's `updated_at` (a timestamp), when the trace gives it."""
+    change: bool = False
+    """The sentence says a fact changed ("no longer", "as of"): newer than an undated passage it contradicts."""
 
 
-def _unit(doc_id: str, chunk_id: str | None, text: str, reading: Reading) -> _Unit:
-    return _Unit(doc_id, chunk_id, text, reading, frozenset(reading.anchors))
+def _unit(doc: RetrievedDoc, text: str, reading: Reading, change: bool = False) -> _Unit:
+    return _Unit(doc.id, doc.chunk_id, text, reading, frozenset(reading.anchors), evidence.timestamp(doc), change)
 
 
 @dataclass(frozen=True)
@@ -89,22 +94,25 @@ def _context(trace: Trace, language: str) -> _Context:
     units: list[_Unit] = []
     doc_stems: list[frozenset[str]] = []
     proper = {v for text in (trace.query, trace.answer or "") for k, v in read(text, language).anchors if k == "name"}
-    for doc in trace.retrieved_docs:
-        stems: set[str] = set()
+    stale = evidence.superseded(trace.retrieved_docs, language)
+    for index, doc in enumerate(trace.retrieved_docs):
+        visible, hidden = evidence.visible_text(doc.text or "")
+        stems: set[str] = set(read(hidden, language).stems) if hidden else set()
         sentences: list[tuple[str, str]] = []
-        for sentence in split_sentences(doc.text or ""):
+        flagged = evidence.flagged(doc)
+        for sentence in split_sentences(visible):
             folded = fold(sentence)
-            if lexicon.INJECTION.search(folded):
-                stems.update(read(sentence, language).stems)
+            if index in stale or evidence.is_instruction(sentence, folded, flagged):
+                stems.update(read(sentence, language).stems)  # relevance reads the whole text; evidence does not
             else:
                 sentences.append((sentence, folded))
         for i, (sentence, folded) in enumerate(sentences):
-            units.append(_unit(doc.id, doc.chunk_id, sentence, read(sentence, language)))
+            units.append(_unit(doc, sentence, read(sentence, language), evidence.says_change(folded)))
             stems.update(units[-1].reading.stems)
             proper.update(v for k, v in units[-1].reading.anchors if k == "name")
             if i and folded.split(maxsplit=1)[0].strip(",") in lexicon.ANAPHORA:
                 pair = f"{sentences[i - 1][0]} {sentence}"
-                units.append(_unit(doc.id, doc.chunk_id, pair, read(pair, language)))
+                units.append(_unit(doc, pair, read(pair, language), evidence.says_change(fold(pair))))
         doc_stems.append(frozenset(stems))
     by_stem: dict[str, list[int]] = defaultdict(list)
     by_anchor: dict[tuple[str, Any], list[int]] = defaultdict(list)
@@ -166,17 +174,22 @@ def _split_answer(answer: str, question: Reading, language: str) -> tuple[list[_
     refused = False
     referrals: list[_Sentence] = []
     first_seen: dict[str, int] = {}
-    for sentence in split_sentences(answer):
+    sentences = split_sentences(answer)
+    for i, sentence in enumerate(sentences):
         first_seen.setdefault(sentence, len(first_seen))
-        lowered = fold(sentence)
+        plain = strip_markers(sentence)  # "5-7 days [1]": the marker is no number
+        lowered = fold(plain)
+        bare = lowered.strip(" .,;:!—-")
+        if (bare in lexicon.BARE_ANSWERS and i < len(sentences) - 1) or lexicon.FRAMING.fullmatch(bare):
+            continue  # "No." before the sentences that say it; "It depends on what you want to reset."
         refusal = lexicon.REFUSALS.search(lowered)
         if refusal:
             refused = True
-            guess = _guess_after(sentence, lowered, refusal.end())
+            guess = _guess_after(plain, lowered, refusal.end())
             if guess and not lexicon.REFUSALS.search(fold(guess)) and _asserts(read(guess, language)):
                 claims.append(_Sentence(sentence, read(guess, language)))
             continue
-        focus = _yes_no(sentence, question, language) or read(_without_answer_word(sentence), language)
+        focus = _yes_no(plain, question, language) or read(_without_answer_word(plain), language)
         claim = _Sentence(sentence, focus)
         if not _asserts(claim.focus):
             continue
@@ -210,12 +223,13 @@ def _without_answer_word(sentence: str) -> str:
 def _yes_no(sentence: str, question: Reading, language: str) -> Reading | None:
     """"Yes, it does." asserts the question's proposition; "No." denies it. None for any other sentence."""
     words = fold(sentence).replace(",", " ").replace(".", " ").replace("!", " ").split()
-    if not words or (words[0] not in lexicon.AFFIRMATIONS and words[0] not in lexicon.DENIALS):
+    lead = 2 if " ".join(words[:2]) in lexicon.BARE_DENIALS else 1
+    if not words or (lead == 1 and words[0] not in lexicon.AFFIRMATIONS and words[0] not in lexicon.DENIALS):
         return None
-    rest = read(" ".join(sentence.split()[1:]), language)
+    rest = read(" ".join(sentence.split()[lead:]), language)
     if set(rest.content) - set(question.content) or rest.anchors:
         return None
-    denied = words[0] in lexicon.DENIALS
+    denied = lead == 2 or words[0] in lexicon.DENIALS
     # The question's names need not be repeated: "Yes, it does." asserts about them without naming them.
     negated, plain = (question.plain_stems, question.negated_stems) if denied else \
         (question.negated_stems, question.plain_stems)
@@ -366,17 +380,25 @@ def _polarity_conflict(claim: Reading, fit: _Fit) -> bool:
     sits in); the claim conflicts when a third or more of the shared words flip ("Growth includes audit logs"
     against "... but not audit logs"; "SSO is not included" against "SSO is included").
     """
-    negated = frozenset().union(*(u.reading.negated_stems for u in fit.units))
-    plain = frozenset().union(*(u.reading.plain_stems for u in fit.units))
-    stems = frozenset().union(*(u.reading.stems for u in fit.units))
-    matched = set(claim.content) & (negated | plain)
-    flips = sum(1 for w in matched if _polarity(w, claim.negated_stems, claim.plain_stems) *
-                _polarity(w, negated, plain) < 0)
-    if flips and 3 * flips >= len(matched):
+    units = fit.units
+    if len(units) > 1 and any(_flipped(claim, (unit,), least=2) for unit in units):
+        return True  # each passage of a pair is read on its own: "X are not paid out" + "paid in March"
+    if _flipped(claim, units, least=1):
         return True
+    stems = frozenset().union(*(u.reading.stems for u in units))
     return any((a in claim.stems and b in stems and a not in stems) or (b in claim.stems and a in stems and
                                                                          b not in stems)
                for a, b in _ANTONYM_STEMS)
+
+
+def _flipped(claim: Reading, units: tuple[_Unit, ...], least: int) -> bool:
+    """A third or more of the claim words these passages share with it (at least `least`) flip polarity."""
+    negated = frozenset().union(*(u.reading.negated_stems for u in units))
+    plain = frozenset().union(*(u.reading.plain_stems for u in units))
+    matched = set(claim.content) & (negated | plain)
+    flips = sum(1 for w in matched if _polarity(w, claim.negated_stems, claim.plain_stems) *
+                _polarity(w, negated, plain) < 0)
+    return flips > 0 and len(matched) >= least and 3 * flips >= len(matched)
 
 
 def _polarity(word: str, negated: frozenset[str], plain: frozenset[str]) -> int:
@@ -393,6 +415,9 @@ def _verdict(sentence: _Sentence, context: _Context) -> Claim:
     if support is not None:
         if _polarity_conflict(claim, support):
             return _claim(sentence, "contradicted", support, "the passage states the opposite (negation)")
+        newer = _overruled(claim, support, fits)
+        if newer is not None:
+            return _claim(sentence, "contradicted", newer, f"a newer passage ({newer.units[0].doc_id}) says otherwise")
         return _claim(sentence, "supported", support, None)
     best = fits[0]
     if best.coverage >= CONTRADICTION_COVERAGE:
@@ -402,6 +427,25 @@ def _verdict(sentence: _Sentence, context: _Context) -> Claim:
         if best.coverage >= SUPPORT_COVERAGE and not best.missing_anchors and _polarity_conflict(claim, best):
             return _claim(sentence, "contradicted", best, "the passage states the opposite (negation)")
     return Claim(text=sentence.text, verdict="unsupported", reason=_why_not(best))
+
+
+def _overruled(claim: Reading, support: _Fit, fits: list[_Fit]) -> _Fit | None:
+    """A passage newer than the supporting one that, on the same subject, says otherwise (the newer one wins)."""
+    for fit in fits:
+        unit = fit.units[0]
+        if fit.coverage < CONTRADICTION_COVERAGE or any(u.doc_id == unit.doc_id for u in support.units):
+            continue  # a document agrees with itself: only another document can overrule
+        if all(_newer(unit, old) for old in support.units) and (
+                _changed_anchors(claim, fit) or _polarity_conflict(claim, fit)):
+            return fit
+    return None
+
+
+def _newer(unit: _Unit, than: _Unit) -> bool:
+    """By `updated_at` when both documents carry it; else the passage that says a fact changed is the newer."""
+    if unit.updated is not None and than.updated is not None:
+        return unit.updated > than.updated
+    return unit.change and not than.change
 
 
 def _verdicts(sentences: list[_Sentence], context: _Context) -> list[Claim]:
@@ -512,7 +556,7 @@ class LocalJudge:
         claims = _verdicts(sentences, context)
         relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(query, stems)))
                      for rank, (doc, stems) in enumerate(zip(trace.retrieved_docs, context.doc_stems), start=1)]
-        answer_reading = read(answer, language)
+        answer_reading = read(strip_markers(answer), language)
         if abstained:
             score, reason = 1, "The answer abstains, so it does not address the question."
         else:
