@@ -91,6 +91,10 @@ class _Context:
     """Unit indexes, shortest text first (ties in unit order): how units sharing nothing with a claim rank."""
     lengths: tuple[int, ...]
     """Length of each unit's text."""
+    all_stems: frozenset[str] = frozenset()
+    """Every stem of the passages that are evidence."""
+    query_anchors: frozenset[Anchor] = frozenset()
+    """The question's numbers, codes and dates: the user's own figures (_given)."""
     instruction_stems: frozenset[str] = frozenset()
     """Stems of the document sentences addressed to the model, which are never evidence (evidence.is_instruction)."""
 
@@ -133,7 +137,9 @@ def _context(trace: Trace, language: str) -> _Context:
     lengths = tuple(len(unit.text) for unit in units)
     by_length = tuple(sorted(range(len(units)), key=lengths.__getitem__))
     return _Context(language, tuple(units), frozenset(proper), tuple(doc_stems), by_stem, by_anchor, by_length,
-                    lengths, frozenset(instruction))
+                    lengths, frozenset(by_stem),
+                    frozenset(a for a in read(trace.query, language).anchors if a[0] != "name"),
+                    frozenset(instruction))
 
 
 def _anchor_keys(anchor: Anchor) -> tuple[tuple[str, Any], ...]:
@@ -272,9 +278,30 @@ def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
         anchors = frozenset().union(*(u.anchors for u in units))
     missing = [w for w in claim.content if w not in stems]
     coverage = 1.0 - len(missing) / len(claim.content) if claim.content else 1.0
-    names = [("name", w) for w in missing if w in context.proper and ("name", w) not in claim.anchors]
-    return _Fit(units, coverage, tuple(missing),
-                tuple(a for a in claim.anchors if not _anchor_found(a, anchors, stems)) + tuple(names))
+    # A name no retrieved passage uses was invented: an anchor. One that another passage uses is a word like any
+    # other (a rival passage holding it still marks a swap, _Search.mark).
+    names = [("name", w) for w in missing if w in context.proper and ("name", w) not in claim.anchors
+             and w not in context.all_stems]
+    lacking = tuple(a for a in claim.anchors if not _anchor_found(a, anchors, stems)
+                    and not (a[0] == "name" and a[1] in context.all_stems))
+    if lacking and context.query_anchors:
+        lacking = tuple(a for a in lacking if not _given(a, claim, anchors, context.query_anchors))
+    return _Fit(units, coverage, tuple(missing), lacking + tuple(names))
+
+
+def _given(anchor: Anchor, claim: Reading, found: frozenset[Anchor], asked: frozenset[Anchor]) -> bool:
+    """The user's own figure, repeated beside the passage's: "requires 4.2.1, so update from 4.1.3 first" when the
+    question says "I'm on 4.1.3". Only beside a figure of the same kind the passage holds, so "Yes, the fee is $30"
+    to "Is the fee $30?" still needs the passage to say $30."""
+    if anchor[0] == "name" or not anchor_matches(anchor, asked):
+        return False
+    return any(other != anchor and _same_kind(other, anchor) and anchor_matches(other, found) for other in claim.anchors)
+
+
+def _same_kind(a: Anchor, b: Anchor) -> bool:
+    if a[0] == "qty" and b[0] == "qty":
+        return a[1][0] == b[1][0]
+    return a[0] == b[0] or {a[0], b[0]} <= {"num", "qty"}
 
 
 def _anchor_found(anchor: tuple[str, object], anchors: frozenset, stems: frozenset[str]) -> bool:
@@ -303,7 +330,10 @@ class _Search:
         self.words = len(claim.content)
         self.counts = Counter(chain.from_iterable(context.by_stem.get(w, ()) for w in claim.content))
         """Unit index -> how many of the claim's content words it uses."""
-        self.holders = [_holders(anchor, context) for anchor in claim.anchors]
+        everywhere = frozenset(range(len(context.units)))
+        # A figure the question gives may be excused anywhere (_given): its bound must not count it as lacking.
+        self.holders = [everywhere if anchor_matches(anchor, context.query_anchors) else _holders(anchor, context)
+                        for anchor in claim.anchors]
         self.fitted: dict[str, _Fit] = {}
         """Text -> its fit, rivals marked: a fit depends on the text alone, so copies of a passage share it."""
 

@@ -275,9 +275,9 @@ def _split_glued(raw: str) -> list[str]:
 
 
 def _make_token(raw: str, position: int) -> _Token:
-    if _NUMBER.fullmatch(raw):
-        return _Token(raw, "", _number(raw), position)
-    return _Token(raw, fold(raw), None, position)
+    if _NUMBER.fullmatch(raw) and (number := _number(raw)) is not None:
+        return _Token(raw, "", number, position)
+    return _Token(raw, fold(raw), None, position)  # a word, or a version such as "4.2.0": a code with its value
 
 
 def _number(raw: str) -> float | None:
