@@ -81,6 +81,8 @@ def measure_agreement(path: Path | str = DEFAULT_LABELS) -> dict[str, Any]:
         "hallucinated_confusion": {h: {j: sum(1 for a, b in zip(human, judged) if (a, b) == (h, j))
                                        for j in (True, False)} for h in (True, False)},
         "abstained": {"accuracy": accuracy([lab["abstained"] for lab in labels], [abstained(o) for o in outputs])},
+        "answerable": {"accuracy": accuracy([lab["answerable"] for lab in labels],
+                                            [o.answerable_from_context for o in outputs])},
         "claims": _claims(outputs, labels),
         "per_category": _per_category(labels, judged),
     }
@@ -95,6 +97,7 @@ def report(result: dict[str, Any], path: Path | str) -> str:
         f"hallucinated: accuracy {h['accuracy']:.3f}, kappa {h['kappa']:.3f}"
         f" (95% bootstrap CI {h['kappa_low']:.3f} to {h['kappa_high']:.3f})",
         f"abstained: accuracy {result['abstained']['accuracy']:.3f}",
+        f"answerable_from_context: accuracy {result['answerable']['accuracy']:.3f}",
         f"claims: agreement {c['agreement']:.3f} over {c['claims']} claims in {c['matched_traces']} of"
         f" {c['traces_with_claims']} traces with claims (same claim count, paired by position)",
         "per category (accuracy on hallucinated):",

@@ -32,7 +32,7 @@ from ragpulse.judges.text import (
 from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
 from ragpulse.model.trace import RetrievedDoc, Trace
 
-HEURISTIC_VERSION = "local-heuristic-v2"
+HEURISTIC_VERSION = "local-heuristic-v3"
 """Bump when the rules change, so that old and new judgments never share a prompt_version."""
 SUPPORT_COVERAGE = 0.5
 """Share of a claim's content stems that its evidence must contain: half, with slack for rewordings (chosen on the dev split)."""
@@ -561,6 +561,21 @@ def _coverage(query: Reading, stems: frozenset[str]) -> float:
     return sum(w in stems for w in query.content) / len(query.content)
 
 
+def _answer_relevance(query: Reading, answer: Reading, claims: list[Claim], context: _Context) -> tuple[int, str]:
+    """Graded by the share of the query's content words in the answer read together with the passages that support
+    its claims: "Two years." to "How long is the warranty?" repeats no query word, yet its evidence ("The warranty
+    lasts two years") shows that it answers the question."""
+    quotes = {e.quote for c in claims if c.verdict == "supported" for e in c.evidence}
+    stems = answer.stems.union(*(u.reading.stems for u in context.units if u.text in quotes)) if quotes else \
+        answer.stems
+    share = _coverage(query, frozenset(stems))
+    own = _coverage(query, answer.stems)
+    if share > own:
+        return _grade(share), f"The answer with its supporting passages uses {share:.0%} of the query's content " \
+                              f"words ({own:.0%} in the answer alone)."
+    return _grade(share), f"The answer uses {share:.0%} of the query's content words."
+
+
 def _grade(share: float) -> int:
     """1..3 from a coverage share, by RELEVANCE_LOW and RELEVANCE_HIGH."""
     return 3 if share >= RELEVANCE_HIGH else 2 if share >= RELEVANCE_LOW else 1
@@ -630,8 +645,7 @@ class LocalJudge:
         if abstained:
             score, reason = 1, "The answer abstains, so it does not address the question."
         else:
-            share = sum(w in answer_reading.stems for w in query.content) / len(query.content) if query.content else 0
-            score, reason = _grade(share), f"The answer uses {share:.0%} of the query's content words."
+            score, reason = _answer_relevance(query, answer_reading, claims, context)
         return JudgeOutput(
             claims=claims, answer_relevance=score, answer_relevance_reason=reason, context_relevance=relevance,
             answerable_from_context=any(r.score == 3 for r in relevance)
