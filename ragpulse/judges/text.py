@@ -97,31 +97,34 @@ def clauses(sentence: str) -> list[str]:
     return [c for c in _CLAUSE.split(sentence) if c and c.strip()]
 
 
-def _scoped_clauses(sentence: str) -> list[tuple[str, int]]:
-    """Each clause with the negation it inherits (0 or 1): the items of a list after a negated lead inherit its
-    negation ("does not cover: A; B" denies A and B), and the text after a parenthesis continues the clause before
-    it ("is not compatible with line-voltage (120/240 V) baseboard heaters" denies the heaters too)."""
-    parts = _CLAUSE_KEPT.split(sentence)
-    out: list[tuple[str, int]] = []
-    listed = before_paren = last = 0
-    """Parity a list's items inherit; parity of the clause before an open parenthesis; of the last clause."""
-    delimiter = ""
-    for i, part in enumerate(parts):
+def _delimited_clauses(sentence: str) -> list[tuple[str, str]]:
+    """Each clause of a sentence with the delimiter before it ("" for the first)."""
+    out, delimiter = [], ""
+    for i, part in enumerate(_CLAUSE_KEPT.split(sentence)):
         if i % 2:
             delimiter = part.strip()
-            continue
-        if not part.strip():
-            continue
-        if delimiter == ":":
-            listed = last
-        elif delimiter not in (";", ",", "(", ")", ""):
-            listed = 0  # "but", "except", ...: a new clause
-        if delimiter == "(":
-            before_paren = last
-        inherited = before_paren if delimiter == ")" else 0 if delimiter == "(" else listed
-        last = (_negations(part, _tokens(part, first=False)) + inherited) % 2
-        out.append((part, inherited))
+        elif part.strip():
+            out.append((part, delimiter))
     return out
+
+
+class _Scope:
+    """The negation a clause inherits (0 or 1), walking a sentence's clauses in order: the items of a list after a
+    negated lead inherit its negation ("does not cover: A; B" denies A and B), and the text after a parenthesis
+    continues the clause before it ("is not compatible with line-voltage (120/240 V) baseboard heaters")."""
+
+    def __init__(self) -> None:
+        self.listed = self.before_paren = self.last = 0
+        """Parity a list's items inherit; of the clause before an open parenthesis; of the last clause."""
+
+    def enter(self, delimiter: str) -> int:
+        if delimiter == ":":
+            self.listed = self.last
+        elif delimiter not in (";", ",", "(", ")", ""):
+            self.listed = 0  # "but", "except", ...: a new clause
+        if delimiter == "(":
+            self.before_paren = self.last
+        return self.before_paren if delimiter == ")" else 0 if delimiter == "(" else self.listed
 
 
 def _narrow_scope(tokens: list[_Token], language: str) -> tuple[frozenset[str], int]:
@@ -191,8 +194,13 @@ class Reading:
     """Content stems inside a clause without negation."""
 
 
+@functools.lru_cache(maxsize=16384)
 def read(text: str, language: str) -> Reading:
-    """Tokenise, stem and find the anchors and negations of `text` (one sentence or a few)."""
+    """Tokenise, stem and find the anchors and negations of `text` (one sentence or a few).
+
+    Remembered per (text, language): a trace reads its query and answer sentences more than once, and production
+    apps retrieve the same passages again and again. A Reading is immutable, so sharing one is safe.
+    """
     stems: set[str] = set()
     content: list[str] = []
     anchors: list[Anchor] = []
@@ -200,11 +208,15 @@ def read(text: str, language: str) -> Reading:
     negated_stems: set[str] = set()
     plain_stems: set[str] = set()
     for sentence in split_sentences(text):
-        for clause, inherited in _scoped_clauses(sentence):
+        scope = _Scope()
+        for clause, delimiter in _delimited_clauses(sentence):
+            inherited = scope.enter(delimiter)
             tokens = _tokens(clause, first=sentence.startswith(clause))
             clause_negations = _negations(clause, tokens)
             clause_content = _content(tokens, language)
             narrow, clause_wide = _narrow_scope(tokens, language)
+            # A list inherits a negated verb ("does not cover: A; B"), not a "without" ("get by without it: A is free").
+            scope.last = (clause_negations + inherited) % 2
             clause_negations += clause_wide
             parity = (clause_negations + inherited) % 2
             for word in clause_content:
