@@ -293,6 +293,10 @@ AFFIRMATIONS = frozenset("yes yeah yep correct right true indeed ja sí si oui s
 """A bare answer word that asserts the question's proposition ("Yes, it does.")."""
 DENIALS = frozenset("no nope nein non não".split())
 """A bare answer word that denies the question's proposition."""
+QUESTION_PHRASES = re.compile(r"\bhow (?:long|many|much|often|far|old|big|large|soon|late|early|fast)\b|"
+                              r"\bwie (?:lange|viele?|oft|weit|alt|groß)\b|\bcu[aá]nt[oa]s?\b|\bcombien\b|"
+                              r"\bquant[oa]s?\b|\bhoe (?:lang|veel|vaak|ver|oud)\b", re.IGNORECASE)
+"""Question phrases that ask for a figure: "How long is the warranty?" is about the warranty, not about "long"."""
 BARE_DENIALS = frozenset(["not yet", "not really", "noch nicht", "todavía no", "pas encore", "ainda não", "non ancora",
                           "nog niet"])
 """Two-word answers that deny the question's proposition ("Not yet.")."""

@@ -576,6 +576,12 @@ def _answer_relevance(query: Reading, answer: Reading, claims: list[Claim], cont
     return _grade(share), f"The answer uses {share:.0%} of the query's content words."
 
 
+def _genuine(context: _Context) -> Reading:
+    """What the passages say outside their instructions, as one reading (stems and anchors only)."""
+    anchors = tuple(frozenset().union(*(u.anchors for u in context.units)))
+    return Reading("", context.all_stems, (), anchors, False, frozenset(), frozenset())
+
+
 def _grade(share: float) -> int:
     """1..3 from a coverage share, by RELEVANCE_LOW and RELEVANCE_HIGH."""
     return 3 if share >= RELEVANCE_HIGH else 2 if share >= RELEVANCE_LOW else 1
@@ -637,22 +643,23 @@ class LocalJudge:
         language = detect_language(" ".join([trace.query, answer, *(d.text or "" for d in trace.retrieved_docs)]))
         context = _context(trace, language)
         query = read(trace.query, language)
+        topic = read(lexicon.QUESTION_PHRASES.sub(" ", trace.query), language)
         sentences, abstained = _split_answer(answer, query, language)
         claims = _verdicts(sentences, context)
-        relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(query, stems)))
+        relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(topic, stems)))
                      for rank, (doc, stems) in enumerate(zip(trace.retrieved_docs, context.doc_stems), start=1)]
         answer_reading = read(strip_markers(answer), language)
         if abstained:
             score, reason = 1, "The answer abstains, so it does not address the question."
         else:
-            score, reason = _answer_relevance(query, answer_reading, claims, context)
+            score, reason = _answer_relevance(topic, answer_reading, claims, context)
         return JudgeOutput(
             claims=claims, answer_relevance=score, answer_relevance_reason=reason, context_relevance=relevance,
             answerable_from_context=any(r.score == 3 for r in relevance)
             or (score >= 2 and any(c.verdict == "supported" for c in claims)),
             abstained=abstained,
             key_facts=_key_facts(trace.reference_answer, answer_reading, language),
-            injection_followed=injection_followed(trace, answer_reading, language),
+            injection_followed=injection_followed(trace, answer_reading, language, _genuine(context)),
         )
 
 
