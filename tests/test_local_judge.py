@@ -504,9 +504,8 @@ def test_a_short_exact_answer_addresses_the_question() -> None:
 
 
 def test_the_users_own_figure_beside_the_documented_one_is_given() -> None:
-    doc = "Offline maps need app version 5.2.0 or later."
-    out = judged("Offline maps need 5.2.0 or later, so update from 5.1.4 first.", doc,
-                 query="I'm on version 5.1.4. Can I use offline maps?")
+    out = judged("The warranty lasts 2 years, so after 3 years the warranty has lapsed.", "The warranty lasts 2 years.",
+                 query="I bought it 3 years ago. Is it still under warranty?")
     assert verdicts(out) == ["supported"]
     # A figure only the question gives is not evidence on its own.
     assert verdicts(judged("Yes, the fee is $30.", "The fee is $25.", query="Is the fee $30?")) != ["supported"]
