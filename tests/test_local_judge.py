@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "tests" / "data" / "judge_labels.jsonl"
 HELDOUT = ROOT / "tests" / "data" / "judge_labels_heldout.jsonl"
 HELDOUT2 = ROOT / "tests" / "data" / "judge_labels_heldout2.jsonl"
-DOC_SECTIONS = {LABELS: "## Dev split", HELDOUT: "## Held-out split", HELDOUT2: "## Second held-out split"}
+CLASSES = ROOT / "tests" / "data" / "judge_labels_classes.jsonl"
+CLASSES_HELDOUT = ROOT / "tests" / "data" / "judge_labels_classes_heldout.jsonl"
+DOC_SECTIONS = {LABELS: "## Dev split", HELDOUT: "## Held-out split", HELDOUT2: "## Second held-out split",
+                CLASSES: "## Failure classes, dev split", CLASSES_HELDOUT: "## Failure classes, held-out split"}
 """The heading of docs/local_judge.md under which each file's bench output is quoted."""
 DOC = ROOT / "docs" / "local_judge.md"
 
@@ -223,11 +226,30 @@ def test_labelled_data_has_the_promised_shape(path: Path, split: str, per_catego
         assert not (label["abstained"] and label["claims"]), "an abstention asserts nothing"
 
 
+FAILURE_CLASSES = {"citation_markers", "joined_negation", "superseded", "instruction_evidence", "refusal_phrasing",
+                   "tokenising", "list_items", "short_answers"}
+
+
+@pytest.mark.parametrize(("path", "split"), [(CLASSES, "classes-dev"), (CLASSES_HELDOUT, "classes-heldout")])
+def test_failure_class_cases_cover_every_class_with_both_outcomes(path: Path, split: str) -> None:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    by_class: dict[str, set[bool]] = {}
+    for row in rows:
+        msgspec.convert(row["trace"], Trace)
+        label = row["label"]
+        assert label["split"] == split and label["category"] in FAILURE_CLASSES
+        assert label["hallucinated"] == any(c["verdict"] != "supported" for c in label["claims"])
+        assert all(c["text"] in row["trace"]["answer"] for c in label["claims"])
+        by_class.setdefault(label["category"], set()).add(label["hallucinated"] or label["abstained"])
+    assert set(by_class) == FAILURE_CLASSES
+    assert sum(len(v) == 2 for v in by_class.values()) >= 6, by_class  # most classes hold both kinds of answer
+
+
 def test_the_labelled_set_holds_200_traces_and_the_splits_share_none() -> None:
     ids = [[json.loads(line)["trace"]["trace_id"] for line in path.read_text(encoding="utf-8").splitlines()]
-           for path in (LABELS, HELDOUT, HELDOUT2)]
+           for path in (LABELS, HELDOUT, HELDOUT2, CLASSES, CLASSES_HELDOUT)]
     assert sum(map(len, ids)) >= 200
-    assert not set(ids[0]) & set(ids[1]) and not set(ids[0]) & set(ids[2]) and not set(ids[1]) & set(ids[2])
+    assert all(not set(a) & set(b) for i, a in enumerate(ids) for b in ids[i + 1:])
 
 
 @pytest.mark.parametrize("path", list(DOC_SECTIONS))

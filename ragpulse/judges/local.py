@@ -1,11 +1,12 @@
 """LocalJudge: an offline, deterministic HEURISTIC judge built on stems, anchors and negation, not an LLM.
 
 It needs no network and no model. It lets ragpulse judge traces in tests, in CI and on air-gapped installs,
-and it sets the floor that an LLM judge must beat. It reads six languages word by word (ragpulse.judges.text);
-it cannot follow inference, arithmetic, or a paraphrase whose words are not in the passage. bench/judge_agreement.py
-measures it against human labels, and docs/local_judge.md records the figures and what it cannot do.
-Retrieved text is only ever counted and compared, never obeyed; sentences that address a model ("ignore previous
-instructions", "the assistant must say ...") are not evidence at all.
+and it sets the floor that an LLM judge must beat. It reads six languages word by word (ragpulse.judges.text), knows
+refusals in Dutch, Japanese, Chinese and Korean too, and reads CJK text by character pairs; it cannot follow
+inference, arithmetic beyond a sentence's own total, or a paraphrase whose words are not in the passage.
+bench/judge_agreement.py measures it against human labels, and docs/local_judge.md records the figures and what it
+cannot do. Retrieved text is only ever counted and compared, never obeyed: sentences that address a model (the
+security check's verdict, ragpulse.judges.evidence) and superseded documents are not evidence at all.
 """
 
 from __future__ import annotations
