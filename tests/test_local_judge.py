@@ -553,3 +553,27 @@ def test_the_example_baseboard_answer_is_not_contradicted_by_the_same_statement(
                  "heaters.",
                  query="Can I use the Nimbus with electric baseboard heaters?")
     assert verdicts(out) == ["supported"]
+
+
+README = ROOT / "README.md"
+
+
+def test_readme_quotes_the_docs_headline_figures() -> None:
+    result = load_bench().measure_agreement(HELDOUT2)
+    figures = f"accuracy {result['hallucinated']['accuracy']:.3f}, Cohen's kappa {result['hallucinated']['kappa']:.3f}"
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"**hallucinated {figures}**" in readme
+    docs = " ".join(DOC.read_text(encoding="utf-8").split())
+    assert f"(accuracy {result['hallucinated']['accuracy']:.3f}, kappa {result['hallucinated']['kappa']:.3f})" in docs
+
+
+def test_readme_walk_through_shows_the_judges_count_on_the_examples() -> None:
+    judge = LocalJudge()
+    outputs = [judge.judge(msgspec.convert(json.loads(line), Trace)).output
+               for line in EXAMPLES.read_text(encoding="utf-8").splitlines()]
+    answered = [o for o in outputs if not o.abstained]
+    flagged = sum(any(c.verdict != "supported" for c in o.claims) for o in answered)
+    walk_through = README.read_text(encoding="utf-8").split("## Walk-through")[1].split("\n## ")[0]
+    rate = re.search(r"hallucination_rate\s+(\d\.\d{3})\s+\[[^\]]*\]\s+(\d+)", walk_through)
+    assert rate and (rate.group(1), int(rate.group(2))) == (f"{flagged / len(answered):.3f}", len(answered))
+    assert f"is {flagged} flagged answers" in walk_through
