@@ -13,11 +13,12 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
 from ragpulse.judges import lexicon
-from ragpulse.judges.text import Reading, anchor_matches, read
+from ragpulse.judges.text import Reading, anchor_matches, fold, read
 from ragpulse.model.trace import RetrievedDoc
 from ragpulse.security.injection import injection_findings
 from ragpulse.security.trace import document_findings
@@ -78,8 +79,11 @@ def _names(what: Reading, doc: RetrievedDoc, language: str) -> bool:
     return all(w in reading.stems for w in what.content) and all(anchor_matches(a, anchors) for a in what.anchors)
 
 
-def says_change(folded: str) -> bool:
-    """The sentence says a fact changed ("no longer", "as of 1 May", "has been raised to")."""
+@functools.lru_cache(maxsize=4096)
+def says_change(sentence: str) -> bool:
+    """The sentence says a fact changed ("no longer", "as of 1 May", "has been raised to"); asked only of the few
+    passages that contradict a supported claim, so it is not computed for every sentence."""
+    folded = fold(sentence)
     return bool(lexicon.NEGATION_PHRASES.search(folded) or _CHANGE.search(folded))
 
 

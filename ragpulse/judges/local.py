@@ -65,12 +65,10 @@ class _Unit:
     """The reading's anchors as a set, built once for the lookups of every claim."""
     updated: float | None = None
     """The document's `updated_at` (a timestamp), when the trace gives it."""
-    change: bool = False
-    """The sentence says a fact changed ("no longer", "as of"): newer than an undated passage it contradicts."""
 
 
-def _unit(doc: RetrievedDoc, text: str, reading: Reading, change: bool = False) -> _Unit:
-    return _Unit(doc.id, doc.chunk_id, text, reading, frozenset(reading.anchors), evidence.timestamp(doc), change)
+def _unit(doc: RetrievedDoc, text: str, reading: Reading) -> _Unit:
+    return _Unit(doc.id, doc.chunk_id, text, reading, frozenset(reading.anchors), evidence.timestamp(doc))
 
 
 @dataclass(frozen=True)
@@ -121,12 +119,12 @@ def _context(trace: Trace, language: str) -> _Context:
             else:
                 sentences.append((sentence, folded))
         for i, (sentence, folded) in enumerate(sentences):
-            units.append(_unit(doc, sentence, read(sentence, language), evidence.says_change(folded)))
+            units.append(_unit(doc, sentence, read(sentence, language)))
             stems.update(units[-1].reading.stems)
             proper.update(v for k, v in units[-1].reading.anchors if k == "name")
             if i and folded.split(maxsplit=1)[0].strip(",") in lexicon.ANAPHORA:
                 pair = f"{sentences[i - 1][0]} {sentence}"
-                units.append(_unit(doc, pair, read(pair, language), evidence.says_change(fold(pair))))
+                units.append(_unit(doc, pair, read(pair, language)))
         doc_stems.append(frozenset(stems))
     by_stem: dict[str, list[int]] = defaultdict(list)
     by_anchor: dict[tuple[str, Any], list[int]] = defaultdict(list)
@@ -516,7 +514,7 @@ def _newer(unit: _Unit, than: _Unit) -> bool:
     """By `updated_at` when both documents carry it; else the passage that says a fact changed is the newer."""
     if unit.updated is not None and than.updated is not None:
         return unit.updated > than.updated
-    return unit.change and not than.change
+    return evidence.says_change(unit.text) and not evidence.says_change(than.text)
 
 
 def _verdicts(sentences: list[_Sentence], context: _Context) -> list[Claim]:
