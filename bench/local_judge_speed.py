@@ -3,8 +3,10 @@
 Run: .venv/bin/python bench/local_judge_speed.py [--warm] [ROOT]
 
 ROOT is the checkout whose data files are read (default: this one); the judge is whichever `ragpulse` Python
-imports, so an older version can be timed on the same traces with `PYTHONPATH=<its checkout>`. It prints the first
-pass (every cache cold, the security check's document scan included), then the best and median of 9 passes. Between
+imports, so an older version can be timed on the same traces with `PYTHONPATH=<its checkout>`. The security check
+runs over every trace first, as the worker runs it before the judge (its per-document injection scan is cached and
+the judge reads that cache). It prints the first judging pass (the judge's own caches cold), then the best and
+median of 9 passes. Between
 passes the text reading cache is cleared (a cold judge that has only the scan cache), unless --warm: then the
 passages are read once, as when an app retrieves the same documents again and again. CPU time of this process,
 so that other work on the machine disturbs it less than wall time; still, compare runs made side by side.
@@ -12,6 +14,7 @@ so that other work on the machine disturbs it less than wall time; still, compar
 
 from __future__ import annotations
 
+import datetime
 import json
 import statistics
 import sys
@@ -23,6 +26,7 @@ import msgspec
 from ragpulse.judges.local import LocalJudge
 from ragpulse.judges import text
 from ragpulse.model.trace import Trace
+from ragpulse.security.trace import check_trace
 
 FILES = ("tests/data/judge_labels.jsonl", "tests/data/judge_labels_heldout.jsonl", "tests/data/judge_labels_heldout2.jsonl")
 """The labelled files that existed before the failure-class files, so that old and new versions time the same set."""
@@ -47,6 +51,8 @@ def main(argv: list[str]) -> None:
     warm = "--warm" in argv
     args = [a for a in argv[1:] if a != "--warm"]
     batch = traces(Path(args[0]) if args else Path(__file__).resolve().parents[1])
+    for trace in batch:
+        check_trace(trace, datetime.datetime.now(datetime.UTC), None)
     judge = LocalJudge()
     first = timed(judge, batch)
     passes = []
