@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 from ragpulse.judges.local import LocalJudge
-from ragpulse.judges.text import read, split_sentences
+from ragpulse.judges.text import clear_read_cache, split_sentences
 from ragpulse.model.trace import RetrievedDoc, Trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ def per_char_ratio(small: Trace, large: Trace) -> float:
     size = lambda trace: len(msgspec.json.encode(trace))  # noqa: E731
 
     def cold(trace: Trace) -> None:
-        read.cache_clear()  # text.read remembers texts: a rerun would skip the reading whose cost is measured
+        clear_read_cache()  # text.read remembers texts: a rerun would skip the reading whose cost is measured
         judge.evaluate(trace)
 
     small_time = best_time(lambda: cold(small), runs=5)

@@ -25,6 +25,8 @@ _EXAMPLE = re.compile(r"^(?:e\.g\.|i\.e\.|such as|including|like|for example|for
                       re.IGNORECASE)
 _DETERMINERS = frozenset("a an the any some your our their my his her its one two three four five six ein eine der die "
                          "das un una el la los las une le les um uma o os il lo gli".split())
+MAX_DERIVED_FIGURES = 8
+"""A sentence with more amounts than this is not searched for a total of two of them (the search is quadratic)."""
 MAX_ITEM_WORDS = 6
 """A part longer than this is a clause, not a list item, and the sentence is not read as a list."""
 
@@ -70,7 +72,7 @@ def derived(reading: Reading, sentence: str) -> Reading:
             dropped.add(anchor)
             continue
         others = [v for a, (k, v) in numbers if a != anchor and k == kind]
-        if any(abs(x + y - value) < 1e-6 or abs(x * y - value) < 1e-6 for x, y in combinations(others, 2)):
+        if len(numbers) <= MAX_DERIVED_FIGURES and any(abs(x + y - value) < 1e-6 or abs(x * y - value) < 1e-6 for x, y in combinations(others, 2)):
             dropped.add(anchor)
     if not dropped:
         return reading

@@ -194,13 +194,25 @@ class Reading:
     """Content stems inside a clause without negation."""
 
 
-@functools.lru_cache(maxsize=16384)
-def read(text: str, language: str) -> Reading:
-    """Tokenise, stem and find the anchors and negations of `text` (one sentence or a few).
+READ_CACHE_SIZE = 16384
+"""Readings remembered (text.read): a trace reads its query and answer sentences more than once, and production apps
+retrieve the same passages again and again. A Reading is immutable, so sharing one is safe."""
+READ_CACHE_MAX_CHARS = 2000
+"""Longer texts are read afresh each time, so the cache holds at most READ_CACHE_SIZE x this many characters."""
 
-    Remembered per (text, language): a trace reads its query and answer sentences more than once, and production
-    apps retrieve the same passages again and again. A Reading is immutable, so sharing one is safe.
-    """
+
+def read(text: str, language: str) -> Reading:
+    """Tokenise, stem and find the anchors and negations of `text` (one sentence or a few); remembered for texts up
+    to READ_CACHE_MAX_CHARS characters."""
+    return _read_cached(text, language) if len(text) <= READ_CACHE_MAX_CHARS else _read(text, language)
+
+
+def clear_read_cache() -> None:
+    """Forget every remembered reading (benchmarks and scaling tests time a cold judge)."""
+    _read_cached.cache_clear()
+
+
+def _read(text: str, language: str) -> Reading:
     stems: set[str] = set()
     content: list[str] = []
     anchors: list[Anchor] = []
@@ -227,6 +239,9 @@ def read(text: str, language: str) -> Reading:
             anchors += _anchors(tokens, language)
     return Reading(text, frozenset(stems), tuple(dict.fromkeys(content)), tuple(dict.fromkeys(anchors)),
                    negations % 2 == 1, frozenset(negated_stems), frozenset(plain_stems))
+
+
+_read_cached = functools.lru_cache(maxsize=READ_CACHE_SIZE)(_read)
 
 
 @dataclass(frozen=True)
