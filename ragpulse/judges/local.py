@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from ragpulse.judges import evidence, lexicon, lists
-from ragpulse.judges.followed import injection_followed
+from ragpulse.judges.followed import FOLLOWED_SHARE, injection_followed
 from ragpulse.judges.markers import strip_markers
 from ragpulse.judges.text import (
     Anchor, Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
@@ -609,6 +609,7 @@ _ANTONYM_STEMS = tuple(dict.fromkeys((stem(a, lang), stem(b, lang)) for a, b in 
 PROMPT_VERSION = hashlib.sha256(repr((
     HEURISTIC_VERSION, SUPPORT_COVERAGE, CONTRADICTION_COVERAGE, SWAP_COVERAGE,
     RELEVANCE_HIGH, RELEVANCE_LOW, KEY_FACT_OVERLAP, PAIR_CANDIDATES, ITEM_COVERAGE,
+    lists.MAX_ITEM_WORDS, lists.MAX_DERIVED_FIGURES, FOLLOWED_SHARE,
 )).encode()).hexdigest()[:12]
 """Stands in for an LLM judge's prompt version: a hash of the rules' version and every threshold."""
 
