@@ -24,13 +24,13 @@ from typing import Any
 
 import msgspec
 
-from ragpulse.judges import evidence, lexicon, lists
+from ragpulse.judges import evidence, lexicon, lists, relevance
 from ragpulse.judges.followed import FOLLOWED_SHARE, injection_followed
 from ragpulse.judges.markers import strip_markers
 from ragpulse.judges.text import (
-    Anchor, Reading, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
+    Anchor, Reading, anchor_found, anchor_matches, describe, detect_language, fold, read, rival, split_sentences, stem,
 )
-from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment, KeyFact
+from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment
 from ragpulse.model.trace import RetrievedDoc, Trace
 
 HEURISTIC_VERSION = "local-heuristic-v3"
@@ -39,12 +39,6 @@ SUPPORT_COVERAGE = 0.5
 """Share of a claim's content stems that its evidence must contain: half, with slack for rewordings (chosen on the dev split)."""
 CONTRADICTION_COVERAGE = 0.5
 """Share a passage must share with a claim before a changed number in it reads as a contradiction, not a topic."""
-RELEVANCE_HIGH = 0.6
-"""Share of the query's content stems that makes a passage or an answer score 3 ("covers most of the question")."""
-RELEVANCE_LOW = 0.3
-"""Share that makes it score 2 ("touches the question"); anything below scores 1."""
-KEY_FACT_OVERLAP = 0.6
-"""A reference fact is covered at the same bar a claim must meet to be supported."""
 SWAP_COVERAGE = 0.4
 """A passage sharing this much of a claim is about the same thing: a claim word found only there was moved."""
 PAIR_CANDIDATES = 6
@@ -281,7 +275,7 @@ def _fit(claim: Reading, units: tuple[_Unit, ...], context: _Context) -> _Fit:
     # other (a rival passage holding it still marks a swap, _Search.mark).
     names = [("name", w) for w in missing if w in context.proper and ("name", w) not in claim.anchors
              and w not in context.all_stems]
-    lacking = tuple(a for a in claim.anchors if not _anchor_found(a, anchors, stems)
+    lacking = tuple(a for a in claim.anchors if not anchor_found(a, anchors, stems)
                     and not (a[0] == "name" and a[1] in context.all_stems))
     if lacking and context.query_anchors:
         lacking = tuple(a for a in lacking if not _given(a, claim, anchors, context.query_anchors))
@@ -301,11 +295,6 @@ def _same_kind(a: Anchor, b: Anchor) -> bool:
     if a[0] == "qty" and b[0] == "qty":
         return a[1][0] == b[1][0]
     return a[0] == b[0] or {a[0], b[0]} <= {"num", "qty"}
-
-
-def _anchor_found(anchor: tuple[str, object], anchors: frozenset, stems: frozenset[str]) -> bool:
-    """Names are looked up among stems too, wherever they sit ("the pro plan" names "Pro")."""
-    return anchor_matches(anchor, anchors) or (anchor[0] == "name" and anchor[1] in stems)
 
 
 def _rank(fit: _Fit) -> tuple[bool, float, int, int]:
@@ -486,7 +475,7 @@ def _invented_item(text: str, context: _Context) -> str | None:
         candidates = set(chain.from_iterable(context.by_stem.get(w, ()) for w in reading.content))
         candidates.update(chain.from_iterable(_holders(a, context) for a in reading.anchors))
         if not any(sum(w in context.units[i].reading.stems for w in reading.content) >= need
-                   and all(_anchor_found(a, context.units[i].anchors, context.units[i].reading.stems)
+                   and all(anchor_found(a, context.units[i].anchors, context.units[i].reading.stems)
                            for a in reading.anchors) for i in candidates):
             return item.strip()
     return None
@@ -551,54 +540,10 @@ def _claim(sentence: _Sentence, verdict: str, fit: _Fit, reason: str | None) -> 
     return Claim(text=sentence.text, verdict=verdict, evidence=evidence, reason=reason)  # type: ignore[arg-type]
 
 
-# ------------------------------------------------------------------------------------------------ relevance
-
-def _coverage(query: Reading, stems: frozenset[str]) -> float:
-    """Share of the query's content stems among `stems` (a document's, read once with the context)."""
-    if not query.content:
-        return 0.0
-    return sum(w in stems for w in query.content) / len(query.content)
-
-
-def _answer_relevance(query: Reading, answer: Reading, claims: list[Claim], context: _Context) -> tuple[int, str]:
-    """Graded by the share of the query's content words in the answer read together with the passages that support
-    its claims: "Two years." to "How long is the warranty?" repeats no query word, yet its evidence ("The warranty
-    lasts two years") shows that it answers the question."""
-    quotes = {e.quote for c in claims if c.verdict == "supported" for e in c.evidence}
-    stems = answer.stems.union(*(u.reading.stems for u in context.units if u.text in quotes)) if quotes else \
-        answer.stems
-    share = _coverage(query, frozenset(stems))
-    own = _coverage(query, answer.stems)
-    if share > own:
-        return _grade(share), f"The answer with its supporting passages uses {share:.0%} of the query's content " \
-                              f"words ({own:.0%} in the answer alone)."
-    return _grade(share), f"The answer uses {share:.0%} of the query's content words."
-
-
 def _genuine(context: _Context) -> Reading:
     """What the passages say outside their instructions, as one reading (stems and anchors only)."""
     anchors = tuple(frozenset().union(*(u.anchors for u in context.units)))
     return Reading("", context.all_stems, (), anchors, False, frozenset(), frozenset())
-
-
-def _grade(share: float) -> int:
-    """1..3 from a coverage share, by RELEVANCE_LOW and RELEVANCE_HIGH."""
-    return 3 if share >= RELEVANCE_HIGH else 2 if share >= RELEVANCE_LOW else 1
-
-
-def _key_facts(reference: str | None, answer: Reading, language: str) -> list[KeyFact] | None:
-    """Reference sentences and ;-clauses, each covered when the answer has all its anchors and most of its words."""
-    if reference is None:
-        return None
-    facts = [part.strip() for s in split_sentences(reference) for part in s.split(";") if part.strip()]
-    out = []
-    anchors = frozenset(answer.anchors)
-    for fact in facts:
-        reading = read(fact, language)
-        share = sum(w in answer.stems for w in reading.content) / len(reading.content) if reading.content else 1.0
-        anchors_ok = all(_anchor_found(a, anchors, answer.stems) for a in reading.anchors)
-        out.append(KeyFact(fact=fact, covered=share >= KEY_FACT_OVERLAP and anchors_ok))
-    return out
 
 
 _ANTONYM_STEMS = tuple(dict.fromkeys((stem(a, lang), stem(b, lang)) for a, b in lexicon.ANTONYMS.items()
@@ -608,7 +553,7 @@ _ANTONYM_STEMS = tuple(dict.fromkeys((stem(a, lang), stem(b, lang)) for a, b in 
 
 PROMPT_VERSION = hashlib.sha256(repr((
     HEURISTIC_VERSION, SUPPORT_COVERAGE, CONTRADICTION_COVERAGE, SWAP_COVERAGE,
-    RELEVANCE_HIGH, RELEVANCE_LOW, KEY_FACT_OVERLAP, PAIR_CANDIDATES, ITEM_COVERAGE,
+    relevance.RELEVANCE_HIGH, relevance.RELEVANCE_LOW, relevance.KEY_FACT_OVERLAP, PAIR_CANDIDATES, ITEM_COVERAGE,
     lists.MAX_ITEM_WORDS, lists.MAX_DERIVED_FIGURES, FOLLOWED_SHARE,
 )).encode()).hexdigest()[:12]
 """Stands in for an LLM judge's prompt version: a hash of the rules' version and every threshold."""
@@ -646,19 +591,21 @@ class LocalJudge:
         topic = read(lexicon.QUESTION_PHRASES.sub(" ", trace.query), language)
         sentences, abstained = _split_answer(answer, query, language)
         claims = _verdicts(sentences, context)
-        relevance = [DocRelevance(doc_id=doc.id, rank=rank, score=_grade(_coverage(topic, stems)))
-                     for rank, (doc, stems) in enumerate(zip(trace.retrieved_docs, context.doc_stems), start=1)]
+        graded = [DocRelevance(doc_id=doc.id, rank=rank, score=relevance.grade(relevance.coverage(topic, stems)))
+                  for rank, (doc, stems) in enumerate(zip(trace.retrieved_docs, context.doc_stems), start=1)]
         answer_reading = read(strip_markers(answer), language)
         if abstained:
             score, reason = 1, "The answer abstains, so it does not address the question."
         else:
-            score, reason = _answer_relevance(topic, answer_reading, claims, context)
+            quotes = {e.quote for c in claims if c.verdict == "supported" for e in c.evidence}
+            support = frozenset().union(*(u.reading.stems for u in context.units if u.text in quotes))
+            score, reason = relevance.answer_relevance(topic, answer_reading, support)
         return JudgeOutput(
-            claims=claims, answer_relevance=score, answer_relevance_reason=reason, context_relevance=relevance,
-            answerable_from_context=any(r.score == 3 for r in relevance)
+            claims=claims, answer_relevance=score, answer_relevance_reason=reason, context_relevance=graded,
+            answerable_from_context=any(r.score == 3 for r in graded)
             or (score >= 2 and any(c.verdict == "supported" for c in claims)),
             abstained=abstained,
-            key_facts=_key_facts(trace.reference_answer, answer_reading, language),
+            key_facts=relevance.key_facts(trace.reference_answer, answer_reading, language),
             injection_followed=injection_followed(trace, answer_reading, language, _genuine(context)),
         )
 

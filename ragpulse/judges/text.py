@@ -418,6 +418,11 @@ def anchor_matches(claim: Anchor, available: frozenset[Anchor] | set[Anchor]) ->
     return claim in available
 
 
+def anchor_found(anchor: Anchor, anchors: frozenset[Anchor], stems: frozenset[str]) -> bool:
+    """`anchor_matches`, and names are looked up among stems too, wherever they sit ("the pro plan" names "Pro")."""
+    return anchor_matches(anchor, anchors) or (anchor[0] == "name" and anchor[1] in stems)
+
+
 def rival(claim: Anchor, available: frozenset[Anchor] | set[Anchor]) -> Anchor | None:
     """An anchor of the same kind (and dimension) with another value: 60 days against 30 days, May against June."""
     kind, value = claim
