@@ -418,10 +418,12 @@ def test_superseded_documents_are_not_evidence(docs: tuple[str, ...], answer: st
     assert verdicts(judged(answer, *docs, query="What is the rule?")) != ["supported"]
 
 
-def test_metadata_can_mark_a_document_superseded() -> None:
-    docs = [RetrievedDoc(id="old", text="The gate code is 4471.", metadata={"superseded_by": "new"}),
+@pytest.mark.parametrize(("doc_metadata", "trace_metadata"), [
+    ({"superseded_by": "new"}, None), ({"superseded": True}, None), (None, {"superseded": ["old"]})])
+def test_metadata_can_mark_a_document_superseded(doc_metadata: dict | None, trace_metadata: dict | None) -> None:
+    docs = [RetrievedDoc(id="old", text="The gate code is 4471.", metadata=doc_metadata),
             RetrievedDoc(id="new", text="Ask reception for the gate code.")]
-    out = LocalJudge().judge(Trace(trace_id="t", query="Gate code?", retrieved_docs=docs,
+    out = LocalJudge().judge(Trace(trace_id="t", query="Gate code?", retrieved_docs=docs, metadata=trace_metadata,
                                    answer="The gate code is 4471.")).output
     assert verdicts(out) == ["unsupported"]
 

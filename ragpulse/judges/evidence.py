@@ -4,9 +4,10 @@
   that the judge's own coarser list (lexicon.INJECTION) matches, supports nothing; nor does an HTML comment, which
   no reader of the page sees. The security check's verdict decides, so the two detectors agree: a document it flags
   is never quoted for the flagged sentence.
-- **Superseded documents are not evidence**: a document marked so (`SUPERSEDED` in its text, `"superseded": true`
-  or `"superseded_by"` in its metadata), or one that another retrieved document says it replaces ("This policy
-  replaces the 2022 travel policy").
+- **Superseded documents are not evidence**: a document marked so in metadata (the trace's `superseded` list, or the
+  document's `"superseded": true` or `"superseded_by"`, read by ragpulse.judges.superseded as the LLM judge reads
+  it), marked in its text (`SUPERSEDED`, `[superseded]`, "superseded by"), or one that another retrieved document
+  says it replaces ("This policy replaces the 2022 travel policy").
 - **The newer of two passages wins** where they disagree: by `updated_at` when both documents carry it, else the
   passage that says a fact changed ("no longer", "as of", "has been raised to") is the newer.
 """
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
 
 from ragpulse.judges import lexicon
 from ragpulse.judges.text import Reading, anchor_matches, fold, read
-from ragpulse.model.trace import RetrievedDoc
+from ragpulse.judges.superseded import superseded_by
+from ragpulse.model.trace import RetrievedDoc, Trace
 from ragpulse.security.injection import injection_findings
 from ragpulse.security.trace import document_findings
 
@@ -52,9 +53,13 @@ def flagged(doc: RetrievedDoc) -> bool:
     return bool(doc.text) and bool(document_findings(doc.text or ""))
 
 
-def superseded(docs: Sequence[RetrievedDoc], language: str) -> frozenset[int]:
-    """Indexes of the retrieved documents that are superseded: marked so, or replaced by another retrieved one."""
-    out = {i for i, doc in enumerate(docs) if _marked(doc)}
+def superseded(trace: Trace, language: str) -> frozenset[int]:
+    """Indexes of the retrieved documents that are superseded: so marked in the trace's or the document's metadata
+    (ragpulse.judges.superseded, shared with the LLM judge), marked in the text, or replaced by another retrieved
+    one."""
+    docs = trace.retrieved_docs
+    by_metadata = superseded_by(trace)
+    out = {i for i, doc in enumerate(docs) if doc.id in by_metadata or _marked(doc.text or "")}
     for j, doc in enumerate(docs):
         for match in _REPLACES.finditer(doc.text or ""):
             what = read(match.group("what"), language)
@@ -64,11 +69,8 @@ def superseded(docs: Sequence[RetrievedDoc], language: str) -> frozenset[int]:
     return frozenset(out)
 
 
-def _marked(doc: RetrievedDoc) -> bool:
-    meta = doc.metadata or {}
-    if meta.get("superseded") is True or meta.get("superseded_by"):
-        return True
-    text = doc.text or ""
+def _marked(text: str) -> bool:
+    """The text says it is superseded ("SUPERSEDED:", "[superseded]", "superseded by ...")."""
     return bool(_MARKED.search(text) or _MARKED_ANY_CASE.search(text))
 
 

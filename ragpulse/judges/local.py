@@ -96,7 +96,7 @@ def _context(trace: Trace, language: str) -> _Context:
     units: list[_Unit] = []
     doc_stems: list[frozenset[str]] = []
     proper = {v for text in (trace.query, trace.answer or "") for k, v in read(text, language).anchors if k == "name"}
-    stale = evidence.superseded(trace.retrieved_docs, language)
+    stale = evidence.superseded(trace, language)
     instruction: set[str] = set()
     for index, doc in enumerate(trace.retrieved_docs):
         visible, hidden = evidence.visible_text(doc.text or "")
