@@ -60,11 +60,13 @@ def _claims(outputs: list[JudgeOutput], labels: list[dict[str, Any]]) -> dict[st
 
 
 def _per_category(labels: list[dict[str, Any]], judged: list[bool]) -> dict[str, dict[str, float]]:
-    """Accuracy on `hallucinated` within each labelled category."""
-    hits: dict[str, list[bool]] = defaultdict(list)
+    """Accuracy and Cohen's kappa on `hallucinated` within each labelled category (kappa is 1.0 when human and judge
+    give one same label throughout, and 0 or below when the judge's only disagreements fall on a one-label class)."""
+    pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     for label, call in zip(labels, judged):
-        hits[label["category"]].append(label["hallucinated"] == call)
-    return {cat: {"n": len(h), "accuracy": sum(h) / len(h)} for cat, h in sorted(hits.items())}
+        pairs[label["category"]].append((label["hallucinated"], call))
+    return {cat: {"n": len(p), "accuracy": sum(h == j for h, j in p) / len(p),
+                  "kappa": cohens_kappa([h for h, _ in p], [j for _, j in p])} for cat, p in sorted(pairs.items())}
 
 
 def measure_agreement(path: Path | str = DEFAULT_LABELS) -> dict[str, Any]:
@@ -81,6 +83,8 @@ def measure_agreement(path: Path | str = DEFAULT_LABELS) -> dict[str, Any]:
         "hallucinated_confusion": {h: {j: sum(1 for a, b in zip(human, judged) if (a, b) == (h, j))
                                        for j in (True, False)} for h in (True, False)},
         "abstained": {"accuracy": accuracy([lab["abstained"] for lab in labels], [abstained(o) for o in outputs])},
+        "answerable": {"accuracy": accuracy([lab["answerable"] for lab in labels],
+                                            [o.answerable_from_context for o in outputs])},
         "claims": _claims(outputs, labels),
         "per_category": _per_category(labels, judged),
     }
@@ -95,10 +99,11 @@ def report(result: dict[str, Any], path: Path | str) -> str:
         f"hallucinated: accuracy {h['accuracy']:.3f}, kappa {h['kappa']:.3f}"
         f" (95% bootstrap CI {h['kappa_low']:.3f} to {h['kappa_high']:.3f})",
         f"abstained: accuracy {result['abstained']['accuracy']:.3f}",
+        f"answerable_from_context: accuracy {result['answerable']['accuracy']:.3f}",
         f"claims: agreement {c['agreement']:.3f} over {c['claims']} claims in {c['matched_traces']} of"
         f" {c['traces_with_claims']} traces with claims (same claim count, paired by position)",
-        "per category (accuracy on hallucinated):",
-        *(f"  {cat:<26} n={v['n']:<3} {v['accuracy']:.3f}" for cat, v in result["per_category"].items()),
+        "per category (accuracy, kappa on hallucinated):",
+        *(f"  {cat:<26} n={v['n']:<3} {v['accuracy']:.3f} {v['kappa']:>6.3f}" for cat, v in result["per_category"].items()),
         "hallucinated confusion (rows human, columns judge):",
         f"  {'':<14}{'judge yes':>10}{'judge no':>10}",
         *(f"  {'human ' + ('yes' if hv else 'no'):<14}{row[True]:>10}{row[False]:>10}"

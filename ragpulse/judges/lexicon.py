@@ -66,6 +66,8 @@ vietato escluso rifiutato
 """.split())
 """Words that flip a statement's truth, and predicates that carry a negation ("refused" is "not accepted").
 ("no" doubles as Spanish and Italian "not".)"""
+NARROW_NEGATIONS = frozenset("without ohne sin sans sem senza zonder".split())
+"""Negations whose scope is the noun phrase after them, not their clause (text._narrow_scope)."""
 NOT_NEGATIONS = re.compile(
     r"\b(?:no|not) (?:later|earlier|sooner|more|less|fewer|longer than|older|younger) than\b|\bnot only\b|"
     r"\bno matter\b|\bnicht (?:später|früher|mehr|weniger) als\b|\bno (?:más|menos) (?:tarde )?(?:de|que)\b|"
@@ -73,7 +75,9 @@ NOT_NEGATIONS = re.compile(
     r"\bnon più (?:tardi )?di\b")
 """Bounds that read like negations but are not: "no later than six weeks" is a deadline, not a denial."""
 NEGATION_PHRASES = re.compile(r"\b(?:no longer|not any ?more|nicht mehr|ya no|ne plus|não mais|non più|no más)\b")
-"""Multi-word negations: "no longer included" flips "included"."""
+"""Multi-word negations that also say a fact changed: "no longer included". Their negation word ("no", "nicht") is
+counted once, as a word (counting the phrase as well made "no longer" read as no negation at all); the phrase marks
+the sentence as newer than one it contradicts (ragpulse.judges.evidence)."""
 
 ANTONYMS = {
     "required": "optional", "mandatory": "optional", "included": "excluded", "allowed": "prohibited",
@@ -90,8 +94,7 @@ NUMBER_WORDS = {
     **dict(zip("zero one two three four five six seven eight nine ten eleven twelve".split(), range(13))),
     "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
     "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-    "hundred": 100, "thousand": 1000, "million": 1_000_000, "dozen": 12, "twice": 2, "single": 1,
-    "double": 2, "triple": 3,
+    "hundred": 100, "thousand": 1000, "million": 1_000_000, "dozen": 12, "twice": 2,
     **dict(zip("null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf".split(), range(13))),
     "zwanzig": 20, "dreißig": 30, "hundert": 100, "tausend": 1000, "ein": 1, "eine": 1, "einen": 1,
     **dict(zip("cero uno dos tres cuatro cinco seis siete ocho nueve diez".split(), range(11))), "doce": 12,
@@ -103,7 +106,8 @@ NUMBER_WORDS = {
     **dict(zip("zero uno due tre quattro cinque sei sette otto nove dieci undici dodici".split(), range(13))),
     "venti": 20, "trenta": 30, "cento": 100, "mille": 1000, "quindici": 15,
 }
-"""Spelled-out quantities, read as numbers ("three-year" is 3 years). Articles ("a", "un") are not numbers."""
+"""Spelled-out quantities, read as numbers ("three-year" is 3 years). Articles ("a", "un") are not numbers, nor are
+"single", "double" and "triple", which name kinds far more often than counts ("single sign-on", "double-click")."""
 NUMBER_WORDS.pop("un")  # French/Spanish article far more often than "one"
 NUMBER_WORDS.pop("uno")
 NUMBER_WORDS.pop("um")
@@ -141,6 +145,9 @@ UNITS = {
     **dict.fromkeys("v volt volts".split(), ("voltage", 1)),
     **dict.fromkeys("mah".split(), ("charge", 1)),
     **dict.fromkeys("x times mal veces fois vezes volte".split(), ("times", 1)),
+    # CJK counters, read only right after a number ("30日"): see text._cjk_pieces
+    **dict.fromkeys("日 天".split(), ("time", 86400)), "秒": ("time", 1), "分": ("time", 60), "年": ("month", 12),
+    "円": ("jpy", 1),
 }
 """Unit word -> (dimension, factor to a base unit): "2 weeks" equals "14 days"; "30 days" is not "30 hours"."""
 CURRENCY_SIGNS = {"$": "usd", "€": "eur", "£": "gbp"}
@@ -193,6 +200,11 @@ REFUSALS = re.compile(_ALT((
     r"documentation|context|sources?|passages?|provided|materials?)\b",
     r"\b(?:documents?|documentation|context|sources?|passages?|materials?|manual|faq)\b[^.]{0,40}\b(?:silent|unclear)\b",
     r"\b(?:nothing|none of the)\b[^.]{0,60}\b(?:mentions?|says?|covers?|states?|specif\w*|address\w*|answers?)\b",
+    r"\b(?:there is|there's|there are|i see|i found|we found) (?:nothing|no (?:\w+ )?(?:mention|information|details|"
+    r"data))\b[^.]{0,60}\b(?:documents?|documentation|docs|context|sources?|passages?|materials?|manual|faq|"
+    r"knowledge base|provided|available|retrieved)\b",
+    r"\b(?:documents?|documentation|docs|context|sources?|passages?|materials?|manual|faq)\b[^.]{0,40}"
+    r"\b(?:say|says|said|contain|contains|mention|mentions|cover|covers|give|gives) nothing\b",
     # German
     r"\b(?:ich|wir) (?:konnte|kann|können|konnten|habe|haben|weiß|wissen|finde|fand|fanden)\b[^.]{0,40}"
     r"\b(?:keine|nichts|nicht)\b",
@@ -223,6 +235,16 @@ REFUSALS = re.compile(_ALT((
     r"indica|risulta|dispongo)\b",
     r"\bnessuna (?:\w+ )?(?:informazione|menzione|indicazione)\b",
     r"\b(?:non ci sono|mancano) (?:\w+ )?(?:informazioni|dati|dettagli)\b",
+    # Dutch
+    r"\b(?:ik|wij|we) (?:kon|kan|konden|kunnen|heb|hebben|vond|vonden|weet|weten)\b[^.]{0,50}\b(?:geen|niets|niet)\b",
+    r"\bgeen (?:\w+ )?(?:informatie|gegevens|details|vermelding)\b", r"\bniet (?:vermeld|genoemd|beschreven|gedocumenteerd)\b",
+    r"\b(?:staat|staan|vind ik|vond ik) (?:er |daar |hier )?(?:niets|niet|geen)\b[^.]{0,40}\b(?:documenten|document|"
+    r"bronnen|context|handleiding|informatie)\b",
+    # Japanese, Chinese, Korean (no word boundaries in these scripts)
+    r"見つかりません|見当たりません|記載(?:されていません|がありません|はありません)|情報(?:は|が)(?:ありません|ない)|"
+    r"(?:わかりません|分かりません)|言及(?:されていません|がありません)",
+    r"没有找到|未找到|找不到|没有(?:关于|相关|提到|提及)|未(?:提及|提到)|无法(?:找到|确定|回答)|不清楚",
+    r"찾을 수 없|정보가 없|나와 있지 않|언급되어 있지 않",
 )))
 """Phrases that admit the context lacks the answer. A sentence holding one declines, unless a guess follows."""
 
@@ -271,6 +293,18 @@ AFFIRMATIONS = frozenset("yes yeah yep correct right true indeed ja sí si oui s
 """A bare answer word that asserts the question's proposition ("Yes, it does.")."""
 DENIALS = frozenset("no nope nein non não".split())
 """A bare answer word that denies the question's proposition."""
+QUESTION_PHRASES = re.compile(r"\bhow (?:long|many|much|often|far|old|big|large|soon|late|early|fast)\b|"
+                              r"\bwie (?:lange|viele?|oft|weit|alt|groß)\b|\bcu[aá]nt[oa]s?\b|\bcombien\b|"
+                              r"\bquant[oa]s?\b|\bhoe (?:lang|veel|vaak|ver|oud)\b", re.IGNORECASE)
+"""Question phrases that ask for a figure: "How long is the warranty?" is about the warranty, not about "long"."""
+BARE_DENIALS = frozenset(["not yet", "not really", "noch nicht", "todavía no", "pas encore", "ainda não", "non ancora",
+                          "nog niet"])
+"""Two-word answers that deny the question's proposition ("Not yet.")."""
+BARE_ANSWERS = AFFIRMATIONS | DENIALS | BARE_DENIALS | {"of course", "absolutely", "certainly", "sure"}
+"""A sentence made of one of these answers the question; followed by more sentences, those say what it claims."""
+FRAMING = re.compile(r"(?:it|that|this) (?:depends|varies)(?: on\b.*)?|here(?:'s| is| are) (?:how|what)\b.*|"
+                     r"(?:es|das) kommt darauf an\b.*|depende\b.*|ça dépend\b.*|dipende\b.*|het hangt ervan af\b.*")
+"""Sentences that frame an answer and assert nothing checkable ("It depends on what you want to reset.")."""
 
 INJECTION = re.compile(_ALT((
     r"\bignore (?:all |any |the )?(?:previous|prior|above|earlier|preceding|other) (?:instructions?|prompts?|rules?|"

@@ -24,12 +24,33 @@ Anchor = tuple[str, Any]
 _TOKEN = re.compile(r"[^\W_]+(?:[.,:'’\-/][^\W_]+)*|[$€£%°]")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _GLUED = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
+_WORD_NUMBER = re.compile(r"([^\W\d_]{3,})-(\d+)")
+""""Priority-1" is the word and the number of "Priority 1"; a short prefix stays a code ("PA-1", "E-14")."""
 _ELISION = re.compile(r"^(?:[ldcjmnst]|qu|dell|dall|nell|sull|all|un|quell|quest)['’](.+)$")
-_BOUNDARY = re.compile(r"[.!?。][\"')\]]*(?P<gap>\s+)|(?P<newline>\n+)")
+_BOUNDARY = re.compile(r"[.!?][\"')\]]*(?P<gap>\s+)|[。！？][」』）\"')]*(?P<cjk>\s*)|(?P<newline>\n+)")
 _CLAUSE = re.compile(r"[,;:](?=\s)|[;()]|\s(?:but|whereas|while|although|except|unless|aber|jedoch|während|pero|mientras|"
-                     r"excepto|mais|tandis|sauf|mas|enquanto|exceto|ma|mentre|tranne)\s")
+                     r"excepto|mais|tandis|sauf|mas|enquanto|exceto|ma|mentre|tranne)\s|"
+                     r"\s(?:and|or)\s(?=(?:is|are|was|were|does|do|did|can|cannot|can't|must|has|have|will|won't|"
+                     r"should|may|isn't|aren't|doesn't|don't|never)\b)")
+"""Clause boundaries: punctuation, contrastive conjunctions, and "and"/"or" before a second verb ("requires a 24 V
+supply and is not compatible with ..." negates only the second predicate)."""
 _ABBREVIATIONS = frozenset("e.g. i.e. etc. vs. approx. no. fig. dr. mr. mrs. ms. st. inc. ltd. cf. incl. z.b. "
                            "bzw. ca. usw. p.ex. ej. sr. sra.".split())
+_TIME_ABBREVIATIONS = frozenset("a.m. p.m. am. pm.".split())
+""""9 p.m. on weekdays" goes on; "closes at 9 p.m. On Sundays ..." starts a sentence (a capital that is no weekday
+or month)."""
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+"""Kana, CJK ideographs and Hangul: written without spaces, so a run of them is read as character pairs."""
+_CJK_RUNS = re.compile(r"\d+(?:[.,]\d+)*|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+|"
+                       r"[^\W\d_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_CLAUSE_KEPT = re.compile(f"({_CLAUSE.pattern})")
+"""The clause boundaries, kept: which delimiter opens a clause decides what negation it inherits."""
+_VERBS_AFTER_SUBJECT = frozenset("can could must may might should will would shall are is were was have has need "
+                                  "kann können muss müssen darf sind ist puede pueden debe deben son es peut peuvent "
+                                  "doit doivent sont est pode podem deve devem são é può possono deve devono sono è "
+                                  "kan kunnen moet moeten zijn is".split())
+"""A verb right after a "without" phrase: the phrase restricts the subject before the verb."""
+_ARTICLES = frozenset("a an the any ein eine einen der die das un una el la los las une le les um uma o os il lo gli".split())
 _ENGLISH_CLITICS = ("n't", "'s", "'re", "'ve", "'ll", "'d", "'m")
 
 
@@ -37,14 +58,26 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of `text`, verbatim; no split after "e.g." and the like, nor inside "2.5" or "v3.2.1"."""
     sentences, start = [], 0
     for boundary in _BOUNDARY.finditer(text):
-        end = boundary.start("gap" if boundary.group("gap") else "newline")
-        last_word = _last_word(text, start, end)
-        if last_word and last_word.lower().lstrip("(\"'[") in _ABBREVIATIONS:
+        end = boundary.start(next(g for g in ("gap", "cjk", "newline") if boundary.group(g) is not None))
+        if boundary.group("gap") and not _ends_sentence(_last_word(text, start, end), text, boundary.end()):
             continue
         sentences.append(text[start:end].strip())
         start = boundary.end()
     sentences.append(text[start:].strip())
     return [s for s in sentences if s]
+
+
+def _ends_sentence(last_word: str, text: str, after: int) -> bool:
+    """Whether a full stop after `last_word` ends the sentence: not after "e.g." and the like, nor after "No." before
+    a number ("No. 5"), nor after "p.m." when the next word is lower case, a number, a weekday or a month."""
+    word = last_word.lower().lstrip("(\"'[")
+    nxt = text[after:after + 40].split(maxsplit=1)[0] if text[after:after + 40].strip() else ""
+    if word == "no.":
+        return not nxt[:1].isdigit()
+    if word in _TIME_ABBREVIATIONS:
+        bare = nxt.strip(",.;:").casefold()
+        return nxt[:1].isupper() and bare not in lexicon.WEEKDAYS and bare not in lexicon.MONTHS
+    return word not in _ABBREVIATIONS
 
 
 def _last_word(text: str, start: int, end: int) -> str:
@@ -62,6 +95,64 @@ def _last_word(text: str, start: int, end: int) -> str:
 def clauses(sentence: str) -> list[str]:
     """Parts of a sentence between commas, semicolons and contrastive conjunctions: the scope of a negation."""
     return [c for c in _CLAUSE.split(sentence) if c and c.strip()]
+
+
+def _delimited_clauses(sentence: str) -> list[tuple[str, str]]:
+    """Each clause of a sentence with the delimiter before it ("" for the first)."""
+    out, delimiter = [], ""
+    for i, part in enumerate(_CLAUSE_KEPT.split(sentence)):
+        if i % 2:
+            delimiter = part.strip()
+        elif part.strip():
+            out.append((part, delimiter))
+    return out
+
+
+class _Scope:
+    """The negation a clause inherits (0 or 1), walking a sentence's clauses in order: the items of a list after a
+    negated lead inherit its negation ("does not cover: A; B" denies A and B), and the text after a parenthesis
+    continues the clause before it ("is not compatible with line-voltage (120/240 V) baseboard heaters")."""
+
+    def __init__(self) -> None:
+        self.listed = self.before_paren = self.last = 0
+        """Parity a list's items inherit; of the clause before an open parenthesis; of the last clause."""
+
+    def enter(self, delimiter: str) -> int:
+        if delimiter == ":":
+            self.listed = self.last
+        elif delimiter not in (";", ",", "(", ")", ""):
+            self.listed = 0  # "but", "except", ...: a new clause
+        if delimiter == "(":
+            self.before_paren = self.last
+        return self.before_paren if delimiter == ")" else 0 if delimiter == "(" else self.listed
+
+
+def _narrow_scope(tokens: list[_Token], language: str) -> tuple[frozenset[str], int]:
+    """Content stems negated by "without" and its kin alone, and how many such words there were.
+
+    "systems without a C wire can use the adapter": a "without" phrase followed by a verb ("can", "must", "are")
+    restricts the subject, so it denies the wire, not the adapter. Anywhere else ("visit without a visa for 90 days")
+    it negates its clause like "not" (count 1 for each such word).
+    """
+    scoped: set[str] = set()
+    clause_wide = 0
+    for i, token in enumerate(tokens):
+        if token.word not in lexicon.NARROW_NEGATIONS:
+            continue
+        phrase: set[str] = set()
+        end = None
+        for later in tokens[i + 1:]:
+            if later.word in _ARTICLES or not later.word:
+                continue
+            if later.word in lexicon.STOPWORDS[language] or later.word in lexicon.STOPWORDS["en"]:
+                end = later.word
+                break
+            phrase.add(stem(later.word, language))
+        if end in _VERBS_AFTER_SUBJECT:
+            scoped |= phrase
+        else:
+            clause_wide += 1
+    return frozenset(scoped), clause_wide
 
 
 def fold(text: str) -> str:
@@ -103,8 +194,25 @@ class Reading:
     """Content stems inside a clause without negation."""
 
 
+READ_CACHE_SIZE = 16384
+"""Readings remembered (text.read): a trace reads its query and answer sentences more than once, and production apps
+retrieve the same passages again and again. A Reading is immutable, so sharing one is safe."""
+READ_CACHE_MAX_CHARS = 2000
+"""Longer texts are read afresh each time, so the cache holds at most READ_CACHE_SIZE x this many characters."""
+
+
 def read(text: str, language: str) -> Reading:
-    """Tokenise, stem and find the anchors and negations of `text` (one sentence or a few)."""
+    """Tokenise, stem and find the anchors and negations of `text` (one sentence or a few); remembered for texts up
+    to READ_CACHE_MAX_CHARS characters."""
+    return _read_cached(text, language) if len(text) <= READ_CACHE_MAX_CHARS else _read(text, language)
+
+
+def clear_read_cache() -> None:
+    """Forget every remembered reading (benchmarks and scaling tests time a cold judge)."""
+    _read_cached.cache_clear()
+
+
+def _read(text: str, language: str) -> Reading:
     stems: set[str] = set()
     content: list[str] = []
     anchors: list[Anchor] = []
@@ -112,17 +220,28 @@ def read(text: str, language: str) -> Reading:
     negated_stems: set[str] = set()
     plain_stems: set[str] = set()
     for sentence in split_sentences(text):
-        for clause in clauses(sentence):
-            tokens = _tokens(clause, first=clause is sentence or sentence.startswith(clause))
+        scope = _Scope()
+        for clause, delimiter in _delimited_clauses(sentence):
+            inherited = scope.enter(delimiter)
+            tokens = _tokens(clause, first=sentence.startswith(clause))
             clause_negations = _negations(clause, tokens)
             clause_content = _content(tokens, language)
-            (negated_stems if clause_negations % 2 else plain_stems).update(clause_content)
+            narrow, clause_wide = _narrow_scope(tokens, language)
+            # A list inherits a negated verb ("does not cover: A; B"), not a "without" ("get by without it: A is free").
+            scope.last = (clause_negations + inherited) % 2
+            clause_negations += clause_wide
+            parity = (clause_negations + inherited) % 2
+            for word in clause_content:
+                (negated_stems if parity ^ (word in narrow) else plain_stems).add(word)
             negations += clause_negations
             content += clause_content
             stems.update(stem(t.word, language) for t in tokens if t.word)
             anchors += _anchors(tokens, language)
     return Reading(text, frozenset(stems), tuple(dict.fromkeys(content)), tuple(dict.fromkeys(anchors)),
                    negations % 2 == 1, frozenset(negated_stems), frozenset(plain_stems))
+
+
+_read_cached = functools.lru_cache(maxsize=READ_CACHE_SIZE)(_read)
 
 
 @dataclass(frozen=True)
@@ -137,9 +256,24 @@ class _Token:
 def _tokens(text: str, first: bool) -> list[_Token]:
     tokens: list[_Token] = []
     for position, raw in enumerate(_TOKEN.findall(unicodedata.normalize("NFKC", text).replace("\u2019", "'"))):
-        for part in _split_glued(raw):
+        for part in _cjk_pieces(raw) if _CJK.search(raw) else _split_glued(raw):
             tokens.append(_make_token(part, position if first else position + 1))
     return tokens
+
+
+def _cjk_pieces(raw: str) -> list[str]:
+    """A run of CJK text as words: numbers apart, a counter right after a number on its own ("30日" -> "30", "日"),
+    and the rest as overlapping character pairs, so it is compared piece by piece rather than as one code token."""
+    pieces: list[str] = []
+    for run in _CJK_RUNS.findall(raw):
+        if not _CJK.match(run):
+            pieces.append(run)
+            continue
+        if pieces and _NUMBER.fullmatch(pieces[-1]) and run[0] in lexicon.UNITS:
+            pieces.append(run[0])
+            run = run[1:]
+        pieces += [run[i:i + 2] for i in range(len(run) - 1)] or ([run] if run else [])
+    return pieces
 
 
 def _split_glued(raw: str) -> list[str]:
@@ -157,13 +291,20 @@ def _split_glued(raw: str) -> list[str]:
         return [part for part in raw.split("-") if part]
     if "-" in raw and _NUMBER.fullmatch(raw.split("-")[0]):
         return [part for part in raw.split("-") if part]
+    if worded := _WORD_NUMBER.fullmatch(raw):
+        return [worded.group(1), worded.group(2)]
+    if "/" in raw:
+        parts = raw.split("/")
+        if any(_NUMBER.fullmatch(p) for p in parts) and all(_NUMBER.fullmatch(p) or p.casefold() in lexicon.UNITS
+                                                            for p in parts):
+            return [p for part in parts for p in _split_glued(part)]
     return [raw]
 
 
 def _make_token(raw: str, position: int) -> _Token:
-    if _NUMBER.fullmatch(raw):
-        return _Token(raw, "", _number(raw), position)
-    return _Token(raw, fold(raw), None, position)
+    if _NUMBER.fullmatch(raw) and (number := _number(raw)) is not None:
+        return _Token(raw, "", number, position)
+    return _Token(raw, fold(raw), None, position)  # a word, or a version such as "4.2.0": a code with its value
 
 
 def _number(raw: str) -> float | None:
@@ -180,8 +321,8 @@ def _number(raw: str) -> float | None:
 
 def _negations(clause: str, tokens: list[_Token]) -> int:
     lowered = fold(clause)
-    count = sum(1 for t in tokens if t.word in lexicon.NEGATIONS or t.word.endswith("n't"))
-    count += len(lexicon.NEGATION_PHRASES.findall(lowered))
+    count = sum(1 for t in tokens if (t.word in lexicon.NEGATIONS and t.word not in lexicon.NARROW_NEGATIONS)
+                or t.word.endswith("n't"))
     return max(0, count - len(lexicon.NOT_NEGATIONS.findall(lowered)))
 
 
@@ -222,7 +363,11 @@ def _anchors(tokens: list[_Token], language: str) -> list[Anchor]:
 def _counts(tokens: list[_Token], i: int) -> bool:
     """A number word counts as a quantity before a unit or a noun ("two weeks"), not as "the next one"."""
     nxt = tokens[i + 1].word if i + 1 < len(tokens) else ""
-    if tokens[i].word in ("ein", "eine", "einen") or not nxt.isalpha():
+    if tokens[i].word in ("ein", "eine", "einen"):
+        return False
+    if i + 1 < len(tokens) and tokens[i + 1].number is not None:
+        return True  # "two 6 mm anchors": a count before a measure
+    if not nxt.isalpha():
         return False
     return nxt in lexicon.UNITS or not any(nxt in stop for stop in lexicon.STOPWORDS.values())
 
@@ -232,13 +377,14 @@ def _near_number(tokens: list[_Token], i: int) -> bool:
 
 
 def _quantity(value: float, tokens: list[_Token], i: int) -> Anchor:
-    """A number with the unit after it (skipping one word: "30 calendar days") or the currency before it."""
+    """A number with the currency before it ("$4.99/month" is dollars), else the unit after it (skipping one word:
+    "30 calendar days")."""
+    if i > 0 and (tokens[i - 1].raw in lexicon.CURRENCY_SIGNS or tokens[i - 1].word in ("usd", "eur", "gbp")):
+        return ("qty", (lexicon.UNITS[tokens[i - 1].raw.casefold()][0], value, value))
     for j in (i + 1, i + 2):
         if j < len(tokens) and tokens[j].word in lexicon.UNITS:
             dimension, factor = lexicon.UNITS[tokens[j].word]
             return ("qty", (dimension, round(value * factor, 6), value))
-    if i > 0 and (tokens[i - 1].raw in lexicon.CURRENCY_SIGNS or tokens[i - 1].word in ("usd", "eur", "gbp")):
-        return ("qty", (lexicon.UNITS[tokens[i - 1].raw.casefold()][0], value, value))
     return ("num", value)
 
 
@@ -270,6 +416,11 @@ def anchor_matches(claim: Anchor, available: frozenset[Anchor] | set[Anchor]) ->
         return any((k == "qty" and v[0] == dim and abs(v[1] - base) <= 1e-6 * max(1.0, abs(base)))
                    or (k == "num" and v == raw) for k, v in available)
     return claim in available
+
+
+def anchor_found(anchor: Anchor, anchors: frozenset[Anchor], stems: frozenset[str]) -> bool:
+    """`anchor_matches`, and names are looked up among stems too, wherever they sit ("the pro plan" names "Pro")."""
+    return anchor_matches(anchor, anchors) or (anchor[0] == "name" and anchor[1] in stems)
 
 
 def rival(claim: Anchor, available: frozenset[Anchor] | set[Anchor]) -> Anchor | None:

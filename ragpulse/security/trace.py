@@ -40,6 +40,12 @@ class _FindingsCache:
 _cache = _FindingsCache(INJECTION_CACHE_SIZE)
 
 
+def document_findings(text: str) -> tuple[str, ...]:
+    """The injection cues found in one document's text, remembered per text: what `check_trace` reports, and what
+    the offline judge reads so that it never quotes as evidence a document sentence this check flags."""
+    return _cache.findings(text)
+
+
 def check_trace(trace: Trace, now: datetime.datetime, max_source_age_days: float | None) -> Security:
     """ACL leaks, injection documents, unseen personal data in the answer, and stale documents."""
     docs = trace.retrieved_docs
@@ -50,7 +56,7 @@ def check_trace(trace: Trace, now: datetime.datetime, max_source_age_days: float
     cues: dict[str, None] = {}
     security.injection_checked = any(doc.text for doc in docs)
     for doc in docs:
-        found = _cache.findings(doc.text) if doc.text else ()
+        found = document_findings(doc.text) if doc.text else ()
         if found:
             security.injection_docs.append(doc.id)
             cues.update(dict.fromkeys(found))
