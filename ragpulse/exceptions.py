@@ -38,6 +38,7 @@
     │   └── RagpulseSDKError   `ragpulse.sdk`: a helper call failed; carries the status and problem-details `errors`
     ├── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
     ├── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
+    ├── Interrupted            `ragpulse eval` / `gate`: Ctrl-C; carries the jobs created so far, which run on
     └── SpansInvalid           an OpenTelemetry trace's spans cannot make a ragpulse trace: it is recorded `invalid`
 """
 
@@ -262,6 +263,14 @@ class TraceFileError(RagpulseError):
 
 class GateConfigError(RagpulseError):
     """`ragpulse gate`'s config cannot be read, is not TOML, or breaks the gate config's schema."""
+
+
+class Interrupted(RagpulseError):
+    """`ragpulse eval` or `gate` was interrupted (Ctrl-C); `job_ids` are the jobs it had created, which run on."""
+
+    def __init__(self, job_ids: list[str]) -> None:
+        super().__init__(f"interrupted after creating {len(job_ids)} job(s)")
+        self.job_ids = job_ids
 
 
 class SpansInvalid(RagpulseError):

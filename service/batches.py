@@ -44,6 +44,17 @@ def check_callback_url(url: str, settings: Settings) -> None:
     raise InvalidBody("callback_url is not allowed", [{"path": "$.options.callback_url", "message": reason}])
 
 
+def check_judge_configured(named: str | None, judge: str, settings: Settings) -> None:
+    """422 naming `$.options.judge` when the batch's judge (`named`, else the service's default `judge`) cannot judge
+    here, with the service setting to set: accepted, every trace would end a judge error one by one."""
+    reason = kinds.unconfigured(judge, settings)
+    if reason is None:
+        return
+    if named is None:
+        reason = f"the service's default judge (RAGPULSE_JUDGE) is {judge}, but {reason}"
+    raise InvalidBody("the judge is not configured", [{"path": "$.options.judge", "message": reason}])
+
+
 class DryRun(msgspec.Struct, kw_only=True):
     """POST /v1/batches?dry_run=true: what judging the batch would cost; nothing is enqueued."""
 
@@ -71,11 +82,12 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     options = batch.options
     if options.callback_url:
         check_callback_url(options.callback_url, settings)
-    options.judge = options.judge or settings.default_judge
-    if dry_run:
+    named, options.judge = options.judge, options.judge or settings.default_judge
+    if dry_run:  # what judging would cost is worth knowing before the judge is configured
         estimate = estimate_batch(batch.traces, options, kinds.model_for(options.judge, settings),
                                   settings.judge_prices)
         return Response(DryRun(trace_count=len(batch.traces), estimate=estimate), status_code=200)
+    check_judge_configured(named, options.judge, settings)
     warnings = data_quality_warnings(batch.traces, options, kinds.model_for(options.judge, settings))
     job_id = uuid.uuid4().hex
     queue = options.queue = pick_queue(batch.traces, options)

@@ -17,6 +17,21 @@ from tests.fake_anthropic import FakeAnthropic
 from tests.support import Cluster, Proc, start_api, start_worker
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_real_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Point the default data directory of `ragpulse up` ($XDG_DATA_HOME/ragpulse) at a temporary one for the whole
+    session, child processes included: no test ever writes into the user's real data directory."""
+    saved = {name: os.environ.get(name) for name in ("XDG_DATA_HOME", "RAGPULSE_DATA_DIR")}
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    os.environ.pop("RAGPULSE_DATA_DIR", None)
+    yield Path(os.environ["XDG_DATA_HOME"])
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """REDIS_URL when set (the tests write uniquely named keys and never flush it), else a private server."""

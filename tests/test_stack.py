@@ -21,6 +21,7 @@ import pytest
 import redis
 
 from ragpulse.exceptions import ConfigError
+from ragpulse.ops.data_dir import DataDirLock
 from ragpulse.ops.lifetime import alive
 from ragpulse.ops.redis_server import (
     DIR_PREFIX, OWNER_FILE, PrivateRedis, free_port, redis_server_binary, sweep_stale,
@@ -48,8 +49,9 @@ def venv_ready() -> bool:
 
 
 def user_env(tmp: Path, **extra: str) -> dict[str, str]:
-    """A new user's environment: no REDIS_URL (so `up` starts its own Redis), no judge key, temp files in `tmp`."""
-    env = child_env("unused", {"TMPDIR": str(tmp), **extra})
+    """A new user's environment: no REDIS_URL (so `up` starts its own Redis), no judge key, temp files in `tmp`, and
+    its data directory ($XDG_DATA_HOME/ragpulse) in `tmp` too."""
+    env = child_env("unused", {"TMPDIR": str(tmp), "XDG_DATA_HOME": str(tmp / "xdg-data"), **extra})
     env.pop("REDIS_URL")
     env.pop("ANTHROPIC_API_KEY", None)
     return env
@@ -117,7 +119,10 @@ def test_readme_walkthrough_from_is_up_to_eval_and_clean_stop(readme_stack) -> N
     up.process.send_signal(signal.SIGTERM)
     assert up.process.wait(30) == 0
     assert not wait_gone(kids), up.output()
-    assert not list(Path(env["TMPDIR"]).glob(f"{DIR_PREFIX}*"))    # the private Redis's directory is removed
+    # `./scripts/run` keeps its data (and says where): in the default data directory, unlocked once it stopped.
+    data = Path(env["XDG_DATA_HOME"]) / "ragpulse"
+    assert f"data in {data}" in output and list((data / "redis").glob("appendonly*"))
+    assert DataDirLock(data, wait=0).acquire({"pid": os.getpid()}).release() is None
 
 
 def test_up_fails_fast_when_the_port_is_taken(tmp_path: Path) -> None:
@@ -125,7 +130,8 @@ def test_up_fails_fast_when_the_port_is_taken(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run([*UP, "--port", str(port), "--workers", "1"], capture_output=True, text=True,
+        result = subprocess.run([*UP, "--port", str(port), "--workers", "1", "--ephemeral"], capture_output=True,
+                                text=True,
                                 timeout=60, cwd=ROOT, env=user_env(tmp_path), stdin=subprocess.DEVNULL)
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
@@ -142,7 +148,8 @@ def test_up_fails_when_the_api_exits_before_it_is_ready(tmp_path: Path) -> None:
     (fake / "__main__.py").write_text("import sys\nsys.exit('ragpulse api: cannot start')\n")
     env = user_env(tmp_path)
     env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{ROOT}"
-    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1"], env, tmp_path / "up.log", cwd=tmp_path)
+    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1", "--ephemeral"], env, tmp_path / "up.log",
+                 cwd=tmp_path)
     try:
         code = proc.process.wait(60)
     finally:
@@ -155,7 +162,7 @@ def test_up_fails_when_the_api_exits_before_it_is_ready(tmp_path: Path) -> None:
 
 def test_a_sigkilled_up_leaves_no_process_and_its_redis_directory_is_swept(tmp_path: Path) -> None:
     env = user_env(tmp_path)
-    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1"], env, tmp_path / "up.log")
+    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1", "--ephemeral"], env, tmp_path / "up.log")
     try:
         wait_for_line(proc, "ragpulse is up")
         kids = children_of(proc.process.pid)

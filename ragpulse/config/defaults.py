@@ -6,6 +6,24 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 """Port the API listens on."""
 
+MAX_PORT = 65535
+"""The highest TCP port: RAGPULSE_PORT and `--port` above it are refused (the kernel would take it modulo 65536)."""
+
+DATA_DIR_NAME = "ragpulse"
+"""`ragpulse up` keeps its private Redis's data in this directory under the platform's data directory
+($XDG_DATA_HOME, else ~/.local/share on Linux, ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows)."""
+
+DATA_LOCK_FILE = "ragpulse.lock"
+"""In the data directory: the file `ragpulse up` holds an exclusive lock on for its whole life (and its Redis
+with it), naming the holder, so two stacks never share one directory."""
+
+DATA_REDIS_DIR = "redis"
+"""In the data directory: the private Redis's working directory (append-only files, redis.log)."""
+
+DATA_LOCK_WAIT_SECONDS = 10.0
+"""How long `ragpulse up` waits for a data directory whose holder has exited but whose Redis still shuts down
+(writing its append-only file) before it gives up."""
+
 DEFAULT_KS = (1, 3, 5, 10)
 """Retrieval cutoffs computed when a batch does not name its own."""
 
@@ -117,6 +135,10 @@ worker between jobs waits for Redis as long as it takes."""
 
 RETRY_AFTER_SECONDS = 5
 """Retry-After sent with a 503 when Redis is unreachable."""
+
+PROGRESS_LINE_SECONDS = 10.0
+"""`ragpulse eval` and `gate` on a stderr that is no terminal (a CI log): at most one progress line this often while
+the count moves (and the last one always); a terminal gets a bar redrawn in place instead."""
 
 CLIENT_RETRIES = 5
 """Times `ragpulse eval` and `gate` send a request again: after a 429 (any request: nothing was written), or after

@@ -28,7 +28,11 @@ class Settings:
     """RAGPULSE_HOST: address the API binds to (default loopback)."""
 
     port: int = defaults.DEFAULT_PORT
-    """RAGPULSE_PORT: port the API listens on (default 8080)."""
+    """RAGPULSE_PORT: port the API listens on (default 8080; 1 to 65535)."""
+
+    data_dir: Path | None = None
+    """RAGPULSE_DATA_DIR: where `ragpulse up` keeps its private Redis's data (default: $XDG_DATA_HOME/ragpulse, else
+    the platform's data directory; see ragpulse.ops.data_dir). Not used with REDIS_URL, nor by the API or workers."""
 
     api_key_digests: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """RAGPULSE_API_KEYS / RAGPULSE_API_KEYS_FILE: `tenant:key` entries, kept only as SHA-256 digest -> tenant."""
@@ -196,6 +200,10 @@ class Settings:
     judge_temperature: float | None = defaults.JUDGE_TEMPERATURE
     """RAGPULSE_JUDGE_TEMPERATURE: sampling temperature of the judge (default 0); `none` omits it for models that reject it."""
 
+    anthropic_credentials: bool = False
+    """ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is set (the anthropic SDK reads them itself): without either, a
+    batch naming the `anthropic` judge is refused at submit (422 naming $.options.judge)."""
+
     judge_base_url: str | None = None
     """RAGPULSE_JUDGE_BASE_URL: gateway or test server for the judge; else the SDK's ANTHROPIC_BASE_URL applies."""
 
@@ -275,7 +283,9 @@ class Settings:
         values: dict[str, object] = {
             "redis_url": env.get("REDIS_URL", cls.redis_url),
             "host": env.get("RAGPULSE_HOST", cls.host),
-            "port": _int(env, "RAGPULSE_PORT", cls.port),
+            "port": _int(env, "RAGPULSE_PORT", cls.port, most=defaults.MAX_PORT),
+            "data_dir": _path(env, "RAGPULSE_DATA_DIR"),
+            "anthropic_credentials": bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN")),
             "api_key_digests": _api_keys(env),
             "allow_open": env.get("RAGPULSE_ALLOW_OPEN", "").lower() in {"1", "true", "yes"},
             "max_body_bytes": _int(env, "RAGPULSE_MAX_BODY_BYTES", cls.max_body_bytes),
@@ -403,6 +413,12 @@ def _judge_name(env: Mapping[str, str]) -> str:
     if name not in defaults.JUDGE_NAMES:
         raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(defaults.JUDGE_NAMES)}, got {name!r}")
     return name
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    """An absolute path (`~` expanded, a relative one taken from the working directory), or None when unset."""
+    raw = env.get(name)
+    return Path(raw).expanduser().absolute() if raw else None
 
 
 def _base_url(env: Mapping[str, str], name: str) -> str | None:

@@ -55,6 +55,9 @@ class JudgeKind:
     prompt_version: Callable[[], str] | None = None
     """The prompt version its judgments carry now (imported only when asked); None for `none`."""
 
+    missing: Callable[[Settings], tuple[str, ...]] = lambda settings: ()
+    """The service settings still to set before it can judge here (its credentials or server); () when none."""
+
 
 def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
     import anthropic  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
@@ -159,10 +162,14 @@ JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
               prompt_version=_local_prompt_version),
     JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, prompt_cache=True,
               factory=_anthropic,
-              model=lambda settings: settings.judge_model, prompt_version=_llm_prompt_version),
+              model=lambda settings: settings.judge_model, prompt_version=_llm_prompt_version,
+              missing=lambda settings: () if settings.anthropic_credentials else ("ANTHROPIC_API_KEY",)),
     # Billable though often free: a self-hosted model has no price and costs 0 (price_known false in a dry run).
     JudgeKind(name="openai", billable=True, remote=True, offline=False, heuristic=False, factory=_openai,
-              model=lambda settings: settings.openai_model, prompt_version=_llm_prompt_version),
+              model=lambda settings: settings.openai_model, prompt_version=_llm_prompt_version,
+              missing=lambda settings: tuple(name for name, value in (
+                  ("RAGPULSE_OPENAI_BASE_URL", settings.openai_base_url),
+                  ("RAGPULSE_OPENAI_MODEL", settings.openai_model)) if not value)),
 )}
 """Judge name -> its declaration, in the order help texts and errors list them."""
 
@@ -180,6 +187,17 @@ def judging_names() -> tuple[str, ...]:
 def current_prompt_versions() -> dict[str, str]:
     """Judging judge name -> the prompt version its judgments carry now."""
     return {name: kind.prompt_version() for name, kind in JUDGES.items() if kind.prompt_version is not None}
+
+
+def unconfigured(name: str, settings: Settings) -> str | None:
+    """Why the judge `name` cannot judge under `settings` (what to set on the service), or None when it can."""
+    missing = JUDGES[name].missing(settings)
+    if not missing:
+        return None
+    offline = ", ".join(n for n, kind in JUDGES.items() if kind.offline and kind.factory is not None)
+    return (f"judge {name} is not configured on this service: set {' and '.join(missing)} in the service's "
+            f"environment and restart it (the credentials belong to the service, not to the client), or ask for "
+            f"another judge ({offline} needs no credentials)")
 
 
 def judges_traces(name: str | None) -> bool:

@@ -12,11 +12,13 @@ from typing import Any
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings, log_level
-from ragpulse.exceptions import ClientError, ConfigError, TraceFileError, TracesRejected
+from ragpulse.exceptions import ClientError, ConfigError, Interrupted, TraceFileError, TracesRejected
 from ragpulse.judges import kinds
 from ragpulse.ops.gate import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE, GateRequest, run_gate
 from ragpulse.ops.client import Client, TraceFile, read_traces
-from ragpulse.ops.evaluate import evaluate_file
+from ragpulse.ops.data_dir import default_data_dir
+from ragpulse.ops.eval_options import choose_options
+from ragpulse.ops.evaluate import evaluate_file, interrupted, refused_options
 from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.reporting.render import render_report
 
@@ -26,13 +28,15 @@ EXIT_FAILED = 1
 """A job failed, the service could not be reached, or it answered another error (such as 401 for a wrong key, or
 a 429 or 5xx still there after the retries), or a body that is not its API's JSON (a proxy's page)."""
 EXIT_USAGE = 2
-"""Bad arguments (argparse's own code), or a trace file that cannot be read, is not valid JSON/JSONL, or holds no
-traces."""
+"""Bad arguments (argparse's own code), a setting out of range (RAGPULSE_PORT), options the service refuses (a judge
+it has no credentials for), or a trace file that cannot be read, is not valid JSON/JSONL, or holds no traces."""
 EXIT_TRACES_FAILED = 3
 """The report was printed, but some traces failed (it lists them under FAILED TRACES)."""
 EXIT_REJECTED = 4
 """The service rejected the traces: schema violations (each named with its trace and line), or a batch over its
 limits. Nothing was evaluated."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT, as shells report it): the jobs created so far run on; the message says how to follow them."""
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows `(default: ...)` after every option that has one; options defaulting to None say theirs in words."""
@@ -53,7 +57,30 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:  # before any job was created (a job's command says what runs on itself)
+        print("\nragpulse: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def server_url(args: argparse.Namespace) -> str:
+    """--server, else http://127.0.0.1:$RAGPULSE_PORT (8080 when unset); ConfigError for an invalid RAGPULSE_PORT."""
+    if args.server:
+        return args.server
+    port = Settings.from_env({"RAGPULSE_PORT": os.environ.get("RAGPULSE_PORT", "")}).port
+    return f"http://{defaults.DEFAULT_HOST}:{port}"
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to {defaults.MAX_PORT}, got {text!r}") \
+            from None
+    if not 1 <= value <= defaults.MAX_PORT:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to {defaults.MAX_PORT}, got {value}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -80,11 +107,18 @@ def _parser() -> argparse.ArgumentParser:
                     "or the settings are invalid, 1 when the stack fails to start or keeps crashing.")
     up.add_argument("--host", default=os.environ.get("RAGPULSE_HOST", defaults.DEFAULT_HOST),
                     help="address the API listens on; RAGPULSE_HOST sets the default")
-    up.add_argument("--port", type=int, default=int(os.environ.get("RAGPULSE_PORT") or defaults.DEFAULT_PORT),
-                    help="port the API listens on; RAGPULSE_PORT sets the default")
+    up.add_argument("--port", type=_port, help="port the API listens on, 1 to 65535 (default: RAGPULSE_PORT, "
+                                               f"else {defaults.DEFAULT_PORT})")
     up.add_argument("--workers", type=_positive_int, default=2, help="RQ worker processes")
     up.add_argument("--ready-timeout", type=_positive_float, default=120.0, metavar="SECONDS",
                     help="give up when the API and a worker are not ready within this time")
+    data = up.add_mutually_exclusive_group()
+    data.add_argument("--data-dir", type=Path, metavar="DIR",
+                      help="where the private Redis keeps its data across restarts, locked against a second stack "
+                           "(default: RAGPULSE_DATA_DIR, else $XDG_DATA_HOME/ragpulse or ~/.local/share/ragpulse); "
+                           "does not apply with REDIS_URL")
+    data.add_argument("--ephemeral", action="store_true",
+                      help="keep nothing: the private Redis's data is gone when the stack stops")
     up.set_defaults(run=_up)
     ev = sub.add_parser(
         "eval", formatter_class=_HelpFormatter,
@@ -117,9 +151,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _server_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", default=f"http://{defaults.DEFAULT_HOST}:"
-                                            f"{os.environ.get('RAGPULSE_PORT') or defaults.DEFAULT_PORT}",
-                        help="base URL of the service; its port follows RAGPULSE_PORT when that is set")
+    parser.add_argument("--server", help="base URL of the service (default: http://127.0.0.1:$RAGPULSE_PORT, "
+                                         f"port {defaults.DEFAULT_PORT} when RAGPULSE_PORT is unset)")
     parser.add_argument("--api-key", help="key sent as `Authorization: Bearer` (default: RAGPULSE_API_KEY)")
 
 
@@ -151,8 +184,13 @@ def _gate_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _gate(args: argparse.Namespace) -> int:
+    try:
+        server = server_url(args)
+    except ConfigError as exc:
+        print(f"ragpulse gate: {exc}", file=sys.stderr)
+        return GATE_BAD_INPUT
     return run_gate(GateRequest(
-        file=args.file, server=args.server, api_key=args.api_key or os.environ.get("RAGPULSE_API_KEY"),
+        file=args.file, server=server, api_key=args.api_key or os.environ.get("RAGPULSE_API_KEY"),
         config=args.config, baseline_job=args.baseline, baseline_file=args.baseline_file,
         batch_size=args.batch_size, junit=args.junit, github=args.github))
 
@@ -161,32 +199,52 @@ def _up(args: argparse.Namespace) -> int:
     from ragpulse.ops.stack import Stack  # noqa: PLC0415 - only `up` needs process supervision
 
     try:
-        Settings.from_env(host=args.host, port=args.port).check_safe_to_serve()
-        return Stack(host=args.host, port=args.port, workers=args.workers, redis_url=os.environ.get("REDIS_URL"),
-                     ready_timeout=args.ready_timeout).run()
+        settings = Settings.from_env(host=args.host, **({"port": args.port} if args.port else {}))
+        settings.check_safe_to_serve()
+        redis_url = os.environ.get("REDIS_URL")
+        return Stack(host=settings.host, port=settings.port, workers=args.workers, redis_url=redis_url,
+                     ready_timeout=args.ready_timeout, data_dir=_data_dir(args, settings, redis_url)).run()
     except ConfigError as exc:
         print(f"ragpulse up: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+
+
+def _data_dir(args: argparse.Namespace, settings: Settings, redis_url: str | None) -> Path | None:
+    """Where the private Redis keeps its data: --data-dir, RAGPULSE_DATA_DIR, else the platform's default; None when
+    ephemeral or when REDIS_URL names an external Redis (which keeps the data itself: said when a flag asked)."""
+    if redis_url:
+        if args.data_dir or args.ephemeral:
+            flag = "--data-dir" if args.data_dir else "--ephemeral"
+            logging.getLogger("ragpulse.up").warning("%s does not apply: REDIS_URL points at an external Redis, which "
+                                                     "keeps (or drops) the data itself", flag)
+        return None
+    if args.ephemeral:
+        return None
+    return (args.data_dir.expanduser().absolute() if args.data_dir else None) or settings.data_dir \
+        or default_data_dir()
 
 
 def _eval(args: argparse.Namespace) -> int:
-    options: dict[str, Any] = {}
-    if args.k:
-        options["k"] = args.k
-    for name in ("gain", "judge", "repeats"):
-        if getattr(args, name):
-            options[name] = getattr(args, name)
+    flags: dict[str, Any] = {name: getattr(args, name) for name in ("k", "gain", "judge", "repeats")
+                             if getattr(args, name)}
     try:
+        server = server_url(args)
         traces = read_traces(args.file)
-    except TraceFileError as exc:
+    except (ConfigError, TraceFileError) as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    client = Client(args.server, args.api_key or os.environ.get("RAGPULSE_API_KEY"))
+    options, origins = choose_options(traces.options, flags, args.file)
+    if origins:
+        print(origins, file=sys.stderr)
+    client = Client(server, args.api_key or os.environ.get("RAGPULSE_API_KEY"))
     try:
         return _evaluate(client, traces, options, args.batch_size, args.html)
-    except TracesRejected:
+    except TracesRejected as exc:
         print("ragpulse eval: nothing was evaluated", file=sys.stderr)
-        return EXIT_REJECTED
+        return EXIT_USAGE if refused_options(exc) else EXIT_REJECTED
+    except Interrupted as exc:
+        print(interrupted("ragpulse eval", client, exc.job_ids), file=sys.stderr)
+        return EXIT_INTERRUPTED
     except ClientError as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -33,6 +33,8 @@ class TraceFile:
     path: Path
     traces: list[dict[str, Any]]
     lines: list[int] | None = None
+    options: dict[str, Any] | None = None
+    """A JSON file's own batch `options` (`{"traces": [...], "options": {...}}`), as POST /v1/batches takes them."""
 
     def where(self, index: int) -> str:
         """`trace 3 (line 5)`: a trace by its 1-based position in the file, and its line in a JSONL file."""
@@ -72,7 +74,10 @@ def read_traces(path: Path) -> TraceFile:
     for index, trace in enumerate(traces):
         if not isinstance(trace, dict):
             raise TraceFileError(f"{path}, trace {index + 1}: expected a JSON object, got {_kind(trace)}")
-    return TraceFile(path, traces)
+    options = data.get("options") if isinstance(data, dict) else None
+    if options is not None and not isinstance(options, dict):
+        raise TraceFileError(f"{path}: \"options\" must be an object of batch options, got {_kind(options)}")
+    return TraceFile(path, traces, options=options)
 
 
 def _read_jsonl(path: Path, text: str) -> TraceFile:
@@ -118,6 +123,10 @@ class Client:
         self.http = httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=timeout)
         self.backoff = backoff or Backoff(defaults.CLIENT_RETRIES, defaults.CLIENT_BACKOFF_SECONDS,
                                           defaults.CLIENT_BACKOFF_CAP_SECONDS)
+
+    def url(self, path: str) -> str:
+        """The absolute URL of `path` on the service (what a user can open or curl)."""
+        return f"{self.http.base_url}".rstrip("/") + path
 
     def submit(self, traces: list[dict[str, Any]], options: dict[str, Any]) -> Accepted:
         """POST a batch; returns the 202 answer.

@@ -10,11 +10,12 @@ from typing import Any
 
 import msgspec
 
-from ragpulse.exceptions import TracesRejected
+from ragpulse.exceptions import Interrupted, TracesRejected
 from ragpulse.reporting.report import Report
-from ragpulse.model.results import TERMINAL, JobView, TraceResult
+from ragpulse.model.results import JobView, TraceResult
 from ragpulse.model.trace import BatchOptions
 from ragpulse.ops.client import Client, TraceFile, batches
+from ragpulse.ops.progress import Progress
 from ragpulse.reporting.build import build_report
 
 _TRACE_PATH = re.compile(r"^\$\.traces\[(\d+)\](.*)$")
@@ -45,16 +46,32 @@ def evaluate_file(client: Client, file: TraceFile, options: dict[str, Any], size
     """Post the traces (in several jobs when there are more than `size`), wait, and build the report: the job's own
     for one job, else built locally from every job's results exactly as a worker builds one.
 
-    Raises TracesRejected (each error printed with its trace and line) before anything is queued."""
+    Raises TracesRejected (each error printed with its trace and line) before anything is queued, and Interrupted
+    (with the jobs created so far, which run on) on Ctrl-C."""
+    posted: list[tuple[int, str]] = []
+    try:
+        return _evaluate(client, file, options, size, want_results, posted)
+    except KeyboardInterrupt:
+        raise Interrupted([job_id for _, job_id in posted]) from None
+
+
+def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int, want_results: bool,
+              posted: list[tuple[int, str]]) -> Evaluation:
     parts = list(batches(file.traces, size))
     if len(parts) > 1:
         print(f"posting {len(file.traces)} traces as {len(parts)} jobs of at most {size}; one report covers all",
               file=sys.stderr)
         for offset, part in parts:  # check every batch first, so a bad one does not leave the others running
             _post(client, file, offset, part, options, dry_run=True)
-    posted = [(offset, _post(client, file, offset, part, options)) for offset, part in parts]
-    evaluation = Evaluation(posted, client.wait_all([job_id for _, job_id in posted], _progress_bar))
-    print(file=sys.stderr)
+    for offset, part in parts:
+        job_id = _post(client, file, offset, part, options)
+        posted.append((offset, job_id))
+        print(f"job {job_id} created: {client.url(f'/v1/jobs/{job_id}')}", file=sys.stderr, flush=True)
+    progress = Progress()
+    try:
+        evaluation = Evaluation(posted, client.wait_all([job_id for _, job_id in posted], progress))
+    finally:
+        progress.close()
     if evaluation.failed_jobs:
         return evaluation
     if want_results or len(posted) > 1:
@@ -76,7 +93,8 @@ def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any
             return ""
         accepted = client.submit(part, options)
     except TracesRejected as exc:
-        print(f"the service rejected {file.path}: {exc}", file=sys.stderr)
+        target = f"the options for {file.path}" if refused_options(exc) else str(file.path)
+        print(f"the service rejected {target}: {exc}", file=sys.stderr)
         for error in exc.errors[:50]:
             print(f"  {_locate(error.get('path', ''), offset, file)}: {error.get('message', '')}", file=sys.stderr)
         if exc.status == 413:
@@ -86,6 +104,26 @@ def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any
     for warning in accepted.warnings:
         print(f"warning{scope}: {warning.message}", file=sys.stderr)
     return accepted.job_id
+
+
+def interrupted(command: str, client: Client, job_ids: list[str]) -> str:
+    """What to tell the user after Ctrl-C: the jobs created so far run on; how to follow each, and that no command
+    cancels one."""
+    if not job_ids:
+        return f"\n{command}: interrupted before any job was created; nothing runs"
+    lines = [f"\n{command}: interrupted; {'this job runs' if len(job_ids) == 1 else 'these jobs run'} on in the "
+             "service:"]
+    for job_id in job_ids:
+        lines += [f"  job {job_id}", f"    follow it:  curl {client.url(f'/v1/jobs/{job_id}')}",
+                  f"    its report once it ends:  {client.url(f'/v1/jobs/{job_id}/report.html')}"]
+    lines.append("  nothing cancels a job yet: it runs to its end (a batch's budget_usd bounds what a billable judge "
+                 "spends); run the command again for a new job")
+    return "\n".join(lines)
+
+
+def refused_options(exc: TracesRejected) -> bool:
+    """True when the service refused the batch's options only (a judge it cannot run, say), not its traces."""
+    return bool(exc.errors) and all(str(e.get("path", "")).startswith("$.options") for e in exc.errors)
 
 
 def _locate(path: str, offset: int, file: TraceFile) -> str:
@@ -104,19 +142,3 @@ def _all_results(client: Client, posted: list[tuple[int, str]]) -> list[TraceRes
     for offset, job_id in posted:
         results += [msgspec.structs.replace(r, index=r.index + offset) for r in client.results(job_id)]
     return results
-
-
-def _progress_bar(jobs: list[JobView]) -> None:
-    total = max(sum(job.progress.total for job in jobs), 1)
-    finished = sum(job.progress.done + job.progress.failed + job.progress.skipped for job in jobs)
-    filled = int(30 * min(finished, total) / total)
-    print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {finished}/{total} {_status(jobs):<22}",
-          end="", file=sys.stderr, flush=True)
-
-
-def _status(jobs: list[JobView]) -> str:
-    """One status for several jobs: the worst terminal one once all ended, else running (or queued)."""
-    statuses: set[str] = {job.status for job in jobs}
-    if statuses <= TERMINAL:
-        return next(s for s in ("failed", "finished_with_errors", "finished") if s in statuses)
-    return "queued" if statuses == {"queued"} else "running"

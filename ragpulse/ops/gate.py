@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from ragpulse.exceptions import ClientError, GateConfigError, TraceFileError, TracesRejected
+from ragpulse.exceptions import ClientError, GateConfigError, Interrupted, TraceFileError, TracesRejected
 from ragpulse.gate.checks import Row, check_comparison, check_report
 from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, summary, table, write_junit
@@ -18,7 +18,7 @@ from ragpulse.model.compare import Comparison, RunInfo
 from ragpulse.model.metric_keys import is_metric_key
 from ragpulse.model.results import JobView
 from ragpulse.ops.client import Client, TraceFile, read_traces, service_fault
-from ragpulse.ops.evaluate import Evaluation, evaluate_file
+from ragpulse.ops.evaluate import Evaluation, evaluate_file, interrupted
 from ragpulse.reporting.compare import compare
 
 GATE_PASS = 0
@@ -29,6 +29,8 @@ GATE_BAD_INPUT = 2
 """Bad arguments, an unreadable trace file or gate config, traces the service rejected, or an unknown baseline."""
 GATE_UNREACHABLE = 3
 """The service cannot be reached, answered a server error, or a job failed: nothing was judged."""
+GATE_INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT): no verdict; the jobs created so far run on, and the message says how to follow them."""
 
 
 @dataclass(frozen=True)
@@ -56,38 +58,46 @@ def run_gate(request: GateRequest) -> int:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
         return GATE_BAD_INPUT
     client = Client(request.server, request.api_key)
+    jobs: dict[str, list[str]] = {}
     try:
-        rows = _gate(client, request, config, candidate_file, baseline_file)
+        rows = _gate(client, request, config, candidate_file, baseline_file, jobs)
     except TracesRejected:
         print("ragpulse gate: nothing was evaluated", file=sys.stderr)
         return GATE_BAD_INPUT
+    except Interrupted:
+        print(interrupted("ragpulse gate", client, [job for ids in jobs.values() for job in ids]), file=sys.stderr)
+        return GATE_INTERRUPTED
     except ClientError as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
         return GATE_UNREACHABLE if service_fault(exc) else GATE_BAD_INPUT
     if rows is None:
         return GATE_UNREACHABLE
     _publish(rows, request)
+    print(job_pages(client, jobs))
     return GATE_FAIL if any(row.failed for row in rows) else GATE_PASS
 
 
 def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_file: TraceFile,
-          baseline_file: TraceFile | None) -> list[Row] | None:
-    """Evaluate (the baseline file first, then the candidate), check, compare; None when a job failed."""
+          baseline_file: TraceFile | None, jobs: dict[str, list[str]]) -> list[Row] | None:
+    """Evaluate (the baseline file first, then the candidate), check, compare; None when a job failed. `jobs` gets
+    the job ids of each side ("baseline", "candidate") as they are created, even when interrupted."""
     options = gate_options(config)
     baseline = None
     if request.baseline_job is not None:  # an unknown or foreign job fails here (404), before anything is posted
         client.wait_all([request.baseline_job], lambda _jobs: None)
+        jobs["baseline"] = [request.baseline_job]
     if baseline_file is not None:
         print(f"evaluating the baseline {baseline_file.path}", file=sys.stderr)
-        baseline = evaluate_file(client, baseline_file, {**options, "run": config.baseline.run,
-                                                         "variant": config.baseline.variant},
-                                 request.batch_size, want_results=True)
+        baseline = _evaluate(client, baseline_file, {**options, "run": config.baseline.run,
+                                                     "variant": config.baseline.variant},
+                             request.batch_size, True, jobs.setdefault("baseline", []))
         if not _evaluated(baseline):
             return None
     print(f"evaluating {candidate_file.path}", file=sys.stderr)
     several_jobs = len(candidate_file.traces) > request.batch_size or (baseline is not None and len(baseline.posted) > 1)
-    candidate = evaluate_file(client, candidate_file, options, request.batch_size,
-                              want_results=several_jobs and (baseline is not None or request.baseline_job is not None))
+    candidate = _evaluate(client, candidate_file, options, request.batch_size,
+                          several_jobs and (baseline is not None or request.baseline_job is not None),
+                          jobs.setdefault("candidate", []))
     if not _evaluated(candidate):
         return None
     assert candidate.report is not None
@@ -96,6 +106,30 @@ def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_fi
     if comparison is not None:
         rows += check_comparison(comparison, config)
     return rows
+
+
+def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int, want_results: bool,
+              ids: list[str]) -> Evaluation:
+    """evaluate_file, noting its job ids in `ids` (those created before a Ctrl-C included)."""
+    try:
+        evaluation = evaluate_file(client, file, options, size, want_results=want_results)
+    except Interrupted as exc:
+        ids += exc.job_ids
+        raise
+    ids += [job_id for _, job_id in evaluation.posted]
+    return evaluation
+
+
+def job_pages(client: Client, jobs: dict[str, list[str]]) -> str:
+    """Each side's job ids with their report pages, and how to gate a later run against this one."""
+    lines = []
+    for side in ("candidate", "baseline"):
+        for job_id in jobs.get(side, []):
+            lines.append(f"{side} job {job_id}: {client.url(f'/v1/jobs/{job_id}/report.html')}")
+    candidate = jobs.get("candidate", [])
+    if len(candidate) == 1:
+        lines.append(f"to gate a later run against this one: --baseline {candidate[0]}")
+    return "\n".join(lines)
 
 
 def gate_options(config: GateConfig) -> dict[str, Any]:

@@ -87,28 +87,43 @@ def _shutdown_if_serving(port: int, directory: Path) -> None:
 
 
 class PrivateRedis:
-    """A throw-away redis-server on a free loopback port, no persistence unless `appendonly`; stop() leaves nothing
-    behind, and neither does the death of the process that started it (see the module docstring).
+    """A redis-server of our own on a free loopback port: throw-away by default, kept in `directory` when given.
+
+    Throw-away (no `directory`): a temporary directory, no persistence unless `appendonly`; stop() leaves nothing
+    behind, and neither does the death of the process that started it (see the module docstring). `appendonly=True`
+    keeps the data in an append-only file there: halt() then start() restarts the same server with its data, on the
+    same port (outage tests).
+
+    Kept (`directory`, `ragpulse up`'s data directory): the append-only file, fsynced every second, lives in that
+    directory and stop() leaves it there, so the next server started on it finds every key within its TTL. The
+    caller locks the directory (ragpulse.ops.data_dir) and hands the lock's descriptor in `keep_fds`, so the lock
+    lasts as long as the server does.
 
     start() succeeds only when the server answering on the port is the one it launched, so a test or a benchmark
-    never flushes someone else's Redis. `appendonly=True` keeps the data in an append-only file in the server's
-    directory: halt() then start() restarts the same server with its data, on the same port (outage tests)."""
+    never flushes someone else's Redis."""
 
-    def __init__(self, port: int | None = None, *, appendonly: bool = False) -> None:
+    def __init__(self, port: int | None = None, *, appendonly: bool = False, directory: Path | None = None,
+                 keep_fds: tuple[int, ...] = ()) -> None:
         sweep_stale()
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.appendonly = appendonly
-        self._dir = tempfile.TemporaryDirectory(prefix=DIR_PREFIX)
+        self.appendonly = appendonly or directory is not None
+        self.keep_fds = keep_fds
+        self._dir = tempfile.TemporaryDirectory(prefix=DIR_PREFIX) if directory is None else None
+        self._path = Path(self._dir.name) if self._dir is not None else directory
+        assert self._path is not None
         self.process: subprocess.Popen[bytes] | None = None
         self._write_owner()
 
     @property
     def directory(self) -> Path:
         """The server's working directory (its log is redis.log there)."""
-        return Path(self._dir.name)
+        assert self._path is not None
+        return self._path
 
     def _write_owner(self) -> None:
+        if self._dir is None:
+            return  # a kept directory is not swept: its lock says who holds it
         owner = {"owner_pid": os.getpid(), "port": self.port, "redis_pid": self.process.pid if self.process else None}
         (self.directory / OWNER_FILE).write_text(json.dumps(owner))
 
@@ -117,11 +132,15 @@ class PrivateRedis:
         or when the server answering on the port is not the one just launched (by INFO's `process_id`)."""
         # Its own session, so a Ctrl-C meant for the supervisor does not stop Redis before the workers; SIGTERM
         # when the thread that started it dies, so it never outlives its owner.
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create the Redis directory {self.directory}: {exc.strerror}") from None
         self.process = subprocess.Popen(
             [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes" if self.appendonly else "no", "--dir", self._dir.name,
-             "--logfile", str(self.directory / "redis.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+             "--appendonly", "yes" if self.appendonly else "no", "--appendfsync", "everysec",
+             "--dir", str(self.directory), "--logfile", str(self.directory / "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=self.keep_fds,
             start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM),  # noqa: PLW1509
         )
         self._write_owner()
@@ -182,12 +201,13 @@ class PrivateRedis:
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(5)
+                self.process.wait(5 if self._dir is not None else 30)  # a kept server may have much to write
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
 
     def stop(self) -> None:
-        """Terminate the server and remove its directory."""
+        """Terminate the server and remove its directory, unless it is a kept one."""
         self.halt()
-        self._dir.cleanup()
+        if self._dir is not None:
+            self._dir.cleanup()

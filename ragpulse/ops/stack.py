@@ -2,7 +2,9 @@
 
 "ragpulse is up" is printed only once the API answers GET /readyz with 200 (so it serves and reaches Redis) and at
 least one worker is registered on its queues (GET /metrics, `ragpulse_workers`): from then on `ragpulse eval` works.
-A port already in use fails before anything starts; an API that exits before it is ready fails the whole stack.
+A port already in use, or a data directory another stack holds, fails before anything starts; an API that exits
+before it is ready fails the whole stack. The private Redis keeps its data in the data directory (append-only file,
+fsync every second) unless the stack is ephemeral; with REDIS_URL the external Redis keeps it.
 Every child gets SIGTERM from the kernel if `ragpulse up` dies, even by SIGKILL (Linux; see ragpulse.ops.lifetime).
 """
 
@@ -19,10 +21,13 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
+from ragpulse.config import defaults
 from ragpulse.exceptions import ConfigError
+from ragpulse.ops.data_dir import DataDirLock
 from ragpulse.ops.lifetime import die_with_parent
 from ragpulse.ops.redis_server import PrivateRedis
 
@@ -119,11 +124,14 @@ class Stack:
     port: int
     workers: int
     redis_url: str | None = None
+    data_dir: Path | None = None
+    """Where the private Redis keeps its data (locked for the stack's life); None: ephemeral, nothing is kept."""
     ready_timeout: float = READY_TIMEOUT_SECONDS
     restart_limit: int = RESTART_LIMIT
     restart_window: float = RESTART_WINDOW_SECONDS
     children: list[Child] = field(default_factory=list)
     _redis: PrivateRedis | None = None
+    _lock: DataDirLock | None = None
     _url: str = ""
     _stopping: bool = False
 
@@ -143,10 +151,28 @@ class Stack:
                 return failed
             workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
             hint = "; Ctrl-C stops" if in_foreground() else ""  # only where a Ctrl-C can reach us
-            print(f"ragpulse is up: http://{self.host}:{self.port}  (redis {self._url}, {workers}{hint})", flush=True)
+            print(f"ragpulse is up: http://{self.host}:{self.port}  (redis {self._url}, {self.data_note()}, "
+                  f"{workers}{hint})", flush=True)
             return self._supervise()
         finally:
             self._shutdown()
+
+    def data_note(self) -> str:
+        """Where the data lives, as the "is up" line says it."""
+        if self.redis_url is not None:
+            return "data kept by that Redis (REDIS_URL; the data directory does not apply)"
+        if self.data_dir is None:
+            return "ephemeral: nothing is kept after it stops"
+        return f"data in {self.data_dir}"
+
+    def _private_redis(self) -> PrivateRedis:
+        """A throw-away Redis, or one kept in the data directory, locked first (ConfigError when another stack
+        holds it); the lock's descriptor goes to the Redis too, so the lock lasts as long as it does."""
+        if self.data_dir is None:
+            return PrivateRedis()
+        self._lock = DataDirLock(self.data_dir).acquire({"pid": os.getpid(), "url": f"http://{self.host}:{self.port}"})
+        assert self._lock.fd is not None
+        return PrivateRedis(directory=self.data_dir / defaults.DATA_REDIS_DIR, keep_fds=(self._lock.fd,))
 
     def worker_argv(self) -> list[str]:
         """The worker command: RQ's loggers at WARNING unless RAGPULSE_LOG_LEVEL asks for something else."""
@@ -156,9 +182,11 @@ class Stack:
     def _start(self) -> None:
         url = self.redis_url
         if url is None:
-            self._redis = PrivateRedis().start()
+            self._redis = self._private_redis().start(timeout=self.ready_timeout)
             url = self._redis.url
-            log.info("started private redis at %s", url)
+            if self._lock is not None and self._redis.process is not None:
+                self._lock.note(redis_pid=self._redis.process.pid)
+            log.info("started private redis at %s (%s)", url, self.data_note())
         self._url = url
         env = {**os.environ, "REDIS_URL": url, "RAGPULSE_HOST": self.host, "RAGPULSE_PORT": str(self.port)}
         self.children = [Child("api", [sys.executable, "-m", "service"], env)] + [
@@ -260,3 +288,5 @@ class Stack:
                 child.kill()
         if self._redis is not None:
             self._redis.stop()
+        if self._lock is not None:
+            self._lock.release()
