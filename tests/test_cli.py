@@ -4,8 +4,10 @@ over several batches, and every exit code, against real API and worker processes
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -13,14 +15,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import httpx
+import msgspec
 import pytest
 
 from ragpulse.config import defaults
+from ragpulse.config.settings import Settings
+from ragpulse.exceptions import ConfigError
+from ragpulse.judges import kinds
+from ragpulse.model.results import JobView
 from ragpulse.ops import gate as gate_command
 from ragpulse.ops import cli
+from ragpulse.ops.progress import Progress
 from tests.fake_anthropic import FakeAnthropic, Fault
 from tests.fake_api import HTML, Answer, FakeApi
-from tests.support import ROOT, child_env, start_api, start_worker
+from tests.support import ROOT, child_env, spawn, start_api, start_worker, wait_for_line
 
 if TYPE_CHECKING:
     from tests.conftest import LiveStack
@@ -64,9 +73,10 @@ def test_help_never_shows_the_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_eval_server_defaults_to_ragpulse_port(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAGPULSE_PORT", raising=False)
-    assert cli._parser().parse_args(["eval", "f.jsonl"]).server == "http://127.0.0.1:8080"
+    assert cli.server_url(cli._parser().parse_args(["eval", "f.jsonl"])) == "http://127.0.0.1:8080"
     monkeypatch.setenv("RAGPULSE_PORT", "9123")
-    assert cli._parser().parse_args(["eval", "f.jsonl"]).server == "http://127.0.0.1:9123"
+    assert cli.server_url(cli._parser().parse_args(["eval", "f.jsonl"])) == "http://127.0.0.1:9123"
+    assert cli.server_url(cli._parser().parse_args(["eval", "f.jsonl", "--server", "http://h:1"])) == "http://h:1"
 
 
 def test_readme_synopsis_names_every_eval_up_and_gate_option() -> None:
@@ -86,12 +96,12 @@ def test_readme_settings_table_lists_every_variable_the_cli_reads() -> None:
 
 def test_readme_lists_every_exit_code() -> None:
     codes = {value for name, value in vars(cli).items() if name.startswith("EXIT_")}
-    assert codes == {0, 1, 2, 3, 4}
-    listed = {int(code) for code in re.findall(r"^- \*\*(\d)\*\* ", README, re.M)}
+    assert codes == {0, 1, 2, 3, 4, 130}
+    listed = {int(code) for code in re.findall(r"^- \*\*(\d+)\*\* ", README, re.M)}
     assert listed == codes
     gate = {value for name, value in vars(gate_command).items() if name.startswith("GATE_")}
     section = README[README.index("## Gate a release"):README.index("## Judges")]
-    assert {int(code) for code in re.findall(r"^\| (\d) \|", section, re.M)} == gate == {0, 1, 2, 3}
+    assert {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)} == gate == {0, 1, 2, 3, 130}
 
 
 # -- trace files: exit 2 ----------------------------------------------------------------------------------------
@@ -151,6 +161,8 @@ def test_a_file_over_batch_size_gets_one_report_over_all_traces(stack: LiveStack
     split = ragpulse_eval(EXAMPLES, "--server", stack.url, "--judge", "local", "--batch-size", "20")
     assert whole.returncode == 0 and split.returncode == 0, split.stderr
     assert "as 4 jobs of at most 20" in split.stderr and "65/65 finished" in split.stderr
+    assert "\r" not in split.stderr + whole.stderr                  # stderr is no terminal: plain progress lines
+    assert len(re.findall(r"^job [0-9a-f]{32} created: ", split.stderr, re.M)) == 4
     assert split.stdout.count("DIAGNOSTIC MATRIX") == 1 and "traces: total 65, ok 65" in split.stdout
     assert len(re.findall(r"[0-9a-f]{32}", split.stdout.splitlines()[0])) == 4
     # The same numbers, intervals included, as the service's own report over the whole file in one job.
@@ -278,3 +290,161 @@ def test_readme_settings_table_lists_every_variable_the_service_reads() -> None:
 
     missing = sorted(name for name in read if not listed(name))
     assert not missing, f"README's Configuration table lacks {missing}"
+
+
+# -- ports: 1 to 65535, or exit 2 naming the setting (issue 25, defect 1) -----------------------------------------
+
+UP = [sys.executable, "-m", "ragpulse.ops.cli", "up"]
+
+
+@pytest.mark.parametrize("port", ["70000", "65536", "0", "-1", "http"])
+def test_a_port_out_of_range_exits_2_naming_the_setting(port: str, tmp_path: Path) -> None:
+    """Before: `--port 70000` announced :70000 and listened on 4464 (70000 - 65536)."""
+    env = {**child_env("unused"), "TMPDIR": str(tmp_path)}
+    env.pop("REDIS_URL")
+    flag = subprocess.run([*UP, f"--port={port}", "--ephemeral"], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, env=env)
+    assert flag.returncode == 2, flag.stderr
+    assert "argument --port: must be a port number from 1 to 65535" in flag.stderr
+    for command in (["up", "--ephemeral"], ["eval", str(EXAMPLES)], ["gate", str(EXAMPLES)]):
+        run = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", *command], capture_output=True, text=True,
+                             timeout=60, cwd=ROOT, env={**env, "RAGPULSE_PORT": port})
+        assert run.returncode == 2, (command, run.stderr)
+        assert "RAGPULSE_PORT must be" in run.stderr and "Traceback" not in run.stderr, run.stderr
+        assert "is up" not in run.stdout + run.stderr
+    assert not list(tmp_path.iterdir())                                 # nothing was started, not even Redis
+
+
+def test_the_service_refuses_a_port_out_of_range() -> None:
+    with pytest.raises(ConfigError, match="RAGPULSE_PORT must be at most 65,535, got 70,000"):
+        Settings.from_env({"RAGPULSE_PORT": "70000"})
+    assert Settings.from_env({"RAGPULSE_PORT": "65535"}).port == 65535
+
+
+# -- a judge the service cannot run is refused at submit (issue 25, defect 2) -----------------------------------
+
+@pytest.fixture(scope="module")
+def keyless(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An API with no judge credentials and no worker on its queue (what it accepts stays queued)."""
+    tmp = tmp_path_factory.mktemp("keyless")
+    url, api = start_api(redis_url, tmp, {"RAGPULSE_QUEUE": f"keyless-{uuid.uuid4().hex[:8]}",
+                                          "ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": ""})
+    try:
+        yield url
+    finally:
+        api.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("judge", "settings"), [("anthropic", ["ANTHROPIC_API_KEY"]),
+                                                 ("openai", ["RAGPULSE_OPENAI_BASE_URL", "RAGPULSE_OPENAI_MODEL"])])
+def test_a_batch_naming_an_unconfigured_judge_is_422_naming_the_service_setting(
+        keyless: str, judge: str, settings: list[str]) -> None:
+    """Before: accepted, then every trace ended judge_error one by one and the job `finished_with_errors`."""
+    body = {"traces": [trace("q")], "options": {"judge": judge}}
+    refused = httpx.post(f"{keyless}/v1/batches", json=body)
+    assert refused.status_code == 422, refused.text
+    [error] = refused.json()["errors"]
+    assert error["path"] == "$.options.judge"
+    assert all(name in error["message"] for name in settings) and "service's environment" in error["message"]
+    # What judging would cost is still answered; an offline judge is accepted.
+    assert httpx.post(f"{keyless}/v1/batches", params={"dry_run": "true"}, json=body).status_code == 200
+    assert httpx.post(f"{keyless}/v1/batches", json={**body, "options": {"judge": "local"}}).status_code == 202
+
+
+@pytest.mark.integration
+def test_configured_judges_are_accepted(redis_url: str, tmp_path: Path) -> None:
+    url, api = start_api(redis_url, tmp_path, {"RAGPULSE_QUEUE": f"keyed-{uuid.uuid4().hex[:8]}",
+                                               "ANTHROPIC_API_KEY": "k", "RAGPULSE_JUDGE_BASE_URL": "http://127.0.0.1:9",
+                                               "RAGPULSE_OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+                                               "RAGPULSE_OPENAI_MODEL": "m"})
+    try:
+        for judge in ("anthropic", "openai"):
+            posted = httpx.post(f"{url}/v1/batches", json={"traces": [trace("q")], "options": {"judge": judge}})
+            assert posted.status_code == 202, posted.text
+    finally:
+        api.stop()
+
+
+def test_the_judge_catalog_says_what_each_judge_lacks() -> None:
+    bare = Settings.from_env({})
+    assert kinds.unconfigured("local", bare) is None and kinds.unconfigured("none", bare) is None
+    assert "set ANTHROPIC_API_KEY" in (kinds.unconfigured("anthropic", bare) or "")
+    assert kinds.unconfigured("anthropic", Settings.from_env({"ANTHROPIC_AUTH_TOKEN": "t"})) is None
+    assert "set RAGPULSE_OPENAI_MODEL" in (kinds.unconfigured(
+        "openai", Settings.from_env({"RAGPULSE_OPENAI_BASE_URL": "http://h/v1"})) or "")
+
+
+@pytest.mark.integration
+def test_eval_of_the_example_batch_on_a_keyless_service_exits_2_naming_the_setting(keyless: str) -> None:
+    """examples/batch.json asks for `judge: anthropic` in its own options, which `eval` now sends."""
+    result = ragpulse_eval(ROOT / "examples" / "batch.json", "--server", keyless)
+    assert result.returncode == 2, result.stderr
+    assert "options: k 1 3 5 from" in result.stderr and "judge anthropic from" in result.stderr
+    assert "the service rejected the options for" in result.stderr
+    assert "$.options.judge: judge anthropic is not configured on this service: set ANTHROPIC_API_KEY" in result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr
+
+
+# -- the file's own options (issue 25, defect 3) ------------------------------------------------------------------
+
+@pytest.mark.integration
+def test_eval_sends_the_files_own_options_and_flags_override_them(stack: LiveStack, tmp_path: Path) -> None:
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps({"traces": [trace(f"q{n}") for n in range(3)], "options": {"k": [2], "judge": "none"}}))
+    own = ragpulse_eval(path, "--server", stack.url)
+    assert own.returncode == 0, own.stderr
+    assert f"options: k 2 from {path}; judge none from {path}" in own.stderr
+    assert "\nk = [2], " in own.stdout and "recall@2 " in own.stdout and "GENERATION (judge: none;" in own.stdout
+    flagged = ragpulse_eval(path, "--server", stack.url, "--judge", "local", "--k", "2", "4")
+    assert flagged.returncode == 0, flagged.stderr
+    assert "judge local from --judge, over the file's none" in flagged.stderr
+    assert "k 2 4 from --k, over the file's 2" in flagged.stderr
+    assert "\nk = [2, 4], " in flagged.stdout and "GENERATION (judge: local" in flagged.stdout
+
+
+# -- the job id at once; Ctrl-C says how to follow the job (issue 25, defect 5) ------------------------------------
+
+@pytest.mark.integration
+def test_eval_prints_the_job_id_when_created_and_ctrl_c_says_how_to_follow_it(keyless: str, tmp_path: Path) -> None:
+    proc = spawn([sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", keyless,
+                  "--judge", "local"], child_env("unused"), tmp_path / "eval.log")
+    try:
+        said = wait_for_line(proc, " created: ", timeout=60)          # no worker: the job stays queued
+        job_id = re.search(r"job ([0-9a-f]{32}) created: " + re.escape(f"{keyless}/v1/jobs/") + r"\1", said).group(1)
+        proc.process.send_signal(signal.SIGINT)
+        assert proc.process.wait(30) == cli.EXIT_INTERRUPTED == 130
+    finally:
+        proc.stop()
+    output = proc.output()
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    assert "interrupted; this job runs on in the service" in output
+    assert f"curl {keyless}/v1/jobs/{job_id}" in output and f"{keyless}/v1/jobs/{job_id}/report.html" in output
+    assert "nothing cancels a job yet" in output
+
+
+# -- progress on a stderr that is no terminal (issue 25, defect 10) -----------------------------------------------
+
+def job_view(done: int, total: int, status: str) -> JobView:
+    return msgspec.convert({"job_id": "j", "status": status, "progress": {"total": total, "done": done, "failed": 0},
+                            "created_at": "", "started_at": None, "finished_at": None, "warnings": [], "error": None},
+                           JobView)
+
+
+def test_progress_is_plain_lines_off_a_terminal_and_a_bar_on_one() -> None:
+    clock = [0.0]
+    plain = io.StringIO()
+    progress = Progress(plain, interactive=False, every=10, clock=lambda: clock[0])
+    for second, done in [(0, 0), (1, 1), (2, 1), (11, 2), (12, 3), (13, 4)]:
+        clock[0] = second
+        progress([job_view(done, 4, "finished" if done == 4 else "running")])
+    progress.close()
+    # The first state, one changed state per 10 s, and the last: no \r frames in a CI log.
+    assert plain.getvalue().splitlines() == [f"[{'#' * 0}{'.' * 30}] 0/4 running", f"[{'#' * 15}{'.' * 15}] 2/4 running",
+                                             f"[{'#' * 30}] 4/4 finished"]
+    bar = io.StringIO()
+    progress = Progress(bar, interactive=True)
+    progress([job_view(1, 4, "running")])
+    progress([job_view(4, 4, "finished")])
+    progress.close()
+    assert bar.getvalue().count("\r") == 2 and bar.getvalue().endswith("\n")

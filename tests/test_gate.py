@@ -156,6 +156,12 @@ def test_a_dropped_document_fails_the_gate_and_the_unchanged_file_passes(
     unchanged = ragpulse_gate(good, "--server", stack.url, "--config", config, "--baseline", baseline)
     assert unchanged.returncode == GATE_PASS, unchanged.stdout + unchanged.stderr
     assert "gate PASSED" in unchanged.stdout and re.search(r"^recall@5 +1\.000 .*PASS$", unchanged.stdout, re.M)
+    # Its jobs, with their report pages, and how to gate a later run against this one (issue 25, defect 6).
+    candidate = re.search(rf"^candidate job ([0-9a-f]{{32}}): {re.escape(stack.url)}/v1/jobs/\1/report\.html$",
+                          unchanged.stdout, re.M).group(1)
+    assert f"baseline job {baseline}: {stack.url}/v1/jobs/{baseline}/report.html" in unchanged.stdout
+    assert f"--baseline {candidate}" in unchanged.stdout
+    assert httpx.get(f"{stack.url}/v1/jobs/{candidate}/report.html").status_code == 200
 
     junit = tmp_path / "gate.xml"
     failed = ragpulse_gate(worse, "--server", stack.url, "--config", config, "--baseline", baseline,

@@ -175,11 +175,13 @@ def test_spend_counts_every_call_of_the_local_judge_at_no_cost(judged: httpx.Cli
 
 def test_an_unconfigured_judge_fails_only_generation_and_keeps_retrieval(
         redis_url: str, fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """`judge: anthropic` on workers without credentials: judge_error with the reason, retrieval and labels kept."""
+    """`judge: anthropic` on workers without credentials: judge_error with the reason, retrieval and labels kept.
+
+    The API has a key (without one it refuses such a batch at submit: tests/test_cli.py); its workers do not."""
     tmp = tmp_path_factory.mktemp("unconfigured")
     env = {"RAGPULSE_QUEUE": f"nokey-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "",
            "RAGPULSE_JUDGE_BASE_URL": fake.url}         # should credentials turn up anyway, nothing leaves
-    url, api = start_api(redis_url, tmp, env)
+    url, api = start_api(redis_url, tmp, {**env, "ANTHROPIC_API_KEY": "api-only"})
     worker = start_worker(redis_url, tmp, env, name="nokey")
     try:
         with httpx.Client(base_url=url, timeout=30) as client:
