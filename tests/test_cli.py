@@ -406,19 +406,24 @@ def test_eval_sends_the_files_own_options_and_flags_override_them(stack: LiveSta
 # -- the job id at once; Ctrl-C says how to follow the job (issue 25, defect 5) ------------------------------------
 
 @pytest.mark.integration
-def test_eval_prints_the_job_id_when_created_and_ctrl_c_says_how_to_follow_it(keyless: str, tmp_path: Path) -> None:
-    proc = spawn([sys.executable, "-m", "ragpulse.ops.cli", "eval", str(EXAMPLES), "--server", keyless,
-                  "--judge", "local"], child_env("unused"), tmp_path / "eval.log")
+@pytest.mark.parametrize("command", ["eval", "gate"])
+def test_the_job_id_is_printed_when_created_and_ctrl_c_says_how_to_follow_it(command: str, keyless: str,
+                                                                             tmp_path: Path) -> None:
+    config = tmp_path / "gate.toml"
+    config.write_text('[options]\njudge = "local"\n')
+    judge = ["--judge", "local"] if command == "eval" else ["--config", str(config)]
+    proc = spawn([sys.executable, "-m", "ragpulse.ops.cli", command, str(EXAMPLES), "--server", keyless, *judge],
+                 child_env("unused"), tmp_path / f"{command}.log")
     try:
         said = wait_for_line(proc, " created: ", timeout=60)          # no worker: the job stays queued
         job_id = re.search(r"job ([0-9a-f]{32}) created: " + re.escape(f"{keyless}/v1/jobs/") + r"\1", said).group(1)
         proc.process.send_signal(signal.SIGINT)
-        assert proc.process.wait(30) == cli.EXIT_INTERRUPTED == 130
+        assert proc.process.wait(30) == cli.EXIT_INTERRUPTED == gate_command.GATE_INTERRUPTED == 130
     finally:
         proc.stop()
     output = proc.output()
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
-    assert "interrupted; this job runs on in the service" in output
+    assert f"ragpulse {command}: interrupted; this job runs on in the service" in output
     assert f"curl {keyless}/v1/jobs/{job_id}" in output and f"{keyless}/v1/jobs/{job_id}/report.html" in output
     assert "nothing cancels a job yet" in output
 

@@ -29,6 +29,10 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$.options.callback_url",
         "a callback URL needs the server's secret and allowlist, which no JSON schema can express",
     ),
+    "is not configured on this service: set ": (
+        "$.options.judge",
+        "a judge needs the service's credentials or server (ANTHROPIC_API_KEY, RAGPULSE_OPENAI_*): server state",
+    ),
     "integer out of range: msgpack stores": (
         "$.traces[",
         "metadata is free-form JSON, but stored as msgpack: integers beyond 64 bits are refused at decode (documented)",
@@ -67,7 +71,7 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
     ),
 }
 """Schema-valid bodies the API refuses with a 422, each matched by message and path and nothing else: on purpose
-(callbacks, storage limits of free-form metadata, unique trace ids and labels). A whole float (3.0) for an integer field is
+(callbacks, judges without credentials, storage limits of free-form metadata, unique trace ids and labels). A whole float (3.0) for an integer field is
 accepted (ragpulse/intake/whole.py), so it needs no entry."""
 
 

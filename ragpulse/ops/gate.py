@@ -65,7 +65,8 @@ def run_gate(request: GateRequest) -> int:
         print("ragpulse gate: nothing was evaluated", file=sys.stderr)
         return GATE_BAD_INPUT
     except Interrupted:
-        print(interrupted("ragpulse gate", client, [job for ids in jobs.values() for job in ids]), file=sys.stderr)
+        created = [job for ids in jobs.values() for job in ids if job != request.baseline_job]  # not ours to run on
+        print(interrupted("ragpulse gate", client, created), file=sys.stderr)
         return GATE_INTERRUPTED
     except ClientError as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
