@@ -103,8 +103,10 @@ def _parser() -> argparse.ArgumentParser:
     up = sub.add_parser(
         "up", formatter_class=_HelpFormatter, help="run Redis, the API and workers with embedded defaults",
         description="Run Redis (private, unless REDIS_URL is set), the API and RQ workers. Prints \"ragpulse is "
-                    "up\" once GET /readyz answers 200 and a worker is registered; exits 2 when the port is taken "
-                    "or the settings are invalid, 1 when the stack fails to start or keeps crashing.")
+                    "up\" once GET /readyz answers 200 and a worker is registered, saying where the data lives (a "
+                    "data directory, unless --ephemeral or REDIS_URL); exits 2 when the port is taken or invalid, "
+                    "another stack holds the data directory, or the settings are invalid, 1 when the stack fails to "
+                    "start or keeps crashing.")
     up.add_argument("--host", default=os.environ.get("RAGPULSE_HOST", defaults.DEFAULT_HOST),
                     help="address the API listens on; RAGPULSE_HOST sets the default")
     up.add_argument("--port", type=_port, help="port the API listens on, 1 to 65535 (default: RAGPULSE_PORT, "

@@ -9,7 +9,6 @@ for it (DATA_LOCK_WAIT_SECONDS) instead of opening the same files.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import sys
@@ -70,6 +69,8 @@ class DataDirLock:
         return self
 
     def _lock(self, fd: int) -> None:
+        import fcntl  # noqa: PLC0415 - POSIX only; `ragpulse eval` imports this module for default_data_dir
+
         deadline = time.monotonic() + self.wait
         while True:
             try:
