@@ -268,9 +268,11 @@ class GateConfigError(RagpulseError):
 class Interrupted(RagpulseError):
     """`ragpulse eval` or `gate` was interrupted (Ctrl-C); `job_ids` are the jobs it had created, which run on."""
 
-    def __init__(self, job_ids: list[str]) -> None:
+    def __init__(self, job_ids: list[str], in_flight: bool = False) -> None:
         super().__init__(f"interrupted after creating {len(job_ids)} job(s)")
         self.job_ids = job_ids
+        self.in_flight = in_flight
+        """A POST was in flight: its job may exist, its id unknown."""
 
 
 class SpansInvalid(RagpulseError):

@@ -21,11 +21,13 @@ import pytest
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
-from ragpulse.exceptions import ConfigError
+from ragpulse.exceptions import ConfigError, Interrupted
 from ragpulse.judges import kinds
-from ragpulse.model.results import JobView
+from ragpulse.model.results import Accepted, JobView
 from ragpulse.ops import gate as gate_command
 from ragpulse.ops import cli
+from ragpulse.ops.client import Client, TraceFile
+from ragpulse.ops.evaluate import evaluate_file, interrupted
 from ragpulse.ops.progress import Progress
 from tests.fake_anthropic import FakeAnthropic, Fault
 from tests.fake_api import HTML, Answer, FakeApi
@@ -426,6 +428,19 @@ def test_the_job_id_is_printed_when_created_and_ctrl_c_says_how_to_follow_it(com
     assert f"ragpulse {command}: interrupted; this job runs on in the service" in output
     assert f"curl {keyless}/v1/jobs/{job_id}" in output and f"{keyless}/v1/jobs/{job_id}/report.html" in output
     assert "nothing cancels a job yet" in output
+
+
+def test_ctrl_c_during_a_post_says_its_job_may_exist_all_the_same(tmp_path: Path) -> None:
+    class PostInterrupted(Client):
+        def submit(self, traces: list[dict[str, object]], options: dict[str, object]) -> Accepted:
+            raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted) as caught:
+        evaluate_file(PostInterrupted("http://127.0.0.1:9"), TraceFile(tmp_path / "t.json", [trace("q")]), {}, 10)
+    assert caught.value.job_ids == [] and caught.value.in_flight
+    said = interrupted("ragpulse eval", PostInterrupted("http://h:1"), [], caught.value.in_flight)
+    assert "may have been queued all the same" in said and "nothing runs" not in said
+    assert "nothing runs" in interrupted("ragpulse eval", Client("http://h:1"), [], in_flight=False)
 
 
 # -- progress on a stderr that is no terminal (issue 25, defect 10) -----------------------------------------------

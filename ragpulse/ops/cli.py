@@ -245,7 +245,7 @@ def _eval(args: argparse.Namespace) -> int:
         print("ragpulse eval: nothing was evaluated", file=sys.stderr)
         return EXIT_USAGE if refused_options(exc) else EXIT_REJECTED
     except Interrupted as exc:
-        print(interrupted("ragpulse eval", client, exc.job_ids), file=sys.stderr)
+        print(interrupted("ragpulse eval", client, exc.job_ids, exc.in_flight), file=sys.stderr)
         return EXIT_INTERRUPTED
     except ClientError as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)

@@ -48,15 +48,25 @@ def evaluate_file(client: Client, file: TraceFile, options: dict[str, Any], size
 
     Raises TracesRejected (each error printed with its trace and line) before anything is queued, and Interrupted
     (with the jobs created so far, which run on) on Ctrl-C."""
-    posted: list[tuple[int, str]] = []
+    posting = Posting()
     try:
-        return _evaluate(client, file, options, size, want_results, posted)
+        return _evaluate(client, file, options, size, want_results, posting)
     except KeyboardInterrupt:
-        raise Interrupted([job_id for _, job_id in posted]) from None
+        raise Interrupted([job_id for _, job_id in posting.jobs], posting.in_flight) from None
+
+
+@dataclass
+class Posting:
+    """The jobs created so far, and whether a POST is in flight (its job may exist, unknown to us): what a Ctrl-C
+    leaves running."""
+
+    jobs: list[tuple[int, str]] = field(default_factory=list)
+    in_flight: bool = False
 
 
 def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int, want_results: bool,
-              posted: list[tuple[int, str]]) -> Evaluation:
+              posting: Posting) -> Evaluation:
+    posted = posting.jobs
     parts = list(batches(file.traces, size))
     if len(parts) > 1:
         print(f"posting {len(file.traces)} traces as {len(parts)} jobs of at most {size}; one report covers all",
@@ -64,8 +74,10 @@ def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: in
         for offset, part in parts:  # check every batch first, so a bad one does not leave the others running
             _post(client, file, offset, part, options, dry_run=True)
     for offset, part in parts:
+        posting.in_flight = True
         job_id = _post(client, file, offset, part, options)
         posted.append((offset, job_id))
+        posting.in_flight = False
         print(f"job {job_id} created: {client.url(f'/v1/jobs/{job_id}')}", file=sys.stderr, flush=True)
     progress = Progress()
     try:
@@ -106,16 +118,20 @@ def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any
     return accepted.job_id
 
 
-def interrupted(command: str, client: Client, job_ids: list[str]) -> str:
+def interrupted(command: str, client: Client, job_ids: list[str], in_flight: bool = False) -> str:
     """What to tell the user after Ctrl-C: the jobs created so far run on; how to follow each, and that no command
     cancels one."""
+    unsure = (" (but the batch being posted when interrupted may have been queued all the same: its job id never "
+              "arrived)") if in_flight else ""
     if not job_ids:
-        return f"\n{command}: interrupted before any job was created; nothing runs"
+        return f"\n{command}: interrupted before any job was created{unsure or '; nothing runs'}"
     lines = [f"\n{command}: interrupted; {'this job runs' if len(job_ids) == 1 else 'these jobs run'} on in the "
              "service:"]
     for job_id in job_ids:
         lines += [f"  job {job_id}", f"    follow it:  curl {client.url(f'/v1/jobs/{job_id}')}",
                   f"    its report once it ends:  {client.url(f'/v1/jobs/{job_id}/report.html')}"]
+    if unsure:
+        lines.append(f"  {unsure.strip(' ()')}")
     lines.append("  nothing cancels a job yet: it runs to its end (a batch's budget_usd bounds what a billable judge "
                  "spends); run the command again for a new job")
     return "\n".join(lines)

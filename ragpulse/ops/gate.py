@@ -64,9 +64,9 @@ def run_gate(request: GateRequest) -> int:
     except TracesRejected:
         print("ragpulse gate: nothing was evaluated", file=sys.stderr)
         return GATE_BAD_INPUT
-    except Interrupted:
+    except Interrupted as exc:
         created = [job for ids in jobs.values() for job in ids if job != request.baseline_job]  # not ours to run on
-        print(interrupted("ragpulse gate", client, created), file=sys.stderr)
+        print(interrupted("ragpulse gate", client, created, exc.in_flight), file=sys.stderr)
         return GATE_INTERRUPTED
     except ClientError as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
