@@ -220,6 +220,18 @@ def gate_in_process(api: FakeApi, tmp_path: Path) -> int:
     return cli.main(["gate", str(traces), "--server", api.url, "--config", str(config)])
 
 
+def test_a_files_own_options_are_said_to_be_unused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "gate.toml"
+    config.write_text(PASSING)
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps({"traces": [{"query": "q", "retrieved_docs": [{"id": "d"}], "gold_doc_ids": ["d"]}],
+                                 "options": {"judge": "anthropic"}}))
+    with FakeApi() as api:
+        assert cli.main(["gate", str(batch), "--server", api.url, "--config", str(config)]) == GATE_PASS
+    assert f"{batch}'s own options are not used: the gate evaluates with the config's [options]" in \
+        capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("route", "answer", "says"), [
     ("submit", Answer(200, HTML, content_type="text/html"), "POST /v1/batches answered HTTP 200 (text/html)"),
     ("submit", Answer(202, b'{"accepted": 1}'), "Object missing required field `job_id`"),

@@ -57,6 +57,10 @@ def run_gate(request: GateRequest) -> int:
     except (GateConfigError, TraceFileError) as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
         return GATE_BAD_INPUT
+    for file in (candidate_file, baseline_file):
+        if file is not None and file.options:  # as `eval` would send them: say they are not, rather than drop them
+            print(f"ragpulse gate: {file.path}'s own options are not used: the gate evaluates with the config's "
+                  "[options]", file=sys.stderr)
     client = Client(request.server, request.api_key)
     jobs: dict[str, list[str]] = {}
     try:
