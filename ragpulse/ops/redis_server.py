@@ -110,15 +110,13 @@ class PrivateRedis:
         self.appendonly = appendonly or directory is not None
         self.keep_fds = keep_fds
         self._dir = tempfile.TemporaryDirectory(prefix=DIR_PREFIX) if directory is None else None
-        self._path = Path(self._dir.name) if self._dir is not None else directory
-        assert self._path is not None
+        self._path: Path = directory if self._dir is None else Path(self._dir.name)  # type: ignore[assignment]
         self.process: subprocess.Popen[bytes] | None = None
         self._write_owner()
 
     @property
     def directory(self) -> Path:
         """The server's working directory (its log is redis.log there)."""
-        assert self._path is not None
         return self._path
 
     def _write_owner(self) -> None:
