@@ -776,6 +776,9 @@ def main() -> None:  # noqa: PLR0915 - a linear script
                         help="run each phase up to N times while other processes use > 10%% of a core during it, "
                              "and keep the quietest run (default 1)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
+    parser.add_argument("--data-dir", type=Path, metavar="DIR",
+                        help="keep Redis's data in DIR as `ragpulse up` does by default (append-only file, fsync "
+                             "every second) instead of a throw-away Redis without persistence")
     parser.add_argument("--loadgen", nargs=5, metavar=("KIND", "URL", "BODY", "CONN", "SECONDS"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -808,13 +811,14 @@ def main() -> None:  # noqa: PLR0915 - a linear script
     print(f"bodies: batch {BATCH_TRACES} traces = {len(batch_body) / 1e6:.2f} MB "
           f"({len(batch_body) / BATCH_TRACES / 1e3:.2f} KB/trace); single trace {len(single_body):,} bytes")
 
-    redis = PrivateRedis().start()
+    redis = PrivateRedis(directory=args.data_dir).start()
     import redis as redis_lib  # noqa: PLC0415
 
     admin = redis_lib.Redis.from_url(redis.url)
     redis_pid = redis.process.pid
     redis_version = admin.info("server")["redis_version"]
-    print(f"redis: private redis-server {redis_version} on {redis.url}, queue {QUEUE!r}")
+    kept = f", append-only file in {args.data_dir} (fsync every second)" if args.data_dir else ", no persistence"
+    print(f"redis: private redis-server {redis_version} on {redis.url}{kept}, queue {QUEUE!r}")
     tmp = Path(tempfile.mkdtemp(prefix="ragpulse-bench-"))
     api: Api | None = None
     ip_batch = ip_single = batch = single = None
