@@ -54,6 +54,8 @@ class RetrievalMetric:
     """Shown in the per-question-type and per-source tables (at the diagnostic k)."""
     best: float = 1.0
     """The value of a perfect ranking; a trace short of it fails this metric."""
+    scale: tuple[float, float] = (0.0, 1.0)
+    """The bounds of a per-query value (every retrieval metric here is a 0-1 score)."""
 
     def key(self, k: int) -> str:
         """The result and report key of this metric at k (`recall@5`, or `mrr` for a whole-ranking metric)."""

@@ -9,16 +9,18 @@ from typing import Literal
 import numpy as np
 
 from ragpulse.config import defaults
-from ragpulse.model.estimate import BOOTSTRAP_METHOD, WILSON_METHOD, Estimate
+from ragpulse.model.estimate import BOOTSTRAP_METHOD, DEGENERATE_METHOD, WILSON_METHOD, Estimate
 
 Z95 = 1.959963984540054
 """Two-sided 95% normal quantile."""
 
+Scale = tuple[float, float]
+"""The bounds a metric's per-trace values lie in (0-1 rates, 1-3 relevance grades)."""
 Aggregation = Literal["mean", "proportion"]
 """How a metric aggregates, as the metric registry declares it: the interval method follows from it alone."""
 
 
-def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (well-behaved near 0 and 1, unlike the normal one)."""
     if n == 0:
         return (0.0, 0.0)
@@ -26,7 +28,10 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # at 0 or n successes a bound is exactly 0 or 1; subtraction would leave float noise like 5.6e-17 there
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= n else min(1.0, centre + half)
+    return (low, high)
 
 
 def is_binary(values: Sequence[float]) -> bool:
@@ -34,11 +39,13 @@ def is_binary(values: Sequence[float]) -> bool:
     return all(v in (0.0, 1.0) for v in values)
 
 
-def estimate(values: Sequence[float], aggregation: Aggregation) -> Estimate:
+def estimate(values: Sequence[float], aggregation: Aggregation, scale: Scale | None = None) -> Estimate:
     """The mean with the interval its declared aggregation calls for, whatever the values happen to be.
 
     `proportion`: a Wilson interval (ValueError unless every value is 0 or 1: a share is never bootstrapped).
-    `mean`: a fixed-seed percentile bootstrap, also when the values happen to be 0/1.
+    `mean`: a fixed-seed percentile bootstrap, also when the values happen to be 0/1; when every value is the same
+    (one trace, or all 0) the bootstrap has nothing to resample and would claim certainty, so a metric bounded by
+    `scale` then gets the bounded-variance interval instead (see `degenerate_interval`).
     """
     n = len(values)
     mean = math.fsum(values) / n
@@ -47,24 +54,43 @@ def estimate(values: Sequence[float], aggregation: Aggregation) -> Estimate:
             raise ValueError("a proportion needs 0/1 values")
         return Estimate(mean=mean, n=n, ci95=wilson_interval(round(mean * n), n), ci_method=WILSON_METHOD)
     low, high = bootstrap_intervals(np.asarray(values, dtype=float)[:, None])[0]
-    return Estimate(mean=mean, n=n, ci95=(low, high), ci_method=BOOTSTRAP_METHOD)
+    return _honest(Estimate(mean=mean, n=n, ci95=(low, high), ci_method=BOOTSTRAP_METHOD), scale)
 
 
-def estimate_columns(columns: Mapping[str, Sequence[float]],
-                     aggregations: Mapping[str, Aggregation]) -> dict[str, Estimate]:
+def degenerate_interval(mean: float, n: int, scale: Scale) -> tuple[float, float]:
+    """The Wilson score interval of `mean` rescaled to [0, 1] by `scale`, mapped back. A value bounded by [lo, hi]
+    with mean m has variance at most (m - lo)(hi - m), the variance of a 0/1 value at the same mean, so this interval
+    is never narrower than a proportion's with that mean and n: one trace at 0 gets [0, 0.79], as a share would."""
+    low, high = scale
+    share = min(1.0, max(0.0, (mean - low) / (high - low)))
+    lo, hi = wilson_interval(share * n, n)
+    return (low + lo * (high - low), low + hi * (high - low))
+
+
+def _honest(est: Estimate, scale: Scale | None) -> Estimate:
+    """A bootstrap interval of zero width (every value equal) replaced by `degenerate_interval` for a bounded metric."""
+    if scale is None or est.ci95[1] - est.ci95[0] > 0:
+        return est
+    return Estimate(mean=est.mean, n=est.n, ci95=degenerate_interval(est.mean, est.n, scale),
+                    ci_method=DEGENERATE_METHOD)
+
+
+def estimate_columns(columns: Mapping[str, Sequence[float]], aggregations: Mapping[str, Aggregation],
+                     scales: Mapping[str, Scale] | None = None) -> dict[str, Estimate]:
     """Estimate several metrics measured on the same queries, each by its declared aggregation; the means'
-    bootstrap resamples queries once for all of them."""
+    bootstrap resamples queries once for all of them (a zero-width one widened as in `estimate`)."""
+    scales = scales or {}
     names = [name for name, values in columns.items() if len(values) > 0]
     means = [name for name in names if aggregations[name] == "mean"]
     result = {name: estimate(columns[name], "proportion") for name in names if aggregations[name] == "proportion"}
     if len({len(columns[name]) for name in means}) > 1:
-        result.update({name: estimate(columns[name], "mean") for name in means})
+        result.update({name: estimate(columns[name], "mean", scales.get(name)) for name in means})
     elif means:
         matrix = np.asarray([columns[name] for name in means], dtype=float).T
         for name, interval in zip(means, bootstrap_intervals(matrix), strict=True):
             values = columns[name]
-            result[name] = Estimate(mean=math.fsum(values) / len(values), n=len(values), ci95=interval,
-                                    ci_method=BOOTSTRAP_METHOD)
+            result[name] = _honest(Estimate(mean=math.fsum(values) / len(values), n=len(values), ci95=interval,
+                                            ci_method=BOOTSTRAP_METHOD), scales.get(name))
     return {name: result[name] for name in names}
 
 

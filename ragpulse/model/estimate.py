@@ -9,6 +9,7 @@ from ragpulse.config import defaults
 
 BOOTSTRAP_METHOD = f"percentile bootstrap, {defaults.BOOTSTRAP_RESAMPLES} resamples, seed {defaults.BOOTSTRAP_SEED}"
 WILSON_METHOD = "wilson score interval"
+DEGENERATE_METHOD = "bounded-variance wilson interval (every value equal: nothing to bootstrap)"
 
 
 class Estimate(msgspec.Struct, kw_only=True):

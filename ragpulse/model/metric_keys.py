@@ -8,6 +8,8 @@ order, and tests/test_metric_registry.py keeps the two equal (as JudgeName and t
 
 from __future__ import annotations
 
+import difflib
+
 AT_K = ("recall", "precision", "hit_rate", "ndcg")
 """Retrieval metrics reported once per requested cutoff, keyed `name@k`."""
 
@@ -24,3 +26,14 @@ def is_metric_key(key: str) -> bool:
     (`mrr@5`, `recall` without a cutoff and misspellings are not)."""
     name, at, _k = key.partition("@")
     return name in AT_K if at else name in WHOLE_RANKING or name in GENERATION
+
+
+def did_you_mean(key: str) -> str:
+    """` (did you mean recall@5?)` for a misspelt key (`recal@5`), with its cutoff kept; empty when nothing is close."""
+    name, at, k = key.partition("@")
+    names = AT_K if at else (*WHOLE_RANKING, *GENERATION)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if not close and at:   # `mrr@5`: a whole-ranking name with a cutoff it does not take
+        close = difflib.get_close_matches(name, (*WHOLE_RANKING, *GENERATION), n=1, cutoff=0.6)
+        return f" (did you mean {close[0]}, without a cutoff?)" if close else ""
+    return f" (did you mean {close[0]}{at}{k}?)" if close else ""

@@ -9,7 +9,7 @@ import msgspec
 from msgspec import Meta
 
 from ragpulse.config import defaults
-from ragpulse.model.metric_keys import is_metric_key
+from ragpulse.model.metric_keys import did_you_mean, is_metric_key
 
 
 class Base(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -171,7 +171,7 @@ class BatchOptions(Base):
         self.k = sorted(set(self.k))
         for key in self.targets or ():
             if not is_metric_key(key):
-                raise ValueError(f"`targets` names an unknown metric `{key}`")
+                raise ValueError(f"`targets` names an unknown metric `{key}`{did_you_mean(key)}")
             cutoff = key.partition("@")[2]
             if cutoff and int(cutoff) not in self.k:
                 raise ValueError(f"`targets` names `{key}` but `k` is {self.k}")

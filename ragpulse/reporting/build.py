@@ -94,7 +94,8 @@ def _aggregate(labelled: Sequence[TraceResult]) -> dict[str, Estimate]:
     for result in labelled:
         for name, value in (result.retrieval or {}).items():
             columns[name].append(value)
-    return estimate_columns(columns, {name: retrieval_metric(name).aggregation for name in columns})
+    return estimate_columns(columns, {name: retrieval_metric(name).aggregation for name in columns},
+                            {name: retrieval_metric(name).scale for name in columns})
 
 
 def _breakdown(results: Sequence[TraceResult], key: Callable[[TraceResult], str | None]) -> dict[str, Group]:

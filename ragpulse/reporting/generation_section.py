@@ -43,7 +43,7 @@ def group_generation(results: Sequence[TraceResult]) -> GroupGeneration:  # type
 def aggregate(metric: GenerationMetric, results: Sequence[TraceResult]) -> Estimate | None:
     """The metric over the traces in its population; None when none is."""
     values = [v for v in (metric.per_trace(r) for r in results) if v is not None]
-    return estimate(values, metric.aggregation) if values else None
+    return estimate(values, metric.aggregation, metric.scale) if values else None
 
 
 def judge_cost(results: Sequence[TraceResult]) -> JudgeCost:

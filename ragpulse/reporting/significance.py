@@ -15,7 +15,7 @@ from ragpulse.config import defaults
 from ragpulse.metrics.stats import holm
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.compare import Correction, MetricDelta
-from ragpulse.model.metric_keys import is_metric_key
+from ragpulse.model.metric_keys import did_you_mean, is_metric_key
 
 
 def default_family(targets: Iterable[str] = ()) -> list[str]:
@@ -77,7 +77,8 @@ def parse_family(text: str, path: str = "query.metrics") -> list[str]:
     keys = [key.strip() for key in text.split(",") if key.strip()]
     unknown = [key for key in keys if not is_metric_key(key)]
     if unknown or not keys:
-        what = f"unknown metric key(s) {', '.join(unknown[:10])}" if unknown else "no metric key"
+        what = (f"unknown metric key(s) {', '.join(key + did_you_mean(key) for key in unknown[:10])}" if unknown
+                else "no metric key")
         raise InvalidParameter(f"`metrics` names {what}: give metric keys such as recall@5, mrr, "
                                "hallucination_rate", [{"path": path, "message": what}])
     return list(dict.fromkeys(keys))
