@@ -163,7 +163,13 @@ class TraceNotFound(RagpulseError):
 
 
 class JobNotFound(RagpulseError):
-    """No job with this id exists for the calling tenant."""
+    """No job with this id exists for the calling tenant; `path` and `role` say which input named it when a request
+    names several jobs (`query.baseline`, the baseline)."""
+
+    def __init__(self, job_id: str, path: str | None = None, role: str | None = None) -> None:
+        super().__init__(job_id)
+        self.path = path
+        self.role = role
 
 
 class StoreUnavailable(RagpulseError):

@@ -144,7 +144,7 @@ def rejection(exc: Exception, headers: dict[str, str] | None = None) -> Response
     """The problem response of one of ragpulse's own errors (a key of _STATUS); `headers` are added to it."""
     status, title = next(v for k, v in _STATUS.items() if isinstance(exc, k))
     detail = exc.detail if isinstance(exc, InputError) else _detail(exc, title)
-    errors = exc.errors if isinstance(exc, InputError) else None
+    errors = exc.errors if isinstance(exc, InputError) else _not_found_errors(exc)
     truncated = isinstance(exc, InputError) and exc.errors_truncated
     if isinstance(exc, Unauthorized):
         headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
@@ -152,7 +152,17 @@ def rejection(exc: Exception, headers: dict[str, str] | None = None) -> Response
 
 
 def _detail(exc: Exception, title: str) -> str:
-    return str(exc) if not isinstance(exc, JobNotFound) else f"no job {exc} for this tenant"
+    if not isinstance(exc, JobNotFound):
+        return str(exc)
+    which = f" (the {exc.role}, {exc.path})" if exc.role and exc.path else ""
+    return f"no job {exc}{which} for this tenant"
+
+
+def _not_found_errors(exc: Exception) -> list[dict[str, Any]] | None:
+    """The input that named a missing job, when the request named more than one (`query.baseline`)."""
+    if isinstance(exc, JobNotFound) and exc.path:
+        return [{"path": exc.path, "message": f"no such job: the {exc.role or 'job'}"}]
+    return None
 
 
 def _title(exc: HTTPException) -> str:

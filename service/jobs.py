@@ -12,7 +12,7 @@ from litestar.params import Parameter
 
 from dispatch.chunks import requeue
 from ragpulse.config import defaults
-from ragpulse.exceptions import Conflict
+from ragpulse.exceptions import Conflict, JobNotFound
 from ragpulse.model.calibration import Calibration
 from ragpulse.model.compare import Comparison, Correction, RunInfo
 from ragpulse.reporting.report import Report
@@ -93,7 +93,7 @@ class JobController(Controller):
         404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed; 422
         naming `query.metrics` for an unknown metric key."""
         store, tenant = call.store, call.tenant
-        sides = {"path.job_id": store.job(job_id, tenant), "query.baseline": store.job(baseline, tenant)}
+        sides = {"path.job_id": store.job(job_id, tenant), "query.baseline": _baseline_job(store, baseline, tenant)}
         for path, job in sides.items():
             if job.status not in TERMINAL or job.status == "failed":
                 what = "ended without results" if job.status == "failed" else "has not finished"
@@ -138,6 +138,14 @@ class JobController(Controller):
 
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 """The report page needs inline styles and nothing else: no script, no fetch, no external asset."""
+
+
+def _baseline_job(store: Store, baseline: str, tenant: str) -> JobView:
+    """The baseline's job; a 404 that says the missing job is the baseline (`query.baseline`)."""
+    try:
+        return store.job(baseline, tenant)
+    except JobNotFound:
+        raise JobNotFound(baseline, "query.baseline", "baseline") from None
 
 
 def _targets(store: Store, job_id: str, tenant: str) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Literal
+from typing import Annotated
 
 import redis
 from litestar import Controller, Response, get, put, route
@@ -14,6 +14,7 @@ from prometheus_client.registry import Collector
 from rq import Worker
 
 from dispatch.queues import queue_named
+from ragpulse.exceptions import InvalidParameter
 from ragpulse.intake.decode import decode_body
 from ragpulse.monitoring.catalog import GAUGES, ONLINE_BACKLOG, ONLINE_LAG, OTLP_HANDOVER_LAG, QUEUE_DEPTH, WORKERS
 from ragpulse.online.post import stream_key
@@ -65,7 +66,8 @@ class MonitorController(Controller):
     tags = ["monitoring"]
 
     @get("/{app:str}", sync_to_thread=True, summary="Rolling hallucination rate and friends")
-    def monitor(self, app: AppName, call: Call, window: Literal["5m", "1h", "24h"] = "1h") -> dict:
+    def monitor(self, app: AppName, call: Call, window: Annotated[str, Parameter(
+            max_length=8, description=f"The window: {', '.join(WINDOWS)}.")] = "1h") -> dict:
         """Judged traces, hallucination rate (Wilson 95%), unanswerable hallucination rate, mean faithfulness,
         abstention rate, judge error rate, and the sample rate in force, over the window; `corrected`: each
         hallucination rate corrected for the online judge's measured error (from the app's human labels; a status
@@ -74,6 +76,10 @@ class MonitorController(Controller):
         hallucination_rate is the report's definition: hallucinated among judged traces that made claims (`answered`,
         its n); abstentions and claim-less answers are out. Prometheus computes the same rate as
         ragpulse_traces_hallucinated_total / ragpulse_traces_answered_total."""
+        if window not in WINDOWS:
+            allowed = ", ".join(WINDOWS)
+            raise InvalidParameter(f"window {window!r} is not one of {allowed}",
+                                   [{"path": "query.window", "message": f"use one of {allowed}"}])
         totals = window_totals(call.store.redis, call.tenant, app, WINDOWS[window])
         view = monitor_view(totals, app, window, call.services.policies.get(call.tenant, app).sample_rate)
         return call.services.reviews.correct_monitor(call.tenant, app, view)

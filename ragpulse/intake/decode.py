@@ -47,7 +47,14 @@ def decode_post(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_POST) -> 
 
 
 def _decode_traces(body: bytes, decoder: msgspec.json.Decoder, type_: type[T], max_traces: int, noun: str) -> T:
-    decoded = _decode(body, decoder, type_, f"the {noun} does not match the schema")
+    try:
+        decoded = _decode(body, decoder, type_, f"the {noun} does not match the schema")
+    except InvalidBody as exc:
+        hint = _unwrapped_hint(body)
+        if hint:
+            raise InvalidBody(f"{exc.detail}; {hint}", [{"path": "$", "message": hint}, *exc.errors],
+                              errors_truncated=exc.errors_truncated) from None
+        raise
     traces = decoded.traces
     if len(traces) > max_traces:
         raise TooLarge(f"{noun} holds {len(traces)} traces; the limit is {max_traces}",
@@ -58,6 +65,19 @@ def _decode_traces(body: bytes, decoder: msgspec.json.Decoder, type_: type[T], m
         if trace.trace_id is None:
             trace.trace_id = uuid.uuid4().hex
     return decoded
+
+
+def _unwrapped_hint(body: bytes) -> str:
+    """What to do when the body is one trace, or a bare list of them, instead of `{"traces": [...]}`."""
+    try:
+        value = _any_decoder.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return ""
+    if isinstance(value, dict) and "traces" not in value and "query" in value:
+        return 'this is one trace: wrap it as {"traces": [<the trace>]}'
+    if isinstance(value, list) and value and all(isinstance(item, dict) and "query" in item for item in value):
+        return 'this is a list of traces: wrap it as {"traces": [...]}'
+    return ""
 
 
 def decode_body(body: bytes, type_: type[T]) -> T:

@@ -152,3 +152,5 @@ class Comparison(Struct):
     corrected: dict[str, CorrectedSides] = {}
     """hallucination_rate and unanswerable_hallucination_rate over the matched traces, each side corrected for its
     judge's measured error (the app's human labels of that judge and prompt version); filled by the service."""
+    warnings: list[str] = []
+    """Why this comparison may say little (`matched: 0`: the two jobs share no trace); empty when nothing to say."""

@@ -59,7 +59,16 @@ def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[Tr
         by_source=_slices(pairs, lambda r: r.source, k),
         **baseline_gaps(baseline, candidate, generation), method=METHOD, attribution=stage_deltas(pairs),
         family=family_keys, correction=correction, alpha=SIGNIFICANCE,
+        warnings=pairing_warnings(len(pairs), len(baseline_results), len(candidate_results)),
     )
+
+
+def pairing_warnings(matched: int, baseline: int, candidate: int) -> list[str]:
+    """Why a comparison says little: no trace of one job matched the other's (two unrelated datasets, most likely)."""
+    if matched or not (baseline or candidate):
+        return []
+    return [f"no trace matched: the baseline's {baseline} and the candidate's {candidate} traces share no trace_id "
+            "and no query text, so there is nothing to compare; compare two runs of the same dataset"]
 
 
 def stage_deltas(pairs: Sequence[Pair]) -> dict[str, StageDelta]:
