@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import Annotated
 
 import msgspec
@@ -19,7 +18,7 @@ from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
 from ragpulse.reporting.compare import compare
 from ragpulse.reporting.significance import default_family, parse_family
-from ragpulse.reporting.html import failing_traces, render_html
+from ragpulse.reporting.html import FAILING_SHOWN, failing_traces, pending_page, render_html
 from ragpulse.store import Store
 from service.context import Call
 
@@ -128,11 +127,12 @@ class JobController(Controller):
         raw = store.report(job_id, tenant)
         if raw is None:
             pending = _pending(store, job_id, tenant)
-            return Response(f"<!doctype html><title>report not ready</title><p>job {escape(job_id)} is "
-                            f"{pending.status}; {pending.detail}.", status_code=_pending_status(pending),
-                            media_type=MediaType.HTML)
+            return Response(pending_page(job_id, pending.status, pending.detail), status_code=_pending_status(pending),
+                            media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
         report = call.services.reviews.correct_report(tenant, job_id, _with_calibration(store, job_id, raw))
-        page = render_html(report, failing_traces(report, store.results.all(job_id)))
+        failing = failing_traces(report, store.results.all(job_id))
+        queries = store.queries(job_id, tenant, [r.index for r in failing[:FAILING_SHOWN]])
+        page = render_html(report, failing, queries)
         return Response(page, media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
 
 

@@ -17,9 +17,9 @@ def corrected_section(report: Report) -> str:
     rows = "".join(_row(name, rate) for name, rate in report.corrected.items())
     return ("<p class=note>Each rate as the judge measured it, and corrected for the judge's error as human labels "
             "of this app measure it (Rogan–Gladen; the interval carries both sampling error and the uncertainty of "
-            "the judge's sensitivity and specificity).</p><table><tr><th>rate</th><th class=num>judge</th>"
+            "the judge's sensitivity and specificity).</p><div class=scroll><table><tr><th>rate</th><th class=num>judge</th>"
             "<th class=num>corrected</th><th class=num>95% CI</th><th class=num>labels</th><th>status</th></tr>"
-            f"{rows}</table>{_agreement(report.judge_agreement)}")
+            f"{rows}</table></div>{_agreement(report.judge_agreement)}")
 
 
 def _row(name: str, rate: CorrectedRate) -> str:

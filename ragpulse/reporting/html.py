@@ -9,17 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from ragpulse.metrics.registry import GENERATION, RETRIEVAL, default_target
+from ragpulse.metrics.registry import GENERATION, RETRIEVAL, RetrievalMetric, default_target
 from ragpulse.model.estimate import Estimate
+from ragpulse.model.results import TERMINAL
+from ragpulse.reporting.bars_html import Row, legend, metric_tables
+from ragpulse.reporting.trace_html import FAILING_SHOWN, failing_section, failing_traces
 from ragpulse.reporting.agreement_html import corrected_section
 from ragpulse.reporting.report import DiagnosticMatrix, Group, Report
 from ragpulse.model.results import TraceResult
 from ragpulse.reporting.build import diagnostic_k
 
-FAILING_SHOWN = 30
-"""At most this many failing traces are shown with their claims."""
-BAR_WIDTH = 360
-"""Width of a metric bar's track in SVG units (the bar scales to its column)."""
+__all__ = ["FAILING_SHOWN", "failing_traces", "pending_page", "render_html"]
+
+REFRESH_SECONDS = 5
+"""A page for a job still queued or running reloads itself this often (a meta refresh: no script under the CSP)."""
 
 CSS = """
 :root { --ok: #1b7f3b; --warn: #b26a00; --bad: #b3261e; --muted: #5f6368; --line: #dadce0; }
@@ -35,7 +38,13 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 th { font-weight: 600; color: var(--muted); border-bottom: 1px solid var(--line); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr + tr td { border-top: 1px solid #f1f3f4; }
-.bar { width: 42%; } .bar svg { display: block; width: 100%; height: 18px; }
+.scroll { overflow-x: auto; max-width: 100%; } caption { text-align: left; font-weight: 600; padding: 6px 0 2px; }
+.metrics td:first-child { overflow-wrap: anywhere; }
+.bar, .axis-head { width: 34%; min-width: 120px; } .bar svg { display: block; width: 100%; min-width: 120px; height: 18px; }
+.axis-head { display: flex; justify-content: space-between; } .missed { color: var(--bad); }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin: 0 4px 0 6px; }
+.badge { background: #fce8e6; color: var(--bad); border-radius: 4px; padding: 1px 6px; font-size: 12px; font-weight: 600; }
+.question { margin: 4px 0; }
 .matrix { display: grid; grid-template-columns: 140px 1fr 1fr; gap: 6px; max-width: 620px; }
 .cell { border-radius: 6px; padding: 10px; text-align: center; background: #f1f3f4; }
 .cell b { display: block; font-size: 20px; } .cell.hot { background: #fce8e6; } .cell.good { background: #e6f4ea; }
@@ -48,12 +57,14 @@ tr + tr td { border-top: 1px solid #f1f3f4; }
 .v-contradicted { border-left: 4px solid var(--bad); padding-left: 8px; background: #fce8e6; }
 .verdict { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
 blockquote { margin: 0; padding-left: 8px; border-left: 2px solid var(--line); color: #3c4043; }
+@media (max-width: 1100px) { .cols { display: block; } body { padding: 16px; } }
 @media print { body { padding: 0; max-width: none; } h2 { break-after: avoid; } .cols { display: block; } }
 """
 
 
-def render_html(report: Report, failing: Sequence[TraceResult] = ()) -> str:
-    """The whole page; `failing` are the stored results of the traces shown with their claims and evidence."""
+def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Mapping[int, str] | None = None) -> str:
+    """The whole page; `failing` are the stored results of the failing traces (`failing_traces`; the first
+    FAILING_SHOWN are shown with their claims and evidence), `queries` their questions by batch index."""
     gen = report.generation
     judges = ", ".join(f"{name} ({n})" for name, n in gen.judges.items()) or "none"
     k = diagnostic_k(report.method.k)
@@ -65,14 +76,15 @@ def render_html(report: Report, failing: Sequence[TraceResult] = ()) -> str:
         f"judge: {escape(judges)} · intervals: 95% ({escape(report.method.ci95.means)}; "
         f"{escape(report.method.ci95.proportions)} for proportions)</p>",
         _judge_banner(report),
+        legend(),
         "<div class=cols><section><h2>Retrieval</h2>",
-        _bars([(m.key(kk) if m.at_k else m.name, report.retrieval.get(m.key(kk) if m.at_k else m.name),
-                _target(report, m.key(kk) if m.at_k else m.name), m.better, (0.0, 1.0))
-               for m in RETRIEVAL for kk in (report.method.k if m.at_k else [0])]),
+        metric_tables([Row(key, report.retrieval.get(key), _target(report, key), m.better, m.scale)
+                       for m in RETRIEVAL for key in _keys(m, report.method.k)]),
         "<p class=note>Macro-average over labelled traces with at least one relevant document. "
-        "Whiskers: 95% interval; tick: target (the batch's own, else the documented starting one).</p></section>",
+        "Targets: the batch's own, else the documented starting ones.</p></section>",
         "<section><h2>Generation</h2>",
-        _bars([(m.name, getattr(gen, m.name), _target(report, m.name), m.better, m.scale) for m in GENERATION]),
+        metric_tables([Row(m.name, getattr(gen, m.name), _target(report, m.name), m.better, m.scale)
+                       for m in GENERATION]),
         f"<p class=note>{gen.n_judged} judged, {gen.n_abstained} abstained; unanswerable: {gen.unanswerable.n} "
         f"({gen.unanswerable.labelled} labelled), {gen.unanswerable.hallucinated} hallucinated.</p></section></div>",
         "<h2>Judge-corrected rates</h2>", corrected_section(report),
@@ -81,26 +93,11 @@ def render_html(report: Report, failing: Sequence[TraceResult] = ()) -> str:
         "<h2>Security</h2>", _security(report),
         "<h2>By question type</h2>", _breakdown(report.by_question_type, k),
         "<h2>By source</h2>", _breakdown(report.by_source, k),
-        "<h2>Failing traces</h2>", _failing(report, failing),
+        "<h2>Failing traces</h2>", failing_section(report, failing, queries or {}),
     ]
     return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
             f"<meta name=viewport content='width=device-width, initial-scale=1'><title>ragpulse report "
             f"{escape(report.job_id)}</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
-
-
-def failing_traces(report: Report, results: Sequence[TraceResult], limit: int = FAILING_SHOWN) -> list[TraceResult]:
-    """The traces worth a look, worst first: hallucinated answers (most unsupported claims first), then retrieval that
-    missed labelled documents (report order), then traces that failed to evaluate."""
-    hallucinated = sorted((r for r in results if r.generation is not None and r.generation.hallucinated),
-                          key=lambda r: (r.generation.faithfulness or 0.0, r.index))  # type: ignore[union-attr]
-    missed_ids = [str(row["trace_id"]) for row in report.worst if float(row["value"]) < 1.0]  # type: ignore[arg-type]
-    by_id = {r.trace_id: r for r in results}
-    missed = [by_id[i] for i in missed_ids if i in by_id]
-    failed = [r for r in results if r.status != "ok"]
-    chosen: dict[int, TraceResult] = {}
-    for result in (*hallucinated, *missed, *failed):
-        chosen.setdefault(result.index, result)
-    return list(chosen.values())[:limit]
 
 
 def _judge_banner(report: Report) -> str:
@@ -113,40 +110,14 @@ def _judge_banner(report: Report) -> str:
     return ""
 
 
+def _keys(metric: RetrievalMetric, ks: Sequence[int]) -> list[str]:
+    """The report keys of a retrieval metric: one per k for an `at_k` metric, else its name."""
+    return [metric.key(k) for k in ks] if metric.at_k else [metric.name]
+
+
 def _target(report: Report, key: str) -> float | None:
     """The target the report holds `key` to; a report stored before targets were recorded uses the default."""
     return report.targets[key].target if key in report.targets else default_target(key)
-
-
-def _bars(rows: Sequence[tuple[str, Estimate | None, float | None, str, tuple[float, float]]]) -> str:
-    out = ["<table><tr><th>metric</th><th class=num>mean</th><th class=num>n</th><th></th></tr>"]
-    for name, est, target, better, scale in rows:
-        if est is None:
-            out.append(f"<tr><td>{escape(name)}</td><td class=num>–</td><td class=num>0</td><td></td></tr>")
-            continue
-        out.append(f"<tr data-metric='{escape(name)}'><td>{escape(name)}</td>"
-                   f"<td class=num data-mean='{est.mean:.6f}'>{est.mean:.3f}</td><td class=num>{est.n}</td>"
-                   f"<td class=bar>{_bar(est, target, better, scale)}</td></tr>")
-    return "".join(out) + "</table>"
-
-
-def _bar(est: Estimate, target: float | None, better: str, scale: tuple[float, float]) -> str:
-    low, high = scale
-
-    def x(value: float) -> float:
-        return round(BAR_WIDTH * min(1.0, max(0.0, (value - low) / (high - low))), 1)
-
-    meets = None if target is None else (est.mean >= target if better == "higher" else est.mean <= target)
-    colour = {None: "#8ab4f8", True: "#81c995", False: "#f6ae2d"}[meets]
-    ci_low, ci_high = est.ci95
-    target_mark = (f"<line x1='{x(target)}' x2='{x(target)}' y1='1' y2='17' stroke='#202124' stroke-width='2'>"
-                   f"<title>target {target}</title></line>") if target is not None else ""
-    return (f"<svg viewBox='0 0 {BAR_WIDTH} 18' preserveAspectRatio='none' role=img aria-label='mean {est.mean:.3f}, 95% interval "
-            f"{ci_low:.3f} to {ci_high:.3f}'><rect width='{BAR_WIDTH}' height='18' fill='#f1f3f4'/>"
-            f"<rect width='{x(est.mean)}' height='18' fill='{colour}'/>"
-            f"<line x1='{x(ci_low)}' x2='{x(ci_high)}' y1='9' y2='9' stroke='#3c4043' stroke-width='1.5'/>"
-            f"<line x1='{x(ci_low)}' x2='{x(ci_low)}' y1='5' y2='13' stroke='#3c4043'/>"
-            f"<line x1='{x(ci_high)}' x2='{x(ci_high)}' y1='5' y2='13' stroke='#3c4043'/>{target_mark}</svg>")
 
 
 def _matrix(matrix: DiagnosticMatrix) -> str:
@@ -173,8 +144,8 @@ def _attribution(report: Report) -> str:
     rows = "".join(
         f"<tr><td>{escape(stage)}</td><td class=num>{row.count}</td><td class=num>{_mean(row.share)}</td>"
         f"<td>{escape(row.next_step)}</td></tr>" for stage, row in section.stages.items() if row.count)
-    return ("<p class=note>The first pipeline stage that broke, per trace.</p><table><tr><th>stage</th>"
-            f"<th class=num>traces</th><th class=num>share</th><th>next step</th></tr>{rows}</table>")
+    return ("<p class=note>The first pipeline stage that broke, per trace.</p><div class=scroll><table><tr><th>stage</th>"
+            f"<th class=num>traces</th><th class=num>share</th><th>next step</th></tr>{rows}</table></div>")
 
 
 def _security(report: Report) -> str:
@@ -189,8 +160,8 @@ def _security(report: Report) -> str:
                     f"<td class=num>{est.n if est else 0}</td><td>{escape(flagged)}</td></tr>")
     kinds = ", ".join(f"{escape(kind)} {n}" for kind, n in section.pii_kinds.items())
     return ("<p class=note>Checks in code; injection and phone detection are heuristics. Shares of the traces each "
-            "check could run on, Wilson 95% intervals.</p><table><tr><th>check</th><th class=num>share</th>"
-            f"<th class=num>95% CI</th><th class=num>n</th><th>flagged traces</th></tr>{''.join(rows)}</table>"
+            "check could run on, Wilson 95% intervals.</p><div class=scroll><table><tr><th>check</th><th class=num>share</th>"
+            f"<th class=num>95% CI</th><th class=num>n</th><th>flagged traces</th></tr>{''.join(rows)}</table></div>"
             + (f"<p class=note>Personal data kinds in answers: {kinds}.</p>" if kinds else ""))
 
 
@@ -205,38 +176,18 @@ def _breakdown(groups: Mapping[str, Group], k: int) -> str:
         values = [group.retrieval.get(c) for c in retrieval] + [getattr(group.generation, m.name) for m in generation]
         cells = "".join(f"<td class=num>{_mean(v)}</td>" for v in values)
         rows.append(f"<tr><td>{escape(name)}</td><td class=num>{group.n}</td>{cells}</tr>")
-    return f"<table><tr><th>group</th><th class=num>n</th>{head}</tr>{''.join(rows)}</table>"
+    return f"<div class=scroll><table><tr><th>group</th><th class=num>n</th>{head}</tr>{''.join(rows)}</table></div>"
 
 
-def _failing(report: Report, failing: Sequence[TraceResult]) -> str:
-    if not failing:
-        return "<p class=note>No failing trace: every labelled retrieval found its documents and no judged answer " \
-               "made an unsupported or contradicted claim.</p>"
-    worst = {str(row["trace_id"]): row for row in report.worst}
-    return "".join(_trace(result, worst.get(result.trace_id)) for result in failing)
-
-
-def _trace(result: TraceResult, worst: Mapping[str, object] | None) -> str:
-    lines = [f"<div class=trace data-trace-id='{escape(result.trace_id)}'><b>{escape(result.trace_id)}</b> "
-             f"<span class=meta>#{result.index} · {escape(result.question_type or 'unspecified')}"]
-    if result.generation is not None:
-        faith = result.generation.faithfulness
-        lines.append(f" · faithfulness {faith:.2f}" if faith is not None else " · no claims")
-    if worst is not None:
-        missed = ", ".join(str(d) for d in worst.get("missed_doc_ids", []))  # type: ignore[union-attr]
-        lines.append(f" · {escape(str(worst['metric']))} {float(worst['value']):.2f}"  # type: ignore[arg-type]
-                     + (f", missed {escape(missed)}" if missed else ""))
-    if result.error:
-        lines.append(f" · {escape(result.error)}")
-    lines.append("</span>")
-    for claim in result.claims:
-        quotes = "".join(f"<blockquote><span class=verdict>{escape(e.doc_id)}</span> {escape(e.quote)}</blockquote>"
-                         for e in claim.evidence) or "<span class=note>no evidence quoted</span>"
-        flags = f" <span class=note>({escape(', '.join(claim.flags))})</span>" if claim.flags else ""
-        lines.append(f"<div class='claim v-{escape(claim.verdict)}' data-verdict='{escape(claim.verdict)}'>"
-                     f"<div><span class=verdict>{escape(claim.verdict)}</span>{flags}<br>{escape(claim.text)}</div>"
-                     f"<div>{quotes}</div></div>")
-    return "".join(lines) + "</div>"
+def pending_page(job_id: str, status: str, detail: str) -> str:
+    """The page of a job without a report yet: its status word exactly as the JSON gives it; while the job is queued
+    or running it reloads itself every REFRESH_SECONDS."""
+    refresh = (f"<meta http-equiv=refresh content={REFRESH_SECONDS}>" if status not in TERMINAL else "")
+    again = f" This page reloads every {REFRESH_SECONDS} s." if refresh else ""
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8>{refresh}<title>ragpulse report "
+            f"{escape(job_id)}: {escape(status)}</title><style>{CSS}</style></head><body><h1>ragpulse report</h1>"
+            f"<p>job {escape(job_id)} is <b data-status='{escape(status)}'>{escape(status)}</b>; {escape(detail)}."
+            f"{again}</p></body></html>")
 
 
 def _mean(est: Estimate | None) -> str:

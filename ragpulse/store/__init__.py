@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import redis
 
+from ragpulse.exceptions import JobNotFound
 from ragpulse.model.results import JobView, Progress, ResultsPage
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.store.chunks import ChunkLeases, chunked
@@ -51,6 +52,21 @@ class Store:
     def results_page(self, job_id: str, tenant: str, cursor: str | None, limit: int) -> ResultsPage:
         """One page of the tenant's job results."""
         return self.results.page(job_id, self.jobs.get(job_id, tenant).total, cursor, limit)
+
+    def queries(self, job_id: str, tenant: str, indexes: Sequence[int]) -> dict[int, str]:
+        """The questions of the traces at these batch positions, read from their chunks (kept as long as the job)."""
+        size = self.jobs.get(job_id, tenant).chunk_size
+        wanted: dict[int, list[int]] = {}
+        for index in indexes:
+            wanted.setdefault(index // size, []).append(index)
+        found = {}
+        for chunk, positions in wanted.items():
+            try:
+                traces = self.chunks.load(job_id, chunk)
+            except JobNotFound:   # a chunk gone before its job (expired apart): the cards go without questions
+                continue
+            found.update({i: traces[i % size].query for i in positions if i % size < len(traces)})
+        return found
 
     def report(self, job_id: str, tenant: str) -> bytes | None:
         """The tenant's job report, or None while it is not built yet."""
