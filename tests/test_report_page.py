@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ragpulse.config.defaults import RESULTS_PAGE_MAX
 from ragpulse.metrics.registry import GENERATION
 from tests.browser import Browser
 from tests.support import start_tags, wait_for_job
@@ -221,7 +222,9 @@ def test_every_hallucinated_trace_is_listed_and_the_count_said(probed: dict) -> 
     count = page["count"]
     assert count and count["shown"] == count["total"] == len(cards)
     assert f"{len(cards)} of {len(cards)} failing traces shown" in count["text"]
-    assert count["link"].endswith(f"/v1/jobs/{probed['report']['job_id']}/results?limit=1000")
+    assert count["link"].endswith(f"/v1/jobs/{probed['report']['job_id']}/results?limit={RESULTS_PAGE_MAX}")
+    linked = httpx.get(count["link"], timeout=30)                 # the link answers with every trace's result
+    assert linked.status_code == 200 and len(linked.json()["items"]) == len(probed["results"])
 
 
 def test_each_card_has_its_question_position_and_badge(probed: dict) -> None:

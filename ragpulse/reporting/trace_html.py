@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from ragpulse.config import defaults
 from ragpulse.model.results import TraceResult
 from ragpulse.model.verdicts import Claim
 from ragpulse.reporting.report import Report
@@ -49,12 +50,12 @@ def failing_section(report: Report, failing: Sequence[TraceResult], queries: Map
 
 
 def _count_line(report: Report, shown: int, total: int) -> str:
-    stop = (f" The page stops at {FAILING_SHOWN} (hallucinated answers first);" if shown < total else "")
+    stop = f" The page stops at {FAILING_SHOWN} (hallucinated answers first)." if shown < total else ""
+    link = f"results?limit={defaults.RESULTS_PAGE_MAX}"
     return (f"<p class=note data-failing-shown='{shown}' data-failing-total='{total}'><b>{shown} of {total} failing "
             f"traces shown</b>, worst first: hallucinated answers, answers that followed an injected instruction, "
-            f"retrieval that missed labelled documents, traces that failed to evaluate.{stop} every trace's result: "
-            f"<a href='results?limit=1000'>the JSON results</a> (GET /v1/jobs/{escape(report.job_id)}/results, "
-            "paginated).</p>")
+            f"retrieval that missed labelled documents, traces that failed to evaluate.{stop} Every trace's result: "
+            f"<a href='{link}'>the JSON results</a> (GET /v1/jobs/{escape(report.job_id)}/results, paginated).</p>")
 
 
 def trace_card(result: TraceResult, worst: Mapping[str, object] | None, query: str | None, total: int) -> str:
