@@ -6,6 +6,7 @@ import pytest
 
 from ragpulse.metrics.stats import estimate, estimate_columns, wilson_interval
 from ragpulse.model.estimate import DEGENERATE_METHOD
+from ragpulse.monitoring.rolling import FIELDS, monitor_view
 
 
 def test_a_one_trace_mean_is_as_uncertain_as_a_one_trace_share() -> None:
@@ -32,7 +33,14 @@ def test_a_varied_sample_keeps_its_bootstrap_interval() -> None:
     assert estimate([0.5] * 3, "mean").ci95 == (0.5, 0.5)    # no scale (e.g. cost in USD): nothing to bound by
 
 
-@pytest.mark.parametrize("n", range(1, 60))
+@pytest.mark.parametrize("n", [*range(1, 60), 500])
 def test_wilson_bounds_at_zero_and_all_are_exact(n: int) -> None:
     # float noise used to leave 5.6e-17 (n = 3) where 0 is meant, which the monitor printed as such
     assert wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0
+
+
+def test_the_monitor_shows_zero_not_float_noise() -> None:
+    # 0 hallucinated of 500 answered: the lower bound was 4.3e-19 (the figure), it is 0
+    totals = dict.fromkeys(FIELDS, 0.0) | {"answered": 500.0, "judged": 500.0, "received": 500.0, "processed": 500.0}
+    view = monitor_view(totals, "app", "1h", 1.0)
+    assert view["hallucination_rate"]["rate"] == 0.0 and view["hallucination_rate"]["ci95"][0] == 0.0
