@@ -11,12 +11,11 @@ from html import escape
 
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL, RetrievalMetric, default_target
 from ragpulse.model.estimate import Estimate
-from ragpulse.model.results import TERMINAL
+from ragpulse.model.results import TERMINAL, TraceResult
 from ragpulse.reporting.bars_html import Row, legend, metric_tables
 from ragpulse.reporting.trace_html import FAILING_SHOWN, failing_section, failing_traces
 from ragpulse.reporting.agreement_html import corrected_section
 from ragpulse.reporting.report import DiagnosticMatrix, Group, Report
-from ragpulse.model.results import TraceResult
 from ragpulse.reporting.build import diagnostic_k
 
 __all__ = ["FAILING_SHOWN", "failing_traces", "pending_page", "render_html"]
@@ -74,7 +73,8 @@ def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Ma
         + (f"; {report.counts.judge_input_truncated} judged on cut input" if report.counts.judge_input_truncated
            else "") + ") · "
         f"judge: {escape(judges)} · intervals: 95% ({escape(report.method.ci95.means)}; "
-        f"{escape(report.method.ci95.proportions)} for proportions)</p>",
+        f"{escape(report.method.ci95.proportions)} for proportions; a mean whose values are all equal: "
+        "the Wilson interval on its scale, as nothing varies to bootstrap)</p>",
         _judge_banner(report),
         legend(),
         "<div class=cols><section><h2>Retrieval</h2>",
