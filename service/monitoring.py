@@ -67,7 +67,8 @@ class MonitorController(Controller):
 
     @get("/{app:str}", sync_to_thread=True, summary="Rolling hallucination rate and friends")
     def monitor(self, app: AppName, call: Call, window: Annotated[str, Parameter(
-            max_length=8, description=f"The window: {', '.join(WINDOWS)}.")] = "1h") -> dict:
+            max_length=8, description=f"The window: {', '.join(WINDOWS)}.",
+            schema_extra={"enum": list(WINDOWS)})] = "1h") -> dict:   # checked below, to name the allowed values
         """Judged traces, hallucination rate (Wilson 95%), unanswerable hallucination rate, mean faithfulness,
         abstention rate, judge error rate, and the sample rate in force, over the window; `corrected`: each
         hallucination rate corrected for the online judge's measured error (from the app's human labels; a status
