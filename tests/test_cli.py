@@ -12,6 +12,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -182,6 +183,10 @@ def test_html_writes_the_report_page_of_the_printed_report(stack: LiveStack, tmp
     assert re.search(rf"data-metric='faithfulness'><td>faithfulness</td><td class=num data-mean='[0-9.]+'>"
                      rf"{faithfulness}<", html)
     assert html.count("class=trace ") >= 5                                   # failing traces with their claims
+    questions = re.findall(r"<p class=question data-question><span class=verdict>question</span> ([^<]+)</p>", html)
+    assert len(questions) == html.count("class=trace ")                     # each card shows the user's question
+    file_queries = {json.loads(line)["query"] for line in EXAMPLES.read_text().splitlines() if line.strip()}
+    assert {unescape(q) for q in questions} <= file_queries
 
 
 @pytest.mark.integration

@@ -261,8 +261,10 @@ def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: in
         return EXIT_FAILED
     print(render_report(evaluation.report))
     if html is not None:
-        html.write_text(render_html(evaluation.report, failing_traces(evaluation.report, evaluation.results)),
-                        encoding="utf-8")
+        failing = failing_traces(evaluation.report, evaluation.results)
+        queries = {r.index: str(file.traces[r.index].get("query", "")) for r in failing
+                   if 0 <= r.index < len(file.traces)}
+        html.write_text(render_html(evaluation.report, failing, queries), encoding="utf-8")
         print(f"report page written to {html}", file=sys.stderr)
     return EXIT_TRACES_FAILED if evaluation.some_traces_failed else EXIT_OK
 
