@@ -38,6 +38,7 @@ from service.errors import exception_handlers
 from service.guard import request_guard
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
+from service.job_list import list_jobs
 from service.labels import LabelController, ReviewController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
@@ -113,7 +114,7 @@ def create_app(
                         review_sessions=ReviewSessions(client, settings.review_session_ttl_seconds,
                                                        settings.review_max_sessions))
     app = Litestar(
-        route_handlers=[BatchController, TraceController, otlp_traces, JobController, CalibrationController,
+        route_handlers=[BatchController, TraceController, otlp_traces, list_jobs, JobController, CalibrationController,
                         LabelController, ReviewController, AppPolicyController, MonitorController,
                         ReviewLoginController, ReviewPageController, healthz, readyz, metrics],
         dependencies={

@@ -68,6 +68,16 @@ RESULTS_PAGE_DEFAULT = 100
 RESULTS_PAGE_MAX = 1000
 """Largest page of results one request may ask for."""
 
+JOBS_PAGE_DEFAULT = 20
+"""Jobs returned per page of GET /v1/jobs when the client gives no limit."""
+
+JOBS_PAGE_MAX = 100
+"""Largest page of GET /v1/jobs one request may ask for."""
+
+JOBS_SCAN_FACTOR = 10
+"""GET /v1/jobs with filters reads at most this many times `limit` index entries per page; the page may then hold
+fewer items than `limit` while `next_cursor` is not null (a bounded scan, like Redis SCAN)."""
+
 WORST_TRACES = 20
 """At most how many failing traces (recall below 1) the report lists, worst first."""
 

@@ -66,6 +66,12 @@ def active_jobs() -> str:
     return f"{PREFIX}:jobs:active"
 
 
+def tenant_jobs(tenant: str) -> str:
+    """Sorted set: the tenant's job ids scored by creation time (ms); expires with the jobs (result TTL), members
+    older than that are trimmed on every write, so GET /v1/jobs lists newest first without a scan."""
+    return f"{PREFIX}:tenant:{tenant}:jobs"
+
+
 def tenant_spend(tenant: str, day: str) -> str:
     """Hash: judge spend of a tenant on one UTC day (cost_usd, calls, tokens); expires after two days."""
     return f"{PREFIX}:spend:{tenant}:{day}"

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 import redis
 
 from ragpulse.exceptions import JobNotFound
+from ragpulse.model.job_list import JobFilter
 from ragpulse.model.results import JobView, Progress, ResultsPage
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.store.chunks import ChunkLeases, chunked
 from ragpulse.store.clock import utcday, utcnow
+from ragpulse.store.job_index import JobIndex
 from ragpulse.store.records import JobRecord, JobRecords
 from ragpulse.store.results import Results
 from ragpulse.store.spend import SpendLedger
@@ -32,22 +34,49 @@ class Store:
         self.chunks = ChunkLeases(client, ttl_seconds)
         self.results = Results(client, ttl_seconds)
         self.spend = SpendLedger(client)
+        self.index = JobIndex(client, ttl_seconds)
 
     def stage_job(self, pipe: redis.client.Pipeline, job_id: str, tenant: str, traces: Sequence[Trace],
                   options: BatchOptions, warnings: list, chunk_size: int, queue: str, rq_queue: str) -> int:
         """Queue the writes that create a job onto `pipe`; returns the number of chunks."""
         chunks = chunked(traces, chunk_size)
         self.jobs.stage(pipe, job_id, tenant, total=len(traces), n_chunks=len(chunks), chunk_size=chunk_size,
-                        options=options, warnings=warnings, queue=queue, rq_queue=rq_queue)
+                        options=options, warnings=warnings, queue=queue, rq_queue=rq_queue,
+                        apps=sorted({trace.app for trace in traces}))
         self.chunks.stage(pipe, job_id, chunks)
+        self.index.stage(pipe, tenant, job_id)
         return len(chunks)
 
     def job(self, job_id: str, tenant: str | None = None) -> JobView:
         """The job as clients see it; JobNotFound when absent or owned by another tenant."""
         record = self.jobs.get(job_id, tenant)
-        stored, failed, skipped = self.results.counts(job_id)
-        return record.view(Progress(total=record.total, done=stored - failed - skipped, failed=failed,
-                                    skipped=skipped))
+        return record.view(self.progress(record))
+
+    def progress(self, record: JobRecord) -> Progress:
+        """The job's trace counts so far."""
+        stored, failed, skipped = self.results.counts(record.job_id)
+        return Progress(total=record.total, done=stored - failed - skipped, failed=failed, skipped=skipped)
+
+    def list_jobs(self, tenant: str, where: JobFilter, cursor: str, limit: int,
+                  budget: int) -> tuple[list[JobRecord], str | None]:
+        """One page of the tenant's job records, newest first, matching `where`; and the next cursor. Index
+        entries whose job has expired are dropped from the index."""
+        found: dict[str, JobRecord] = {}
+        expired: list[str] = []
+
+        def keep(job_id: str) -> bool:
+            record = self.jobs.find(job_id, tenant)
+            if record is None:
+                expired.append(job_id)
+                return False
+            if _matches(record, where):
+                found[job_id] = record
+                return True
+            return False
+
+        ids, next_cursor = self.index.scan(tenant, cursor, limit, budget, keep)
+        self.index.forget(tenant, expired)
+        return [found[i] for i in ids], next_cursor
 
     def results_page(self, job_id: str, tenant: str, cursor: str | None, limit: int) -> ResultsPage:
         """One page of the tenant's job results."""
@@ -86,3 +115,8 @@ class Store:
             self.jobs.reopen(pipe, job_id)
             pipe.execute()
         return chunks
+
+
+def _matches(record: JobRecord, where: JobFilter) -> bool:
+    return ((where.app is None or where.app in record.apps) and (where.run is None or where.run == record.options.run)
+            and (where.status is None or where.status == record.status))

@@ -41,6 +41,8 @@ class JobRecord(msgspec.Struct, kw_only=True):
     callback: CallbackState | None = None
     finalizing_since: int | None = None
     """When the current attempt's last chunk completed (epoch seconds); None until then."""
+    apps: list[str] = []
+    """The distinct apps its traces name, sorted; empty for jobs stored before apps were recorded."""
 
     def view(self, progress: Progress) -> JobView:
         """The job as clients see it."""
@@ -59,12 +61,14 @@ class JobRecords:
         self._mark_running = client.register_script(scripts.MARK_RUNNING)
 
     def stage(self, pipe: redis.client.Pipeline, job_id: str, tenant: str, *, total: int, n_chunks: int,
-              chunk_size: int, options: BatchOptions, warnings: list, queue: str, rq_queue: str) -> None:
+              chunk_size: int, options: BatchOptions, warnings: list, queue: str, rq_queue: str,
+              apps: list[str]) -> None:
         """Queue the writes creating the job record onto `pipe`, and watch the job."""
         pipe.hset(keys.job(job_id), mapping={
             "tenant": tenant, "status": "queued", "created_at": utcnow(), "queue": queue, "rq_queue": rq_queue,
             "attempt": 0, "total": total, "n_chunks": n_chunks, "chunk_size": chunk_size,
             "options": msgspec.json.encode(options), "warnings": msgspec.json.encode(warnings),
+            "apps": msgspec.json.encode(apps),
         })
         pipe.zadd(keys.active_jobs(), {job_id: time.time()})
         for key in (keys.job(job_id), keys.active_jobs()):
@@ -78,6 +82,13 @@ class JobRecords:
         if not fields or (tenant is not None and fields.get("tenant") != tenant):
             raise JobNotFound(job_id)
         return _record(job_id, fields)
+
+    def find(self, job_id: str, tenant: str) -> JobRecord | None:
+        """The tenant's job record, or None when it has expired (or is not the tenant's)."""
+        try:
+            return self.get(job_id, tenant)
+        except JobNotFound:
+            return None
 
     def failure(self, job_id: str) -> str | None:
         """The job's error when it has failed, else None (one cheap read)."""
@@ -160,6 +171,7 @@ def _record(job_id: str, fields: dict[str, str]) -> JobRecord:
         warnings=msgspec.json.decode(fields["warnings"], type=list[DataWarning]),
         spend=_spend(fields), callback=_callback(fields),
         finalizing_since=int(finalizing) if finalizing is not None else None,
+        apps=msgspec.json.decode(fields.get("apps", "[]"), type=list[str]),
     )
 
 

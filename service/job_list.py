@@ -1,0 +1,53 @@
+"""GET /v1/jobs: the tenant's jobs, newest first, paginated and filtered; shared with the web UI's pages."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import get
+from litestar.params import Parameter
+
+from ragpulse.config import defaults
+from ragpulse.model.job_list import JobFilter, JobLinks, JobsPage, JobSummary
+from ragpulse.model.results import JobStatus
+from ragpulse.model.trace import APP_NAME_PATTERN
+from ragpulse.store import JobRecord, Store
+from service.context import Call
+
+JobsCursor = Annotated[str, Parameter(max_length=64, description=(
+    "`next_cursor` of the previous page, unchanged; absent or empty for the first page. Any other value is 400 "
+    "naming `query.cursor`."))]
+JobsLimit = Annotated[int, Parameter(ge=1, le=defaults.JOBS_PAGE_MAX, description="Jobs per page (1 to 100).")]
+AppFilter = Annotated[str | None, Parameter(pattern=APP_NAME_PATTERN, description=(
+    "Only jobs with a trace of this app."))]
+RunFilter = Annotated[str | None, Parameter(pattern=r"^[A-Za-z0-9._:/+-]{1,128}$", description=(
+    "Only jobs whose `options.run` is this."))]
+StatusFilter = Annotated[JobStatus | None, Parameter(description="Only jobs in this status.")]
+
+
+@get("/v1/jobs", sync_to_thread=True, tags=["jobs"], summary="The tenant's jobs, newest first")
+def list_jobs(call: Call, cursor: JobsCursor = "", limit: JobsLimit = defaults.JOBS_PAGE_DEFAULT,
+              app: AppFilter = None, run: RunFilter = None, status: StatusFilter = None) -> JobsPage:
+    """Jobs of the calling tenant only, newest first; follow `next_cursor` until it is null. Jobs are listed for
+    their retention (RAGPULSE_RESULT_TTL_SECONDS). With filters a page may hold fewer than `limit` jobs (even none)
+    while `next_cursor` is not null: each page reads at most 10 × `limit` jobs of the index.
+
+    400 naming `query.cursor`, `query.limit`, `query.app`, `query.run` or `query.status` for a value that cannot
+    be one."""
+    return jobs_page(call.store, call.tenant, JobFilter(app=app, run=run, status=status), cursor, limit)
+
+
+def jobs_page(store: Store, tenant: str, where: JobFilter, cursor: str, limit: int) -> JobsPage:
+    """One page of the tenant's jobs as the API lists them."""
+    budget = limit * defaults.JOBS_SCAN_FACTOR if where != JobFilter() else limit
+    records, next_cursor = store.list_jobs(tenant, where, cursor, limit, budget)
+    return JobsPage(items=[summary(store, record) for record in records], next_cursor=next_cursor)
+
+
+def summary(store: Store, record: JobRecord) -> JobSummary:
+    """One job of the list, with its trace counts and links."""
+    return JobSummary(
+        job_id=record.job_id, status=record.status, created_at=record.created_at, finished_at=record.finished_at,
+        progress=store.progress(record), apps=record.apps, run=record.options.run, variant=record.options.variant,
+        judge=record.options.judge, links=JobLinks(report=f"/v1/jobs/{record.job_id}/report",
+                                                   page=f"/jobs/{record.job_id}"))
