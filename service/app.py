@@ -42,6 +42,7 @@ from service.job_list import list_jobs
 from service.labels import LabelController, ReviewController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
+from service.pages import PagesController
 from service.review import ReviewPageController
 from service.review_auth import review_resolver
 from service.review_login import ReviewLoginController
@@ -116,7 +117,7 @@ def create_app(
     app = Litestar(
         route_handlers=[BatchController, TraceController, otlp_traces, list_jobs, JobController, CalibrationController,
                         LabelController, ReviewController, AppPolicyController, MonitorController,
-                        ReviewLoginController, ReviewPageController, healthz, readyz, metrics],
+                        ReviewLoginController, ReviewPageController, PagesController, healthz, readyz, metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),
             "call": Provide(call_resolver(services), sync_to_thread=False),

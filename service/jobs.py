@@ -20,7 +20,7 @@ from ragpulse.reporting.compare import compare
 from ragpulse.reporting.significance import default_family, parse_family
 from ragpulse.reporting.html import FAILING_SHOWN, failing_traces, pending_page, render_html
 from ragpulse.store import Store
-from service.context import Call
+from service.context import Call, Services
 
 
 class ReportPending(msgspec.Struct, kw_only=True):
@@ -123,17 +123,23 @@ class JobController(Controller):
     def report_page(self, job_id: JobId, call: Call) -> Response[str]:
         """Metrics with intervals and targets, the diagnostic matrix, breakdowns and the failing traces' claims with
         their evidence; no script and no external URL (a strict Content-Security-Policy says so too)."""
-        store, tenant = call.store, call.tenant
-        raw = store.report(job_id, tenant)
-        if raw is None:
-            pending = _pending(store, job_id, tenant)
-            return Response(pending_page(job_id, pending.status, pending.detail), status_code=_pending_status(pending),
-                            media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
-        report = call.services.reviews.correct_report(tenant, job_id, _with_calibration(store, job_id, raw))
-        failing = failing_traces(report, store.results.all(job_id))
-        queries = store.queries(job_id, tenant, [r.index for r in failing[:FAILING_SHOWN]])
-        page = render_html(report, failing, queries)
-        return Response(page, media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
+        return report_page(call.services, call.tenant, job_id)
+
+
+def report_page(services: Services, tenant: str, job_id: str) -> Response[str]:
+    """The tenant's report page (also served to the web UI's session at /jobs/{job_id}); a short page with 202 or
+    409 while there is no report."""
+    store = services.store
+    raw = store.report(job_id, tenant)
+    if raw is None:
+        pending = _pending(store, job_id, tenant)
+        return Response(pending_page(job_id, pending.status, pending.detail), status_code=_pending_status(pending),
+                        media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
+    report = services.reviews.correct_report(tenant, job_id, _with_calibration(store, job_id, raw))
+    failing = failing_traces(report, store.results.all(job_id))
+    queries = store.queries(job_id, tenant, [r.index for r in failing[:FAILING_SHOWN]])
+    page = render_html(report, failing, queries)
+    return Response(page, media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
 
 
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"

@@ -39,6 +39,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/traces", "post"): (400, 401, 413, 415, 422, 429, 503),
     ("/v1/traces/{trace_id}", "get"): (400, 401, 404, 503),
     ("/v1/otlp/v1/traces", "post"): (400, 401, 413, 415, 429, 503),
+    ("/v1/jobs", "get"): (400, 401, 503),
     ("/v1/jobs/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/results", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/retry", "post"): (400, 401, 404, 409, 503),

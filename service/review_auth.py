@@ -2,7 +2,8 @@
 
 The key travels only in the login form's POST body, is checked against the hashed keys exactly as the Bearer
 header is (service.auth), and is exchanged for a random session id (ragpulse.store.review_sessions). The cookie is
-HttpOnly, SameSite=Strict, Path=/review, and Secure when the request came over https. Every form carries the
+HttpOnly, SameSite=Strict, Path=/ (the review pages and the web UI's pages of service.pages share it; the JSON
+API authenticates by Bearer key only and never reads it), and Secure when the request came over https. Every form carries the
 session's CSRF token, and a POST whose Origin (or Sec-Fetch-Site) names another site is refused before that.
 With no API keys configured (loopback only) a session for tenant `default` is opened on first visit: no login, but
 forms still carry a token, so another site cannot post labels through the reviewer's browser.
@@ -25,8 +26,12 @@ from service.context import Services
 
 COOKIE = "ragpulse_review"
 """Name of the session cookie."""
-COOKIE_PATH = "/review"
-"""The cookie is sent to the review pages only, never to the JSON API."""
+COOKIE_PATH = "/"
+"""The cookie is sent to every page of the site: the review pages and the web UI (the JSON API ignores it)."""
+LOGIN_HOME = "/review"
+"""Where a login without a (safe) `next` goes."""
+PAGE_PREFIXES = ("/review", "/jobs")
+"""Pages a login may return to (with `/` itself): the session's pages, never the JSON API or another host."""
 
 
 @dataclass(frozen=True)
@@ -96,8 +101,8 @@ def form_text(form: Mapping[str, Any], name: str) -> str:
 
 
 def safe_next(path: str) -> str:
-    """Where to go after login: a review page of this site, never another host (an open redirect)."""
-    if (path == COOKIE_PATH or path.startswith(f"{COOKIE_PATH}/")) and path.isprintable() and "\\" not in path \
-            and ".." not in path and urlsplit(path).netloc == "":
+    """Where to go after login: a page of this site that uses the session, never another host (an open redirect)."""
+    page = path == "/" or any(path == p or path.startswith((f"{p}/", f"{p}?")) for p in PAGE_PREFIXES)
+    if page and path.isprintable() and "\\" not in path and ".." not in path and urlsplit(path).netloc == "":
         return path
-    return COOKIE_PATH
+    return LOGIN_HOME

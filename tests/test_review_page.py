@@ -112,7 +112,7 @@ def test_login_exchanges_the_key_for_a_session_cookie_and_no_url_holds_it(review
         assert done.status_code == 303 and done.headers["location"] == f"/review/{APP}"
         cookie = done.headers["set-cookie"]
         assert re.match(r"ragpulse_review=[A-Za-z0-9_-]{43};", cookie) and key not in cookie
-        assert {"HttpOnly", "Path=/review", "SameSite=strict"} <= {p.strip() for p in cookie.split(";")}
+        assert {"HttpOnly", "Path=/", "SameSite=strict"} <= {p.strip() for p in cookie.split(";")}
         assert "Secure" not in cookie                                                # plain http on loopback
         page = browser.get(f"/review/{APP}")
         assert page.status_code == 200 and f"/review/{APP}" == page.url.path

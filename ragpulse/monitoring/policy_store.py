@@ -38,6 +38,10 @@ class PolicyStore:
         self.redis.expire(keys.app_policy(tenant, app), POLICY_TTL_SECONDS)
         return _decoder.decode(raw)
 
+    def apps(self, tenant: str) -> list[str]:
+        """The tenant's apps with a stored policy, sorted (at most `max_apps`)."""
+        return sorted(raw.decode() for raw in self.redis.smembers(keys.tenant_apps(tenant)))
+
     def in_force(self, tenant: str, app: str) -> PolicyInForce:
         """The policy in force for the app, every rule spelled out with where its value comes from."""
         return policy_in_force(app, self.stored(tenant, app), self.default.sample_rate)

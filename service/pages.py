@@ -1,0 +1,72 @@
+"""The web UI's pages: `/` (landing), `/jobs` (job list) and `/jobs/{job_id}` (a job's report page).
+
+They act for the tenant of the review pages' session cookie (service.review_auth: login form, HttpOnly cookie; open
+access opens a `default` session on first visit), and are served with the review pages' strict CSP. Rendering lives
+in ragpulse.reporting.pages; the list is GET /v1/jobs's (service.job_list).
+"""
+
+from __future__ import annotations
+
+import redis
+from litestar import Controller, Response, get
+
+import ragpulse
+from ragpulse.config import defaults
+from ragpulse.model.job_list import JobFilter
+from ragpulse.reporting.pages.frame import top_bar
+from ragpulse.reporting.pages.job_list import job_list_page
+from ragpulse.reporting.pages.landing import ServiceStatus, landing_page
+from service.job_list import AppFilter, JobsCursor, RunFilter, StatusFilter, jobs_page
+from service.jobs import JobId, report_page
+from service.review_auth import Review
+from service.review_login import html
+
+RECENT_JOBS = 10
+"""Jobs listed on the landing page."""
+
+
+class PagesController(Controller):
+    """The landing page, the job list and the job pages of the session's tenant."""
+
+    path = "/"
+    include_in_schema = False
+
+    @get("/", sync_to_thread=True)
+    def landing(self, review: Review) -> Response[str]:
+        """Service status, the API schema, recent jobs and the apps (from recent jobs and stored policies)."""
+        services, tenant = review.services, review.tenant
+        recent = jobs_page(services.store, tenant, JobFilter(), "", RECENT_JOBS).items
+        apps = sorted({app for job in recent for app in job.apps} | set(services.policies.apps(tenant)))
+        return html(landing_page(_status(review), recent, apps, _top(review)), cookies=review.cookies)
+
+    @get("/jobs", sync_to_thread=True)
+    def jobs(self, review: Review, cursor: JobsCursor = "", app: AppFilter = None, run: RunFilter = None,
+             status: StatusFilter = None) -> Response[str]:
+        """The tenant's jobs, newest first, filtered as GET /v1/jobs is; each links to its report page."""
+        where = JobFilter(app=app or None, run=run or None, status=status or None)
+        page = jobs_page(review.services.store, review.tenant, where, cursor, defaults.JOBS_PAGE_DEFAULT)
+        return html(job_list_page(page, where, _top(review)), cookies=review.cookies)
+
+    @get("/jobs/{job_id:str}", sync_to_thread=True)
+    def job(self, job_id: JobId, review: Review) -> Response[str]:
+        """The job's report page, as GET /v1/jobs/{job_id}/report.html serves it to an API key."""
+        response = report_page(review.services, review.tenant, job_id)
+        response.headers["Cache-Control"] = "no-store"
+        response.cookies.extend(review.cookies)
+        return response
+
+
+def _status(review: Review) -> ServiceStatus:
+    settings = review.services.settings
+    try:
+        review.services.store.redis.ping()
+        reachable = "reachable"
+    except redis.RedisError as exc:
+        reachable = f"unreachable ({type(exc).__name__})"
+    return ServiceStatus(version=ragpulse.__version__, redis=reachable,
+                         auth="open (loopback, no API keys)" if settings.open_access else "API keys",
+                         retention_days=round(settings.result_ttl_seconds / 86400, 2))
+
+
+def _top(review: Review) -> str:
+    return top_bar(review.tenant, review.session.csrf, not review.services.settings.open_access)
