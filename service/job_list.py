@@ -2,31 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, get_args
 
 from litestar import get
 from litestar.params import Parameter
 
 from ragpulse.config import defaults
+from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.job_list import JobFilter, JobLinks, JobsPage, JobSummary
 from ragpulse.model.results import JobStatus
 from ragpulse.model.trace import APP_NAME_PATTERN
 from ragpulse.store import JobRecord, Store
 from service.context import Call
 
-JobsCursor = Annotated[str, Parameter(max_length=64, description=(
-    "`next_cursor` of the previous page, unchanged; absent or empty for the first page. Any other value is 400 "
-    "naming `query.cursor`."))]
+JobsCursor = Annotated[str | None, Parameter(pattern=r"^[0-9]{1,15}-[0-9a-f]{32}$", description=(
+    "`next_cursor` of the previous page, unchanged; absent for the first page. Any other value is 400 naming "
+    "`query.cursor`."))]
 JobsLimit = Annotated[int, Parameter(ge=1, le=defaults.JOBS_PAGE_MAX, description="Jobs per page (1 to 100).")]
 AppFilter = Annotated[str | None, Parameter(pattern=APP_NAME_PATTERN, description=(
     "Only jobs with a trace of this app."))]
-RunFilter = Annotated[str | None, Parameter(pattern=r"^[A-Za-z0-9._:/+-]{1,128}$", description=(
+RUN_PATTERN = r"^[A-Za-z0-9._:/+-]{1,128}$"
+"""The pattern of `options.run` (ragpulse.model.trace.RunName)."""
+RunFilter = Annotated[str | None, Parameter(pattern=RUN_PATTERN, description=(
     "Only jobs whose `options.run` is this."))]
 StatusFilter = Annotated[JobStatus | None, Parameter(description="Only jobs in this status.")]
 
 
 @get("/v1/jobs", sync_to_thread=True, tags=["jobs"], summary="The tenant's jobs, newest first")
-def list_jobs(call: Call, cursor: JobsCursor = "", limit: JobsLimit = defaults.JOBS_PAGE_DEFAULT,
+def list_jobs(call: Call, cursor: JobsCursor = None, limit: JobsLimit = defaults.JOBS_PAGE_DEFAULT,
               app: AppFilter = None, run: RunFilter = None, status: StatusFilter = None) -> JobsPage:
     """Jobs of the calling tenant only, newest first; follow `next_cursor` until it is null. Jobs are listed for
     their retention (RAGPULSE_RESULT_TTL_SECONDS). With filters a page may hold fewer than `limit` jobs (even none)
@@ -37,7 +41,7 @@ def list_jobs(call: Call, cursor: JobsCursor = "", limit: JobsLimit = defaults.J
     return jobs_page(call.store, call.tenant, JobFilter(app=app, run=run, status=status), cursor, limit)
 
 
-def jobs_page(store: Store, tenant: str, where: JobFilter, cursor: str, limit: int) -> JobsPage:
+def jobs_page(store: Store, tenant: str, where: JobFilter, cursor: str | None, limit: int) -> JobsPage:
     """One page of the tenant's jobs as the API lists them."""
     budget = limit * defaults.JOBS_SCAN_FACTOR if where != JobFilter() else limit
     records, next_cursor = store.list_jobs(tenant, where, cursor, limit, budget)
@@ -51,3 +55,15 @@ def summary(store: Store, record: JobRecord) -> JobSummary:
         progress=store.progress(record), apps=record.apps, run=record.options.run, variant=record.options.variant,
         judge=record.options.judge, links=JobLinks(report=f"/v1/jobs/{record.job_id}/report",
                                                    page=f"/jobs/{record.job_id}"))
+
+
+def form_filter(app: str, run: str, status: str) -> JobFilter:
+    """The filters of the job list page's form, where a field left empty means no filter; 400 naming `query.X` for
+    a value GET /v1/jobs would refuse."""
+    checks = {"app": re.fullmatch(APP_NAME_PATTERN.strip("^$"), app),
+              "run": re.fullmatch(RUN_PATTERN.strip("^$"), run), "status": status in get_args(JobStatus)}
+    bad = [name for name, value in {"app": app, "run": run, "status": status}.items() if value and not checks[name]]
+    if bad:
+        raise InvalidParameter(f"not a valid {', '.join(bad)}",
+                               [{"path": f"query.{name}", "message": "not a value GET /v1/jobs accepts"} for name in bad])
+    return JobFilter(app=app or None, run=run or None, status=status or None)  # type: ignore[arg-type]

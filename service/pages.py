@@ -7,8 +7,11 @@ in ragpulse.reporting.pages; the list is GET /v1/jobs's (service.job_list).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import redis
 from litestar import Controller, Response, get
+from litestar.params import Parameter
 
 import ragpulse
 from ragpulse.config import defaults
@@ -16,11 +19,13 @@ from ragpulse.model.job_list import JobFilter
 from ragpulse.reporting.pages.frame import top_bar
 from ragpulse.reporting.pages.job_list import job_list_page
 from ragpulse.reporting.pages.landing import ServiceStatus, landing_page
-from service.job_list import AppFilter, JobsCursor, RunFilter, StatusFilter, jobs_page
+from service.job_list import JobsCursor, form_filter, jobs_page
 from service.jobs import JobId, report_page
 from service.review_auth import Review
 from service.review_login import html
 
+FormText = Annotated[str, Parameter(max_length=200)]
+"""A filter field of the job list's form, as typed."""
 RECENT_JOBS = 10
 """Jobs listed on the landing page."""
 
@@ -35,15 +40,16 @@ class PagesController(Controller):
     def landing(self, review: Review) -> Response[str]:
         """Service status, the API schema, recent jobs and the apps (from recent jobs and stored policies)."""
         services, tenant = review.services, review.tenant
-        recent = jobs_page(services.store, tenant, JobFilter(), "", RECENT_JOBS).items
+        recent = jobs_page(services.store, tenant, JobFilter(), None, RECENT_JOBS).items
         apps = sorted({app for job in recent for app in job.apps} | set(services.policies.apps(tenant)))
         return html(landing_page(_status(review), recent, apps, _top(review)), cookies=review.cookies)
 
     @get("/jobs", sync_to_thread=True)
-    def jobs(self, review: Review, cursor: JobsCursor = "", app: AppFilter = None, run: RunFilter = None,
-             status: StatusFilter = None) -> Response[str]:
-        """The tenant's jobs, newest first, filtered as GET /v1/jobs is; each links to its report page."""
-        where = JobFilter(app=app or None, run=run or None, status=status or None)
+    def jobs(self, review: Review, cursor: JobsCursor = None, app: FormText = "", run: FormText = "",
+             status: FormText = "") -> Response[str]:
+        """The tenant's jobs, newest first, filtered as GET /v1/jobs is (a field left empty: no filter); each links to
+        its report page."""
+        where = form_filter(app, run, status)
         page = jobs_page(review.services.store, review.tenant, where, cursor, defaults.JOBS_PAGE_DEFAULT)
         return html(job_list_page(page, where, _top(review)), cookies=review.cookies)
 

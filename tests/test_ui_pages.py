@@ -138,7 +138,8 @@ def test_every_link_on_the_landing_page_answers_200(ui: UiStack) -> None:
 
 def test_bad_filters_name_the_parameter(ui: UiStack) -> None:
     with httpx.Client(base_url=ui.open_url, timeout=30) as http:
-        for query, path in (("status=done", "query.status"), ("cursor=x", "query.cursor"), ("app=a%20b", "query.app")):
+        for query, path in (("status=done", "query.status"), ("cursor=x", "query.cursor"), ("app=a%20b", "query.app"),
+                            ("app=&run=a%20b&status=", "query.run")):
             answer = http.get(f"/jobs?{query}")
             assert answer.status_code == 400 and path in answer.text, (query, answer.text)
 
@@ -164,7 +165,7 @@ def test_pages_in_chromium_at_800_and_1400(ui: UiStack, tmp_path_factory: pytest
             for width in WIDTHS:
                 browser.resize(width)
                 for name, path, params in (("landing", "/", {"limit": 10}), ("jobs", "/jobs", {}),
-                                           ("jobs-docs", "/jobs?app=docs", {"app": "docs"})):
+                                           ("jobs-docs", "/jobs?app=docs&run=&status=", {"app": "docs"})):
                     browser.open(ui.open_url + path)
                     assert browser.eval(DOM_ROWS) == api_rows(http, **params), (name, width)
                     assert browser.overflow() == 0, (name, width)

@@ -57,7 +57,7 @@ class Store:
         stored, failed, skipped = self.results.counts(record.job_id)
         return Progress(total=record.total, done=stored - failed - skipped, failed=failed, skipped=skipped)
 
-    def list_jobs(self, tenant: str, where: JobFilter, cursor: str, limit: int,
+    def list_jobs(self, tenant: str, where: JobFilter, cursor: str | None, limit: int,
                   budget: int) -> tuple[list[JobRecord], str | None]:
         """One page of the tenant's job records, newest first, matching `where`; and the next cursor. Index
         entries whose job has expired are dropped from the index."""

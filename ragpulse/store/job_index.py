@@ -37,7 +37,7 @@ class JobIndex:
         pipe.zremrangebyscore(key, "-inf", f"({now_ms - self.ttl * 1000}")
         pipe.expire(key, self.ttl)
 
-    def scan(self, tenant: str, cursor: str, limit: int, budget: int,
+    def scan(self, tenant: str, cursor: str | None, limit: int, budget: int,
              keep: Callable[[str], bool]) -> tuple[list[str], str | None]:
         """Up to `limit` job ids after `cursor`, newest first, for which `keep` is true, reading at most `budget`
         index entries; returns them and the next cursor (None at the end of the index)."""
@@ -71,9 +71,9 @@ class JobIndex:
             self.redis.zrem(keys.tenant_jobs(tenant), *job_ids)
 
 
-def parse_cursor(cursor: str) -> Entry | None:
+def parse_cursor(cursor: str | None) -> Entry | None:
     """The entry a cursor names; None for the first page; 400 naming `query.cursor` for anything not issued here."""
-    if cursor == "":
+    if cursor is None:
         return None
     found = CURSOR.match(cursor)
     if found is None:
