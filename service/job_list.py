@@ -11,7 +11,7 @@ from litestar.params import Parameter
 from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.job_list import JobFilter, JobLinks, JobsPage, JobSummary
-from ragpulse.model.results import JobStatus
+from ragpulse.model.results import JobStatus, Progress
 from ragpulse.model.trace import APP_NAME_PATTERN
 from ragpulse.store import JobRecord, Store
 from service.context import Call
@@ -45,14 +45,15 @@ def jobs_page(store: Store, tenant: str, where: JobFilter, cursor: str | None, l
     """One page of the tenant's jobs as the API lists them."""
     budget = limit * defaults.JOBS_SCAN_FACTOR if where != JobFilter() else limit
     records, next_cursor = store.list_jobs(tenant, where, cursor, limit, budget)
-    return JobsPage(items=[summary(store, record) for record in records], next_cursor=next_cursor)
+    progress = store.progress_many(records)
+    return JobsPage(items=[summary(r, p) for r, p in zip(records, progress)], next_cursor=next_cursor)
 
 
-def summary(store: Store, record: JobRecord) -> JobSummary:
+def summary(record: JobRecord, progress: Progress) -> JobSummary:
     """One job of the list, with its trace counts and links."""
     return JobSummary(
         job_id=record.job_id, status=record.status, created_at=record.created_at, finished_at=record.finished_at,
-        progress=store.progress(record), apps=record.apps, run=record.options.run, variant=record.options.variant,
+        progress=progress, apps=record.apps, run=record.options.run, variant=record.options.variant,
         judge=record.options.judge, links=JobLinks(report=f"/v1/jobs/{record.job_id}/report",
                                                    page=f"/jobs/{record.job_id}"))
 
@@ -64,6 +65,6 @@ def form_filter(app: str, run: str, status: str) -> JobFilter:
               "run": re.fullmatch(RUN_PATTERN.strip("^$"), run), "status": status in get_args(JobStatus)}
     bad = [name for name, value in {"app": app, "run": run, "status": status}.items() if value and not checks[name]]
     if bad:
-        raise InvalidParameter(f"not a valid {', '.join(bad)}",
-                               [{"path": f"query.{name}", "message": "not a value GET /v1/jobs accepts"} for name in bad])
+        raise InvalidParameter(f"not a valid {', '.join(bad)}", [
+            {"path": f"query.{name}", "message": "not a value GET /v1/jobs accepts"} for name in bad])
     return JobFilter(app=app or None, run=run or None, status=status or None)  # type: ignore[arg-type]

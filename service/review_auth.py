@@ -3,8 +3,8 @@
 The key travels only in the login form's POST body, is checked against the hashed keys exactly as the Bearer
 header is (service.auth), and is exchanged for a random session id (ragpulse.store.review_sessions). The cookie is
 HttpOnly, SameSite=Strict, Path=/ (the review pages and the web UI's pages of service.pages share it; the JSON
-API authenticates by Bearer key only and never reads it), and Secure when the request came over https. Every form carries the
-session's CSRF token, and a POST whose Origin (or Sec-Fetch-Site) names another site is refused before that.
+API authenticates by Bearer key only and never reads it), and Secure when the request came over https. Every form
+carries the session's CSRF token, and a POST whose Origin (or Sec-Fetch-Site) names another site is refused before that.
 With no API keys configured (loopback only) a session for tenant `default` is opened on first visit: no login, but
 forms still carry a token, so another site cannot post labels through the reviewer's browser.
 """

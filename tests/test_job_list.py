@@ -177,7 +177,7 @@ def test_ties_in_creation_time_are_neither_lost_nor_repeated(redis_client: redis
     redis_client.zadd(keys.tenant_jobs(tenant), dict.fromkeys(ids, 5_000))
     index, seen, cursor = JobIndex(redis_client, 60), [], None
     while True:
-        page, cursor = index.scan(tenant, cursor, 2, 2, lambda _: True)
+        page, cursor = index.scan(tenant, cursor, 2, 2, lambda ids: [True] * len(ids))
         seen += page
         if cursor is None:
             break

@@ -54,29 +54,28 @@ class Store:
 
     def progress(self, record: JobRecord) -> Progress:
         """The job's trace counts so far."""
-        stored, failed, skipped = self.results.counts(record.job_id)
-        return Progress(total=record.total, done=stored - failed - skipped, failed=failed, skipped=skipped)
+        return self.progress_many([record])[0]
 
     def list_jobs(self, tenant: str, where: JobFilter, cursor: str | None, limit: int,
                   budget: int) -> tuple[list[JobRecord], str | None]:
         """One page of the tenant's job records, newest first, matching `where`; and the next cursor. Index
         entries whose job has expired are dropped from the index."""
         found: dict[str, JobRecord] = {}
-        expired: list[str] = []
 
-        def keep(job_id: str) -> bool:
-            record = self.jobs.find(job_id, tenant)
-            if record is None:
-                expired.append(job_id)
-                return False
-            if _matches(record, where):
-                found[job_id] = record
-                return True
-            return False
+        def keep(job_ids: list[str]) -> list[bool]:
+            records = self.jobs.find_many(job_ids, tenant)
+            self.index.forget(tenant, [job_id for job_id, record in zip(job_ids, records) if record is None])
+            found.update((r.job_id, r) for r in records if r is not None and _matches(r, where))
+            return [job_id in found for job_id in job_ids]
 
         ids, next_cursor = self.index.scan(tenant, cursor, limit, budget, keep)
-        self.index.forget(tenant, expired)
         return [found[i] for i in ids], next_cursor
+
+    def progress_many(self, records: Sequence[JobRecord]) -> list[Progress]:
+        """The trace counts of several jobs, in one round trip."""
+        counts = self.results.counts_many([r.job_id for r in records])
+        return [Progress(total=r.total, done=stored - failed - skipped, failed=failed, skipped=skipped)
+                for r, (stored, failed, skipped) in zip(records, counts)]
 
     def results_page(self, job_id: str, tenant: str, cursor: str | None, limit: int) -> ResultsPage:
         """One page of the tenant's job results."""

@@ -38,15 +38,15 @@ class JobIndex:
         pipe.expire(key, self.ttl)
 
     def scan(self, tenant: str, cursor: str | None, limit: int, budget: int,
-             keep: Callable[[str], bool]) -> tuple[list[str], str | None]:
-        """Up to `limit` job ids after `cursor`, newest first, for which `keep` is true, reading at most `budget`
-        index entries; returns them and the next cursor (None at the end of the index)."""
-        after = parse_cursor(cursor)
+             keep: Callable[[list[str]], list[bool]]) -> tuple[list[str], str | None]:
+        """Up to `limit` job ids after `cursor`, newest first, that `keep` (called once, on every id read) accepts,
+        reading at most `budget` index entries; returns them and the next cursor (None at the end of the index)."""
+        entries = self._entries(tenant, parse_cursor(cursor), budget)
         kept: list[str] = []
         last: Entry | None = None
-        for entry in self._entries(tenant, after, budget):
+        for entry, wanted in zip(entries, keep([job_id for job_id, _ in entries])):
             last = entry
-            if keep(entry[0]):
+            if wanted:
                 kept.append(entry[0])
                 if len(kept) == limit:
                     break

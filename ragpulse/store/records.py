@@ -83,12 +83,18 @@ class JobRecords:
             raise JobNotFound(job_id)
         return _record(job_id, fields)
 
-    def find(self, job_id: str, tenant: str) -> JobRecord | None:
-        """The tenant's job record, or None when it has expired (or is not the tenant's)."""
-        try:
-            return self.get(job_id, tenant)
-        except JobNotFound:
-            return None
+    def find_many(self, job_ids: list[str], tenant: str) -> list[JobRecord | None]:
+        """The tenant's records of these jobs, in one round trip; None for a job that has expired (or is another
+        tenant's)."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.hgetall(keys.job(job_id))
+            raw = pipe.execute()
+        found: list[JobRecord | None] = []
+        for job_id, hash_ in zip(job_ids, raw):
+            fields = {k.decode(): v.decode() for k, v in hash_.items()}
+            found.append(_record(job_id, fields) if fields.get("tenant") == tenant else None)
+        return found
 
     def failure(self, job_id: str) -> str | None:
         """The job's error when it has failed, else None (one cheap read)."""

@@ -63,12 +63,17 @@ class Results:
 
     def counts(self, job_id: str) -> tuple[int, int, int]:
         """(stored, failed, skipped) result counts."""
+        return self.counts_many([job_id])[0]
+
+    def counts_many(self, job_ids: list[str]) -> list[tuple[int, int, int]]:
+        """(stored, failed, skipped) result counts of each job, in one round trip."""
         with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hlen(keys.job_results(job_id))
-            pipe.scard(keys.job_failed(job_id))
-            pipe.scard(keys.job_skipped(job_id))
-            stored, failed, skipped = pipe.execute()
-        return stored, failed, skipped
+            for job_id in job_ids:
+                pipe.hlen(keys.job_results(job_id))
+                pipe.scard(keys.job_failed(job_id))
+                pipe.scard(keys.job_skipped(job_id))
+            flat = pipe.execute()
+        return [(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
 
     def any(self, job_id: str) -> TraceResult | None:
         """One stored result of the job (no order promised), None without any: what a job's app is read from."""

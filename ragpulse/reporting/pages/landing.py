@@ -45,4 +45,5 @@ def _apps(apps: list[str]) -> str:
         f"<td><a href=\"/v1/monitor/{quote(app, safe='')}\">monitor (JSON)</a></td>"
         f"<td><a href=\"/jobs?app={quote(app, safe='')}\">jobs</a></td>"
         f"<td><a href=\"/review/{quote(app, safe='')}\">review</a></td></tr>" for app in apps)
-    return f"<table class=apps><thead><tr><th>App</th><th colspan=3>Pages</th></tr></thead><tbody>{rows}</tbody></table>"
+    return (f"<table class=apps><thead><tr><th>App</th><th colspan=3>Pages</th></tr></thead><tbody>{rows}</tbody>"
+            "</table>")
