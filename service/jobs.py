@@ -123,10 +123,10 @@ class JobController(Controller):
     def report_page(self, job_id: JobId, call: Call) -> Response[str]:
         """Metrics with intervals and targets, the diagnostic matrix, breakdowns and the failing traces' claims with
         their evidence; no script and no external URL (a strict Content-Security-Policy says so too)."""
-        return report_page(call.services, call.tenant, job_id)
+        return serve_report_page(call.services, call.tenant, job_id)
 
 
-def report_page(services: Services, tenant: str, job_id: str) -> Response[str]:
+def serve_report_page(services: Services, tenant: str, job_id: str) -> Response[str]:
     """The tenant's report page (also served to the web UI's session at /jobs/{job_id}); a short page with 202 or
     409 while there is no report."""
     store = services.store

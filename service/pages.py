@@ -20,7 +20,7 @@ from ragpulse.reporting.pages.frame import top_bar
 from ragpulse.reporting.pages.job_list import job_list_page
 from ragpulse.reporting.pages.landing import ServiceStatus, landing_page
 from service.job_list import JobsCursor, form_filter, jobs_page
-from service.jobs import JobId, report_page
+from service.jobs import JobId, serve_report_page
 from service.review_auth import Review
 from service.review_login import html
 
@@ -56,7 +56,7 @@ class PagesController(Controller):
     @get("/jobs/{job_id:str}", sync_to_thread=True)
     def job(self, job_id: JobId, review: Review) -> Response[str]:
         """The job's report page, as GET /v1/jobs/{job_id}/report.html serves it to an API key."""
-        response = report_page(review.services, review.tenant, job_id)
+        response = serve_report_page(review.services, review.tenant, job_id)
         response.headers["Cache-Control"] = "no-store"
         response.cookies.extend(review.cookies)
         return response

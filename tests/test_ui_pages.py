@@ -172,7 +172,8 @@ def test_pages_in_chromium_at_800_and_1400(ui: UiStack, tmp_path_factory: pytest
                     browser.screenshot(shots / f"{name}-{width}.png")
                     assert (shots / f"{name}-{width}.png").stat().st_size > 0
                 browser.open(ui.open_url + api_rows(http)[0]["link"])          # the job's report page
-                assert browser.eval("document.querySelector('h1') !== null")   # its width is the report page's
+                assert browser.eval("document.querySelector('h1') !== null")
+                assert browser.overflow() == 0, ("report", width)
                 browser.screenshot(shots / f"report-{width}.png")
     finally:
         browser.close()
