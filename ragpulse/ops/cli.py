@@ -1,4 +1,5 @@
-"""The `ragpulse` command: `up` runs the stack, `eval` evaluates a trace file against a running service."""
+"""The `ragpulse` command: `up` runs the stack, `eval` evaluates a trace file against a running service, `gate` holds
+it to thresholds and a baseline, `wait`, `report` and `compare` follow and read jobs already created."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-
+from importlib import metadata
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings, log_level
@@ -19,24 +20,11 @@ from ragpulse.ops.client import Client, TraceFile, read_traces
 from ragpulse.ops.data_dir import default_data_dir
 from ragpulse.ops.eval_options import choose_options
 from ragpulse.ops.evaluate import evaluate_file, interrupted, refused_options
+from ragpulse.ops.exit_codes import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_TRACES_FAILED,
+                                     EXIT_USAGE)
+from ragpulse.ops import job_commands
 from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.reporting.render import render_report
-
-EXIT_OK = 0
-"""`ragpulse eval`: every trace was evaluated and the report printed."""
-EXIT_FAILED = 1
-"""A job failed, the service could not be reached, or it answered another error (such as 401 for a wrong key, or
-a 429 or 5xx still there after the retries), or a body that is not its API's JSON (a proxy's page)."""
-EXIT_USAGE = 2
-"""Bad arguments (argparse's own code), a setting out of range (RAGPULSE_PORT), options the service refuses (a judge
-it has no credentials for), or a trace file that cannot be read, is not valid JSON/JSONL, or holds no traces."""
-EXIT_TRACES_FAILED = 3
-"""The report was printed, but some traces failed (it lists them under FAILED TRACES)."""
-EXIT_REJECTED = 4
-"""The service rejected the traces: schema violations (each named with its trace and line), or a batch over its
-limits. Nothing was evaluated."""
-EXIT_INTERRUPTED = 130
-"""Ctrl-C (128 + SIGINT, as shells report it): the jobs created so far run on; the message says how to follow them."""
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows `(default: ...)` after every option that has one; options defaulting to None say theirs in words."""
@@ -99,7 +87,8 @@ def _positive_float(text: str) -> float:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragpulse", description=__doc__)
-    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {metadata.version('ragpulse')}")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND", dest="command_name")
     up = sub.add_parser(
         "up", formatter_class=_HelpFormatter, help="run Redis, the API and workers with embedded defaults",
         description="Run Redis (private, unless REDIS_URL is set), the API and RQ workers. Prints \"ragpulse is "
@@ -149,7 +138,55 @@ def _parser() -> argparse.ArgumentParser:
                          "default: no page)")
     ev.set_defaults(run=_eval)
     _gate_parser(sub)
+    _job_parsers(sub)
     return parser
+
+
+def _job_parsers(sub: argparse._SubParsersAction) -> None:
+    codes = (f"Exit codes as `eval`'s: {EXIT_OK} finished; {EXIT_TRACES_FAILED} finished with failed traces; "
+             f"{EXIT_FAILED} the job failed (or has not ended), or the service could not be reached or answered an "
+             f"error (404 for a job it does not know); {EXIT_USAGE} bad arguments.")
+    wait = sub.add_parser("wait", formatter_class=_HelpFormatter, help="wait for a job to end and print its status",
+                          description=f"Poll the job until it ends, then print its status line. {codes}")
+    wait.add_argument("job", metavar="JOB", help="the job id (as `eval` and `gate` print it)")
+    _server_arguments(wait)
+    wait.set_defaults(run=_job_command, command=lambda client, args: job_commands.wait(client, args.job))
+    report = sub.add_parser("report", formatter_class=_HelpFormatter, help="print an ended job's report",
+                            description=f"Print the report of an ended job as `eval` prints it. {codes}")
+    report.add_argument("job", metavar="JOB", help="the job id")
+    _server_arguments(report)
+    report.add_argument("--html", type=Path, metavar="FILE",
+                        help="also write the service's report page to FILE (default: no page)")
+    report.set_defaults(run=_job_command,
+                        command=lambda client, args: job_commands.report(client, args.job, args.html))
+    compare = sub.add_parser(
+        "compare", formatter_class=_HelpFormatter, help="compare a job against a baseline job, trace by trace",
+        description="Print GET /v1/jobs/CANDIDATE/compare?baseline=BASELINE: the tested metrics' paired deltas "
+                    "with intervals and verdicts as `gate` prints them, and the regressed traces with both sides. "
+                    f"Exit codes: {EXIT_OK} printed; {EXIT_FAILED} the service could not be reached or answered an "
+                    f"error (404 for a job it does not know); {EXIT_USAGE} bad arguments.")
+    compare.add_argument("candidate", metavar="CANDIDATE", help="the job id to judge")
+    compare.add_argument("baseline", metavar="BASELINE", help="the job id to compare it against")
+    _server_arguments(compare)
+    compare.add_argument("--threshold", type=_positive_float, default=defaults.COMPARE_REGRESSION_THRESHOLD,
+                         help="a trace's recall@k or nDCG@k drop that lists it as regressed")
+    compare.set_defaults(run=_job_command, command=lambda client, args: job_commands.compare(
+        client, args.candidate, args.baseline, args.threshold))
+
+
+def _job_command(args: argparse.Namespace) -> int:
+    """Run `wait`, `report` or `compare` with a Client for --server and --api-key."""
+    name = f"ragpulse {args.command_name}"
+    try:
+        client = Client(server_url(args), args.api_key or os.environ.get("RAGPULSE_API_KEY"))
+    except ConfigError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.command(client, args)
+    except ClientError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _server_arguments(parser: argparse.ArgumentParser) -> None:

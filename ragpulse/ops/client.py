@@ -169,6 +169,15 @@ class Client:
         """The job's report."""
         return self._decode(self._request("GET", f"/v1/jobs/{job_id}/report"), Report)
 
+    def report_page(self, job_id: str) -> str:
+        """The job's report page as the service renders it (GET /v1/jobs/{job_id}/report.html): ClientError when the
+        job has no report (202 while it runs, 409 when it ended without one) or another error."""
+        response = self._request("GET", f"/v1/jobs/{job_id}/report.html")
+        if response.status_code != 200:
+            raise ClientError(f"GET /v1/jobs/{job_id}/report.html answered HTTP {response.status_code}: no report "
+                              "page", response.status_code)
+        return response.text
+
     def results(self, job_id: str) -> list[TraceResult]:
         """Every per-trace result of the job, in trace order (all pages)."""
         items: list[TraceResult] = []
