@@ -57,7 +57,7 @@ def options_of(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 # -- options, help and the README -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("command", ["up", "eval", "gate"])
+@pytest.mark.parametrize("command", ["up", "eval", "gate", "wait", "report", "compare"])
 def test_every_option_has_help_showing_its_default(command: str) -> None:
     parser = subparsers()[command]
     formatter = parser.formatter_class(prog=parser.prog)
@@ -82,11 +82,29 @@ def test_eval_server_defaults_to_ragpulse_port(monkeypatch: pytest.MonkeyPatch) 
     assert cli.server_url(cli._parser().parse_args(["eval", "f.jsonl", "--server", "http://h:1"])) == "http://h:1"
 
 
-def test_readme_synopsis_names_every_eval_up_and_gate_option() -> None:
-    for command in ("eval", "up", "gate"):
-        synopsis = re.search(rf"`ragpulse {command} ([^`]*)`", README).group(1)
-        for action in options_of(subparsers()[command]):
+def test_readme_synopsis_names_every_commands_arguments_and_options() -> None:
+    assert {"up", "eval", "gate", "wait", "report", "compare"} <= set(subparsers())
+    for command, parser in subparsers().items():
+        found = re.search(rf"`ragpulse {command} ([^`]*)`", README)
+        assert found, f"README has no synopsis `ragpulse {command} ...`"
+        synopsis = found.group(1)
+        for action in options_of(parser):
             assert action.option_strings[-1] in synopsis, f"README's `ragpulse {command}` lacks {action.option_strings}"
+        for action in parser._actions:
+            if not action.option_strings:
+                assert (action.metavar or action.dest.upper()) in synopsis, f"README's `ragpulse {command}` lacks " \
+                                                                            f"{action.dest}"
+
+
+def test_top_level_help_describes_every_command_in_one_line() -> None:
+    shown = re.sub(r"\s+", " ", cli._parser().format_help())
+    [action] = [a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    described = {choice.dest: choice.help for choice in action._choices_actions}
+    for command in subparsers():
+        assert described.get(command), f"`ragpulse --help` does not describe {command}"
+        one_line = re.sub(r"\s+", " ", described[command])
+        assert f" {command} {one_line}" in shown, command
+    assert "--version" in shown
 
 
 def test_readme_settings_table_lists_every_variable_the_cli_reads() -> None:

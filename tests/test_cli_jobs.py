@@ -1,0 +1,123 @@
+"""`ragpulse --version`, `wait`, `report` and `compare` (issue 25, item 4) against real API and worker processes
+(the session's shared stack)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from ragpulse.ops import cli
+from ragpulse.ops.client import Client
+from ragpulse.reporting.render import render_report
+from tests.support import ROOT, child_env, wait_for_job
+
+if TYPE_CHECKING:
+    from tests.conftest import LiveStack
+
+EXAMPLES = ROOT / "examples" / "acme_support_traces.jsonl"
+TRACES = [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
+UNKNOWN_JOB = "0" * 32
+
+
+def ragpulse(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=180, cwd=ROOT, env=child_env("unused"))
+
+
+def post(stack: LiveStack, traces: list[dict[str, Any]], run: str) -> str:
+    answer = httpx.post(f"{stack.url}/v1/batches", json={"traces": traces, "options": {"judge": "local", "run": run}},
+                        timeout=30)
+    assert answer.status_code == 202, answer.text
+    return answer.json()["job_id"]
+
+
+@pytest.fixture(scope="module")
+def jobs(stack: LiveStack) -> dict[str, str]:
+    """A baseline job on the example traces, and a candidate whose first 10 traces retrieve nothing relevant."""
+    worse = [{**t, "retrieved_docs": [{"id": f"noise-{n}", "text": "unrelated"}]} if n < 10 else t
+             for n, t in enumerate(TRACES)]
+    return {"baseline": post(stack, TRACES, "base"), "candidate": post(stack, worse, "cand")}
+
+
+def test_version_prints_the_installed_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"ragpulse {metadata.version('ragpulse')}"
+
+
+def test_wait_prints_the_status_line_once_the_job_ends(stack: LiveStack, jobs: dict[str, str]) -> None:
+    result = ragpulse("wait", jobs["baseline"], "--server", stack.url)
+    assert result.returncode == 0, result.stderr
+    with httpx.Client(base_url=stack.url) as client:
+        view = client.get(f"/v1/jobs/{jobs['baseline']}").json()
+    assert view["status"] == "finished"
+    total = len(TRACES)
+    assert result.stdout.strip() == f"job {jobs['baseline']} finished: {view['progress']['done']} evaluated, 0 failed, " \
+                                    f"0 skipped of {total}"
+
+
+def test_wait_and_report_on_an_unknown_job_exit_1_naming_the_404(stack: LiveStack) -> None:
+    for command in ("wait", "report"):
+        result = ragpulse(command, UNKNOWN_JOB, "--server", stack.url)
+        assert result.returncode == cli.EXIT_FAILED, result.stderr
+        assert f"ragpulse {command}: HTTP 404" in result.stderr and "Traceback" not in result.stderr
+        assert result.stdout == ""
+
+
+def test_report_prints_evals_report_and_writes_the_services_page(stack: LiveStack, jobs: dict[str, str],
+                                                                  tmp_path: Path) -> None:
+    job_id = jobs["baseline"]
+    with httpx.Client(base_url=stack.url, timeout=60) as client:
+        wait_for_job(client, job_id)
+        page = client.get(f"/v1/jobs/{job_id}/report.html").text
+    page_file = tmp_path / "report.html"
+    result = ragpulse("report", job_id, "--server", stack.url, "--html", page_file)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == render_report(Client(stack.url).report(job_id)).strip()
+    assert f"job {job_id}" in result.stdout and "recall@5" in result.stdout
+    assert page_file.read_text() == page and "<html" in page
+
+
+def test_report_html_into_a_missing_directory_exits_2_before_anything(stack: LiveStack, jobs: dict[str, str],
+                                                                       tmp_path: Path) -> None:
+    result = ragpulse("report", jobs["baseline"], "--server", stack.url, "--html", tmp_path / "nope" / "r.html")
+    assert result.returncode == cli.EXIT_USAGE, result.stderr
+    assert "no such directory" in result.stderr and result.stdout == ""
+
+
+def test_compare_prints_the_gates_deltas_and_the_regressed_traces(stack: LiveStack, jobs: dict[str, str]) -> None:
+    with httpx.Client(base_url=stack.url, timeout=60) as client:
+        for job_id in jobs.values():
+            wait_for_job(client, job_id)
+        comparison = client.get(f"/v1/jobs/{jobs['candidate']}/compare",
+                                params={"baseline": jobs["baseline"]}).json()
+    result = ragpulse("compare", jobs["candidate"], jobs["baseline"], "--server", stack.url)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert f"candidate {jobs['candidate']} (run cand, rag) vs baseline {jobs['baseline']} (run base, rag)" in out
+    assert f"matched {comparison['matched']} traces" in out and comparison["matched"] == len(TRACES)
+    for key in comparison["family"]:
+        delta = {**comparison["retrieval"], **comparison["generation"]}[key]
+        row = re.search(rf"^{re.escape(key)} vs baseline +(-?\d\.\d{{3}})", out, re.M)
+        assert row, f"no row for {key}:\n{out}"
+        assert float(row.group(1)) == pytest.approx(delta["delta"], abs=5e-4)
+    assert comparison["regressions_total"] > 0
+    assert f"regressed traces (a drop of at least 0.2, or a new hallucination): {comparison['regressions_total']}" in out
+    worst = comparison["regressions"][0]
+    assert re.search(rf"^  {re.escape(worst['trace_id'])} \(trace {worst['baseline_index'] + 1} of the baseline", out,
+                     re.M)
+    assert "recall@5 vs baseline" in out and "significant regressions: " in out
+
+
+def test_compare_an_unknown_baseline_exits_1(stack: LiveStack, jobs: dict[str, str]) -> None:
+    result = ragpulse("compare", jobs["candidate"], UNKNOWN_JOB, "--server", stack.url)
+    assert result.returncode == cli.EXIT_FAILED and "ragpulse compare: HTTP 404" in result.stderr, result.stderr
