@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import msgspec
 import pytest
 
+from ragpulse.model.results import JobView, Progress
 from ragpulse.ops import cli
 from ragpulse.ops.client import Client
 from ragpulse.reporting.render import render_report
+from tests.fake_api import JOB_ID, Answer, FakeApi
 from tests.support import ROOT, child_env, wait_for_job
 
 if TYPE_CHECKING:
@@ -61,8 +64,8 @@ def test_wait_prints_the_status_line_once_the_job_ends(stack: LiveStack, jobs: d
         view = client.get(f"/v1/jobs/{jobs['baseline']}").json()
     assert view["status"] == "finished"
     total = len(TRACES)
-    assert result.stdout.strip() == f"job {jobs['baseline']} finished: {view['progress']['done']} evaluated, 0 failed, " \
-                                    f"0 skipped of {total}"
+    done = view["progress"]["done"]
+    assert result.stdout.strip() == f"job {jobs['baseline']} finished: {done} evaluated, 0 failed, 0 skipped of {total}"
 
 
 def test_wait_and_report_on_an_unknown_job_exit_1_naming_the_404(stack: LiveStack) -> None:
@@ -111,7 +114,8 @@ def test_compare_prints_the_gates_deltas_and_the_regressed_traces(stack: LiveSta
         assert row, f"no row for {key}:\n{out}"
         assert float(row.group(1)) == pytest.approx(delta["delta"], abs=5e-4)
     assert comparison["regressions_total"] > 0
-    assert f"regressed traces (a drop of at least 0.2, or a new hallucination): {comparison['regressions_total']}" in out
+    total = comparison["regressions_total"]
+    assert f"regressed traces (a drop of at least 0.2, or a new hallucination): {total}" in out
     worst = comparison["regressions"][0]
     assert re.search(rf"^  {re.escape(worst['trace_id'])} \(trace {worst['baseline_index'] + 1} of the baseline", out,
                      re.M)
@@ -121,3 +125,36 @@ def test_compare_prints_the_gates_deltas_and_the_regressed_traces(stack: LiveSta
 def test_compare_an_unknown_baseline_exits_1(stack: LiveStack, jobs: dict[str, str]) -> None:
     result = ragpulse("compare", jobs["candidate"], UNKNOWN_JOB, "--server", stack.url)
     assert result.returncode == cli.EXIT_FAILED and "ragpulse compare: HTTP 404" in result.stderr, result.stderr
+
+
+# -- how a job ended decides the exit code, as for `eval` (a scripted service) -----------------------------------
+
+def view(status: str, done: int = 2, failed: int = 0, error: str | None = None) -> Answer:
+    job = JobView(job_id=JOB_ID, status=status,  # type: ignore[arg-type]
+                  progress=Progress(total=2, done=done, failed=failed), created_at="2026-01-01T00:00:00Z",
+                  started_at=None, finished_at=None, warnings=[], error=error)
+    return Answer(200, msgspec.json.encode(job))
+
+
+@pytest.mark.parametrize(("ended", "code", "line"), [
+    (view("finished_with_errors", done=1, failed=1), cli.EXIT_TRACES_FAILED,
+     f"job {JOB_ID} finished_with_errors: 1 evaluated, 1 failed, 0 skipped of 2"),
+    (view("failed", done=0, error="the judge rejected the credentials"), cli.EXIT_FAILED,
+     f"job {JOB_ID} failed: 0 evaluated, 0 failed, 0 skipped of 2; error: the judge rejected the credentials"),
+])
+def test_wait_polls_past_running_and_exits_as_eval_would(ended: Answer, code: int, line: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeApi() as api:
+        api.push("job", view("queued", done=0), view("running", done=1), ended)
+        assert cli.main(["wait", JOB_ID, "--server", api.url]) == code
+        assert len(api.times("job")) == 3
+    assert capsys.readouterr().out.strip() == line
+
+
+def test_report_of_a_running_job_exits_1_pointing_at_wait(capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeApi() as api:
+        api.push("job", view("running", done=1))
+        assert cli.main(["report", JOB_ID, "--server", api.url]) == cli.EXIT_FAILED
+        assert api.times("report") == []
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"no report yet (`ragpulse wait {JOB_ID}` waits for it)" in captured.err
