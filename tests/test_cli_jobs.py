@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,3 +160,19 @@ def test_report_of_a_running_job_exits_1_pointing_at_wait(capsys: pytest.Capture
         assert api.times("report") == []
     captured = capsys.readouterr()
     assert captured.out == "" and f"no report yet (`ragpulse wait {JOB_ID}` waits for it)" in captured.err
+
+
+def test_ctrl_c_during_wait_exits_130_saying_the_job_runs_on() -> None:
+    with FakeApi() as api:
+        api.push("job", *[view("running", done=1)] * 200)
+        proc = subprocess.Popen([sys.executable, "-m", "ragpulse.ops.cli", "wait", JOB_ID, "--server", api.url],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                env=child_env("unused"))
+        deadline = time.monotonic() + 30
+        while not api.times("job") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == cli.EXIT_INTERRUPTED, err
+    assert f"ragpulse wait: interrupted; job {JOB_ID} runs on in the service" in err
+    assert "Traceback" not in err and out == ""

@@ -12,7 +12,7 @@ from ragpulse.gate.output import table
 from ragpulse.model.compare import Comparison, Regression
 from ragpulse.model.results import TERMINAL, JobView
 from ragpulse.ops.client import Client
-from ragpulse.ops.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_TRACES_FAILED, EXIT_USAGE
+from ragpulse.ops.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TRACES_FAILED, EXIT_USAGE
 from ragpulse.ops.progress import Progress
 from ragpulse.reporting.render import render_report
 
@@ -39,8 +39,14 @@ def wait(client: Client, job_id: str) -> int:
     progress = Progress()
     try:
         job = client.wait(job_id, lambda view: progress([view]))
+    except KeyboardInterrupt:
+        job = None
     finally:
         progress.close()
+    if job is None:
+        print(f"ragpulse wait: interrupted; job {job_id} runs on in the service (`ragpulse wait {job_id}` follows it "
+              "again)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(status_line(job))
     return exit_code(job)
 
