@@ -27,9 +27,10 @@ from typing import TypeVar
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
-from ragpulse.evaluation.calls import CallObserver
+from ragpulse.evaluation.calls import CallObserver, marker_seconds
 from ragpulse.evaluation.guard import RunGuard
 from ragpulse.judges.judge_input import JudgeInputLimits
+from ragpulse.evaluation.reserve import SpendReservations
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.judges import kinds
@@ -81,7 +82,8 @@ async def run_chunk(store: Store, settings: Settings, work: ChunkWork) -> None:
     sync `store` only builds commands). The caller completes the chunk."""
     record = work.record
     client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
-    calls = CallObserver(settings)
+    reservations = SpendReservations(client, marker_seconds(settings))
+    calls = CallObserver(settings, (record.job_id, record.tenant), reservations)
     try:
         judge = kinds.make_judge(record.options.judge or settings.default_judge, settings, calls)
         try:
