@@ -5,7 +5,8 @@ after its worker died skips what is already stored, and nothing is counted twice
 
 Two halves: `open_chunk` reads what the run needs and takes the lease, with blocking calls, before any event loop
 runs; `run_chunk` judges on the event loop and never blocks it on Redis (redis.asyncio for the results and the lease,
-judge calls counted in memory and written a few times a second, the job's failure flag read every half second).
+judge calls reserved before they are sent, calls starting together in one small script call, and settled in memory
+and written a few times a second, the job's failure flag read every half second).
 With dozens of calls in flight, every blocking round trip held up all of them.
 
 Verdicts and judge calls are paid for, so a Redis outage does not throw them away: a result or a write of counted
