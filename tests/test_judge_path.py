@@ -176,10 +176,11 @@ def test_calls_in_flight_are_counted_in_redis_before_their_answers_and_settled_a
     judged = judge_chunk(redis_client, fake, 4, job_id=job_id, judge_concurrency=4)
     watcher.join(5)
     in_flight = seen["in_flight"]
-    assert in_flight.judge_calls == 4 and in_flight.input_tokens > 0 and in_flight.cost_usd > 0   # no answer yet
+    # no answer yet: the 4 calls sent, and at most half the concurrency reserved ahead
+    assert 4 <= in_flight.judge_calls <= 4 + 2 and in_flight.input_tokens > 0 and in_flight.cost_usd > 0
     spend = judged.store.jobs.get(judged.job_id).spend
     usage = [fake._input_usage(entry["body"]) for entry in fake.requests]
-    assert spend.judge_calls == 4 == len(fake.requests)
+    assert spend.judge_calls == 4 == len(fake.requests)                       # what was reserved ahead given back
     assert spend.input_tokens == sum(u["input_tokens"] for u in usage)          # settled to the actual usage
     assert spend.output_tokens > 0
 

@@ -202,6 +202,11 @@ usage against the job and the tenant's day, and the judge request metrics) to Re
 round trip per call. Budget checks see every worker's calls once reserved, before they are sent; the worker's own
 unwritten settlements at once, other workers' within this."""
 
+JUDGE_CALLS_RESERVED_AHEAD = 0.5
+"""Share of RAGPULSE_JUDGE_CONCURRENCY a chunk run reserves ahead (evaluation.reserve), topped up in the background
+once half are taken, so a call rarely waits for Redis before it is sent. A SIGKILLed worker over-counts by these at
+most (plus the calls it had reserved and not sent yet); a run gives back what it did not take when it ends."""
+
 JOB_FAILURE_CHECK_SECONDS = 0.5
 """How often a chunk run reads whether its job has failed (another worker's judge was refused its credentials):
 traces that start later fail at once instead of being judged."""

@@ -41,8 +41,7 @@ class CallCounter(abc.ABC):
             return None
         spend = Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=0,
                       cost_usd=call_cost(self.prices, model, input_tokens, output_tokens))
-        await self.reservations.reserve(self.target(), spend)
-        return spend
+        return await self.reservations.reserve(self.target(), spend)
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
                 cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0,
@@ -117,8 +116,16 @@ class CallObserver(CallCounter):
 
     @property
     def unwritten_cost(self) -> float:
-        """USD of the calls counted here and not yet confirmed written to Redis."""
-        return self.unwritten.cost_usd + (self.held.spend.cost_usd if self.held is not None else 0.0)
+        """USD of the calls counted here and not yet confirmed written to Redis (less the calls reserved ahead and
+        not taken yet, which Redis counts already)."""
+        unused = self.reservations.unused_cost(self.job) if self.reservations is not None else 0.0
+        return self.unwritten.cost_usd + (self.held.spend.cost_usd if self.held is not None else 0.0) - unused
+
+    async def give_back_unused(self) -> None:
+        """Once the run's calls are made: give back the calls reserved ahead and never taken (with the next write)."""
+        if self.reservations is not None:
+            for spend in (await self.reservations.close()).values():
+                add_spend(self.unwritten, spend, -1)
 
     @property
     def settled(self) -> bool:

@@ -83,7 +83,8 @@ async def run_chunk(store: Store, settings: Settings, work: ChunkWork) -> None:
     sync `store` only builds commands). The caller completes the chunk."""
     record = work.record
     client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
-    reservations = SpendReservations(client, marker_seconds(settings))
+    reservations = SpendReservations(client, marker_seconds(settings),
+                                     ahead=int(settings.judge_concurrency * defaults.JUDGE_CALLS_RESERVED_AHEAD))
     calls = CallObserver(settings, (record.job_id, record.tenant), reservations)
     try:
         judge = kinds.make_judge(record.options.judge or settings.default_judge, settings, calls)
@@ -124,6 +125,7 @@ class ChunkRun:
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
             await writer
+        await self.calls.give_back_unused()
         while not self.calls.settled:
             await self._held(lambda: self.calls.write(self.job), "write the judge calls")
 
