@@ -23,8 +23,8 @@ from tests.support import children_of, wait_for_job
 
 pytestmark = pytest.mark.integration
 TRACES = 400
-"""1% of the calls is 4, the concurrency of a worker: a worker killed right after reserving a whole burst of calls,
-before sending them, still over-counts within 1%."""
+"""1% of the calls is 4: a killed batch worker over-counts the calls it reserved ahead (half its concurrency of 4) and
+those it had reserved and not sent yet (a few milliseconds' worth; an online worker reserves nothing ahead)."""
 LATENCY = 0.5
 ONLINE_LATENCY = 0.3
 KILL_AFTER_CALLS = 40

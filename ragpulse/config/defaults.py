@@ -204,7 +204,7 @@ unwritten settlements at once, other workers' within this."""
 
 JUDGE_CALLS_RESERVED_AHEAD = 0.5
 """Share of RAGPULSE_JUDGE_CONCURRENCY a chunk run reserves ahead (evaluation.reserve), topped up in the background
-once half are taken, so a call rarely waits for Redis before it is sent. A SIGKILLed worker over-counts by these at
+once a quarter are taken, so a call rarely waits for Redis before it is sent. A SIGKILLed worker over-counts by these at
 most (plus the calls it had reserved and not sent yet); a run gives back what it did not take when it ends."""
 
 JOB_FAILURE_CHECK_SECONDS = 0.5

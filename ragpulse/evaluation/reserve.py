@@ -6,8 +6,8 @@ gives the reservation back when the attempt failed. Reservations travel in one s
 as arguments) for all the calls that start together (group commit), numbered per run so that one sent again (a reply
 lost to a Redis restart) applies once, without a marker key of its own.
 
-A run may also reserve `ahead` calls in advance and top them up in the background while half are left: a call that
-finds one takes it without waiting for Redis. Waiting for a round trip before every call cost little CPU, but a busy
+A run may also reserve `ahead` calls in advance and top them up in the background once a quarter are taken: a call
+that finds one takes it without waiting for Redis. Waiting for a round trip before every call cost little CPU, but a busy
 (or niced) worker waits long to be scheduled again after each one, and the calls in flight thinned out. A chunk run
 gives back what it did not use when it ends.
 
@@ -38,6 +38,9 @@ class SpendReservations:
         self._run_key = keys.spend_reservations(uuid.uuid4().hex)
         self._run_key_seconds = run_key_seconds
         self._ahead = ahead
+        self._low = ahead - max(1, ahead // 4)
+        """Top up once this few are left: a quarter taken (a top-up waits for the event loop and Redis, and a call that
+        finds none left waits too)."""
         self._number = 0
         self._ready: dict[SpendTarget, list[Spend]] = {}
         """Calls reserved ahead and not taken yet, per target."""
@@ -55,7 +58,7 @@ class SpendReservations:
         ready = self._ready.get(target)
         if ready:
             taken = ready.pop()
-            if len(ready) <= self._ahead // 2:
+            if len(ready) <= self._low:
                 self._start_sending()
             return taken
         done: asyncio.Future[Spend] = asyncio.get_running_loop().create_future()
@@ -85,13 +88,13 @@ class SpendReservations:
             self._sender = asyncio.create_task(self._send_all())
 
     def _refills(self) -> dict[SpendTarget, list[Spend]]:
-        """Calls to reserve ahead per target: up to `ahead` once half are taken (or a call waits)."""
+        """Calls to reserve ahead per target: up to `ahead` once a quarter are taken (or a call waits)."""
         refills: dict[SpendTarget, list[Spend]] = {}
         if self._closed:
             return refills
         for target, estimate in self._estimate.items():
             have = len(self._ready.get(target, ()))
-            if self._ahead and (have <= self._ahead // 2 or self._waiting.get(target)):
+            if self._ahead and (have <= self._low or self._waiting.get(target)):
                 refills[target] = [estimate] * (self._ahead - have)
         return refills
 
