@@ -55,7 +55,8 @@ def traces(n: int) -> list[Trace]:
 
 
 def judge_chunk(redis_client: redis.Redis, fake: FakeAnthropic, n: int, options: BatchOptions | None = None,
-                forbid_blocking: pytest.MonkeyPatch | None = None, **settings: object) -> Judged:
+                forbid_blocking: pytest.MonkeyPatch | None = None, job_id: str | None = None,
+                **settings: object) -> Judged:
     """Stage a one-chunk job of `n` traces and run it as a worker does (open_chunk, then run_chunk on a loop).
 
     With `forbid_blocking`, every connection the sync client would take while the loop runs fails the test.
@@ -64,7 +65,7 @@ def judge_chunk(redis_client: redis.Redis, fake: FakeAnthropic, n: int, options:
     config = Settings(redis_url=redis_client.connection_pool.connection_kwargs and _url(redis_client),
                       judge_base_url=fake.url, judge_model=model, judge_prices={model: PRICES}, chunk_size=n,
                       **settings)
-    store, job_id = Store(redis_client, 600), uuid.uuid4().hex
+    store, job_id = Store(redis_client, 600), job_id or uuid.uuid4().hex
     with redis_client.pipeline() as pipe:
         store.stage_job(pipe, job_id, "default", traces(n), options or BatchOptions(judge="anthropic", sample="all"),
                         [], n, "batch", "q")
@@ -154,3 +155,65 @@ def test_a_judge_answering_an_html_page_counts_judge_errors_and_invalid_response
                 if suffix == "total"}
     assert requests == {"invalid_response": 5}
     assert judged.store.jobs.get(judged.job_id).spend.judge_calls == 0
+
+
+def test_calls_in_flight_are_counted_in_redis_before_their_answers_and_settled_after(
+        redis_client: redis.Redis, fake: FakeAnthropic) -> None:
+    """A killed worker must not leave the calls it had sent uncounted: each is reserved (one call, its estimated
+    input tokens and cost) before it is sent, where budgets see it, and settled to its actual usage after."""
+    import threading  # noqa: PLC0415
+
+    fake.latency, fake.cache_min_tokens = 1.5, 10**9          # no prompt cache: usage is the body's size
+    job_id, seen = uuid.uuid4().hex, {}
+
+    def watch() -> None:
+        while len(fake.requests) < 4:
+            threading.Event().wait(0.01)
+        seen["in_flight"] = Store(redis_client, 600).jobs.get(job_id).spend
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    judged = judge_chunk(redis_client, fake, 4, job_id=job_id, judge_concurrency=4)
+    watcher.join(5)
+    in_flight = seen["in_flight"]
+    # no answer yet: the 4 calls sent, and at most half the concurrency reserved ahead
+    assert 4 <= in_flight.judge_calls <= 4 + 2 and in_flight.input_tokens > 0 and in_flight.cost_usd > 0
+    spend = judged.store.jobs.get(judged.job_id).spend
+    usage = [fake._input_usage(entry["body"]) for entry in fake.requests]
+    assert spend.judge_calls == 4 == len(fake.requests)                       # what was reserved ahead given back
+    assert spend.input_tokens == sum(u["input_tokens"] for u in usage)          # settled to the actual usage
+    assert spend.output_tokens > 0
+
+
+def test_a_failed_attempt_gives_its_reservation_back(redis_client: redis.Redis, fake: FakeAnthropic) -> None:
+    fake.cache_min_tokens = 10**9
+    fake.push(Fault(status=500), Fault(status=529))
+    judged = judge_chunk(redis_client, fake, 1, judge_concurrency=1)
+    assert [r.status for r in judged.results()] == ["ok"]
+    spend = judged.store.jobs.get(judged.job_id).spend
+    assert len(fake.requests) == 3 and spend.judge_calls == 1                  # the two failed attempts carry no spend
+    assert spend.input_tokens == fake._input_usage(fake.requests[-1]["body"])["input_tokens"]
+
+
+def test_a_reservation_sent_again_applies_once(redis_client: redis.Redis) -> None:
+    """A reservation whose reply was lost is sent again under its number; one given up on that reaches Redis after a
+    later one (its calls were never sent) applies nothing either. No marker key per reservation: one per run."""
+    from ragpulse.config import keys  # noqa: PLC0415
+    from ragpulse.model.results import Spend  # noqa: PLC0415
+    from ragpulse.store.scripts import RESERVE_SPEND  # noqa: PLC0415
+    from ragpulse.store.spend import SpendLedger  # noqa: PLC0415
+
+    reserve = redis_client.register_script(RESERVE_SPEND)
+    job_id, run_key = uuid.uuid4().hex, keys.spend_reservations(uuid.uuid4().hex)
+    tenant = f"t{uuid.uuid4().hex[:8]}"
+
+    def send(number: int, calls: int) -> int:
+        spend = Spend(judge_calls=calls, input_tokens=100 * calls, output_tokens=0, cost_usd=0.25 * calls)
+        keys_, args = SpendLedger.reservation(run_key, number, 60, {(job_id, tenant): spend})
+        return reserve(keys=keys_, args=args)
+
+    assert [send(1, 3), send(1, 3), send(3, 2), send(2, 5)] == [1, 0, 1, 0]
+    assert redis_client.hmget(keys.job(job_id), ["judge_calls", "input_tokens", "cost_usd"]) == [b"5", b"500", b"1.25"]
+    assert 0 < redis_client.ttl(run_key) <= 60 and redis_client.ttl(keys.job(job_id)) == -1  # the job's TTL untouched
+    day = [k for k in redis_client.scan_iter(f"ragpulse:spend:{tenant}:*")]
+    assert len(day) == 1 and redis_client.hget(day[0], "judge_calls") == b"5" and redis_client.ttl(day[0]) > 86400

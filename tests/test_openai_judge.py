@@ -400,8 +400,14 @@ class StatusLog:
     def __init__(self) -> None:
         self.statuses: list[str] = []
 
+    async def reserve(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        pass
+
     def request(self, model: str, status: str, *args: object, **kwargs: object) -> None:
         self.statuses.append(status)
+
+    def unsent(self, reserved: object) -> None:
+        pass
 
     def waited(self, model: str, seconds: float) -> None:
         pass

@@ -197,9 +197,15 @@ JUDGE_PAUSE_READ_SECONDS = 0.1
 call: a pause that lasts seconds holds this worker's calls from at most this much later."""
 
 JUDGE_CALLS_WRITE_SECONDS = 0.25
-"""How often a chunk run writes the judge calls it counted (their spend against the job and the tenant's day, and
-the judge request metrics) to Redis, in one transaction, instead of a round trip per call. Budget checks see the
-worker's own unwritten calls at once, other workers' within this."""
+"""How often a chunk run writes the judge calls it counted (the settlement of their reserved spend to the actual
+usage against the job and the tenant's day, and the judge request metrics) to Redis, in one transaction, instead of a
+round trip per call. Budget checks see every worker's calls once reserved, before they are sent; the worker's own
+unwritten settlements at once, other workers' within this."""
+
+JUDGE_CALLS_RESERVED_AHEAD = 0.5
+"""Share of RAGPULSE_JUDGE_CONCURRENCY a chunk run reserves ahead (evaluation.reserve), topped up in the background
+once a quarter are taken, so a call rarely waits for Redis before it is sent. A SIGKILLed worker over-counts by these at
+most (plus the calls it had reserved and not sent yet); a run gives back what it did not take when it ends."""
 
 JOB_FAILURE_CHECK_SECONDS = 0.5
 """How often a chunk run reads whether its job has failed (another worker's judge was refused its credentials):

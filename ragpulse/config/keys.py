@@ -225,6 +225,13 @@ def idempotency_keys(tenant: str) -> str:
     return f"{PREFIX}:idempotency-keys:{len(tenant)}:{tenant}"
 
 
+def spend_reservations(run_id: str) -> str:
+    """String: the number of the last reservation of judge calls applied for one chunk run or online consumer
+    (store.spend.SpendLedger.reservation), so a reservation sent again applies nothing; expires after
+    defaults.COUNTED_WRITE_MARKER_SECONDS (or longer, with a longer outage budget)."""
+    return f"{PREFIX}:reserved:{run_id}"
+
+
 def counted_write(write_id: str) -> str:
     """String: the marker of one applied write of counted judge calls (evaluation.calls.CallObserver), so the same
     write sent again applies nothing; expires after defaults.COUNTED_WRITE_MARKER_SECONDS."""

@@ -5,7 +5,8 @@ after its worker died skips what is already stored, and nothing is counted twice
 
 Two halves: `open_chunk` reads what the run needs and takes the lease, with blocking calls, before any event loop
 runs; `run_chunk` judges on the event loop and never blocks it on Redis (redis.asyncio for the results and the lease,
-judge calls counted in memory and written a few times a second, the job's failure flag read every half second).
+judge calls reserved before they are sent, calls starting together in one small script call, and settled in memory
+and written a few times a second, the job's failure flag read every half second).
 With dozens of calls in flight, every blocking round trip held up all of them.
 
 Verdicts and judge calls are paid for, so a Redis outage does not throw them away: a result or a write of counted
@@ -27,9 +28,10 @@ from typing import TypeVar
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
-from ragpulse.evaluation.calls import CallObserver
+from ragpulse.evaluation.calls import CallObserver, marker_seconds
 from ragpulse.evaluation.guard import RunGuard
 from ragpulse.judges.judge_input import JudgeInputLimits
+from ragpulse.evaluation.reserve import SpendReservations
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.judges import kinds
@@ -81,7 +83,9 @@ async def run_chunk(store: Store, settings: Settings, work: ChunkWork) -> None:
     sync `store` only builds commands). The caller completes the chunk."""
     record = work.record
     client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
-    calls = CallObserver(settings)
+    reservations = SpendReservations(client, marker_seconds(settings),
+                                     ahead=int(settings.judge_concurrency * defaults.JUDGE_CALLS_RESERVED_AHEAD))
+    calls = CallObserver(settings, (record.job_id, record.tenant), reservations)
     try:
         judge = kinds.make_judge(record.options.judge or settings.default_judge, settings, calls)
         try:
@@ -121,6 +125,7 @@ class ChunkRun:
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
             await writer
+        await self.calls.give_back_unused()
         while not self.calls.settled:
             await self._held(lambda: self.calls.write(self.job), "write the judge calls")
 

@@ -37,9 +37,10 @@ class RunGuard:
         return self._failure
 
     async def budget_spent(self) -> str | None:
-        """Which budget ran out, or None: read before every billable call, when there is a budget at all. This run's
-        calls not yet written count too, so it overshoots by its calls in flight (and those of a write under way, for
-        one round trip); other workers' calls count once they write them, within JUDGE_CALLS_WRITE_SECONDS."""
+        """Which budget ran out, or None: read before every billable call, when there is a budget at all. Every
+        worker's calls count from their reservation, before they are sent, at their estimated cost; this run's
+        settlements to the actual cost not yet written count too, other workers' within JUDGE_CALLS_WRITE_SECONDS. A
+        run overshoots by its traces in flight at most (the calls of traces that passed this check)."""
         if self.job_budget is None and self.tenant_daily_budget is None:
             return None
         job_spent, tenant_spent = await self.job.spent()

@@ -178,27 +178,31 @@ class StructuredJudge:
         for attempt in range(self.retry.max_retries + 1):
             if self.limiter is not None:
                 self.observer.waited(self.model, await self.limiter.acquire(*estimate))
+            reserved = await self.observer.reserve(self.model, *estimate)
             start = time.perf_counter()
             try:
                 reply = await self.provider.send(turns)
             except JudgeNotConfigured as exc:
+                self.observer.unsent(reserved)
                 self._not_configured = exc.reason
                 raise JudgeNotConfigured(exc.reason, calls) from None
             except JudgeResponseInvalid as exc:
-                self.observer.request(self.model, INVALID_RESPONSE, time.perf_counter() - start, 0, 0)
+                self.observer.request(self.model, INVALID_RESPONSE, time.perf_counter() - start, 0, 0,
+                                      reserved=reserved)
                 raise JudgeResponseInvalid(exc.reason, calls) from None
             except self.provider.api_error as exc:
-                await self._failed(self.provider.failure(exc), attempt, time.perf_counter() - start, calls)
+                await self._failed(self.provider.failure(exc), attempt, time.perf_counter() - start, calls, reserved)
                 continue
-            calls.append(self._record(reply, time.perf_counter() - start))
+            calls.append(self._record(reply, time.perf_counter() - start, reserved))
             await self._settle(reply, estimate)
             observed = min(2.0, max(0.25, reply.usage.limited_input / max(raw_input, 1.0)))
             self._input_scale = 0.8 * self._input_scale + 0.2 * observed
             return reply
         raise AssertionError("unreachable: the last failed attempt raises")
 
-    async def _failed(self, failure: Failure, attempt: int, latency: float, calls: list[JudgeCall]) -> None:
-        self.observer.request(self.model, failure.status, latency, 0, 0)
+    async def _failed(self, failure: Failure, attempt: int, latency: float, calls: list[JudgeCall],
+                      reserved: Any) -> None:
+        self.observer.request(self.model, failure.status, latency, 0, 0, reserved=reserved)
         if failure.status == "auth_error":
             raise JudgeAuthError(f"judge provider rejected the credentials: {failure.description}", calls)
         if failure.status not in RETRIED:
@@ -220,11 +224,11 @@ class StructuredJudge:
             if pause:
                 await self.limiter.pause(pause)
 
-    def _record(self, reply: Reply, latency: float) -> JudgeCall:
+    def _record(self, reply: Reply, latency: float, reserved: Any) -> JudgeCall:
         usage = reply.usage
         self.observer.request(self.model, "ok", latency, usage.input_tokens, usage.output_tokens,
                               cache_read_input_tokens=usage.cache_read_input_tokens,
-                              cache_creation_input_tokens=usage.cache_creation_input_tokens)
+                              cache_creation_input_tokens=usage.cache_creation_input_tokens, reserved=reserved)
         return JudgeCall(
             judge=self.name, model=reply.model or self.model, prompt_version=PROMPT_VERSION,
             raw_output=reply.raw_output, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,

@@ -153,12 +153,21 @@ class Judge(Protocol):
 class JudgeObserver(Protocol):
     """Receives every judge request's outcome, for metrics and cost accounting."""
 
+    async def reserve(self, model: str, input_tokens: int, output_tokens: int) -> Any:
+        """A request with these token estimates is about to be sent: count it before it is (a worker killed while
+        it is in flight must not leave it uncounted). Returns what `request` or `unsent` is handed back; raising
+        means the request must not be sent."""
+
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
-                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0, reserved: Any = None) -> None:
         """One HTTP request to the provider ended with `status` (ok, rate_limited, overloaded, ...).
 
         `input_tokens` are the uncached ones; prompt-cache reads and writes come apart, as the provider bills them.
+        `reserved` is what `reserve` returned for it (settled against the actual usage).
         """
+
+    def unsent(self, reserved: Any) -> None:
+        """The request `reserve` counted was never sent."""
 
     def waited(self, model: str, seconds: float) -> None:
         """A call waited `seconds` for the shared rate limit."""
@@ -167,9 +176,15 @@ class JudgeObserver(Protocol):
 class NullObserver:
     """An observer that records nothing."""
 
+    async def reserve(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        """Reserve nothing."""
+
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
-                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> None:
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0, reserved: Any = None) -> None:
         """Ignore the request."""
+
+    def unsent(self, reserved: Any) -> None:
+        """Ignore it."""
 
     def waited(self, model: str, seconds: float) -> None:
         """Ignore the wait."""

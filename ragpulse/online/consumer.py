@@ -19,6 +19,8 @@ import redis.asyncio
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
+from ragpulse.evaluation.calls import marker_seconds
+from ragpulse.evaluation.reserve import SpendReservations
 from ragpulse.judges.kinds import make_judge
 from ragpulse.monitoring import catalog
 from ragpulse.monitoring.counters import MetricsBatch
@@ -206,7 +208,7 @@ class OnlineConsumer:
 
 async def consume(settings: Settings, client: redis.asyncio.Redis, consumer: str, stop: threading.Event) -> None:
     """Run one consumer of the online stream on `client` until `stop` is set."""
-    observer = BufferedCallObserver(dict(settings.judge_prices))
+    observer = BufferedCallObserver(dict(settings.judge_prices), SpendReservations(client, marker_seconds(settings)))
     judge = make_judge(settings.default_judge, settings, observer)
     processor = PostProcessor(settings, client, judge, observer)
     stream = OnlineStream(client, posts.stream_key(settings), consumer)

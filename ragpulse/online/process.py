@@ -16,8 +16,9 @@ import redis.asyncio
 from ragpulse.config import keys
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.budget import budget_exhausted
-from ragpulse.evaluation.calls import CallCounter, add_spend, no_spend
+from ragpulse.evaluation.calls import CallCounter
 from ragpulse.judges.judge_input import JudgeInputLimits
+from ragpulse.evaluation.reserve import SpendReservations
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.judges import kinds
 from ragpulse.labels.sources import TraceRef, queue_reviewable
@@ -32,7 +33,7 @@ from ragpulse.security.trace import check_trace
 from ragpulse.store.atomic import Group, Writes, WriteQueue
 from ragpulse.store.clock import utcday, utcnow
 from ragpulse.store.connection import RETRIED_ERRORS
-from ragpulse.store.spend import SpendLedger
+from ragpulse.store.spend import SpendLedger, SpendTarget, add_spend, no_spend
 
 log = logging.getLogger("ragpulse.online")
 ONLINE_OPTIONS = BatchOptions(sample="policy", queue="online")
@@ -42,18 +43,24 @@ _tenant: contextvars.ContextVar[str] = contextvars.ContextVar("ragpulse_online_t
 
 
 class BufferedCallObserver(CallCounter):
-    """Counts judge calls in memory (request metrics, and spend per tenant and day), for the next acknowledgement to
-    write: no Redis round trip on the event loop per call. Calls are counted as made, never rolled back. Unlike a
+    """Counts judge calls (request metrics, and spend per tenant and day; with `reservations`, each call reserved in
+    Redis before it is sent and settled here after) for the next acknowledgement to write: no Redis round trip of its
+    own per call beyond the reservation's share. Calls are counted as made, never rolled back. Unlike a
     chunk run's CallObserver, whose calls belong to one job, these belong to the tenant of the trace being judged (a
     context variable the processor sets)."""
 
-    def __init__(self, prices: dict[str, tuple[float, float]]) -> None:
-        super().__init__(prices)
+    def __init__(self, prices: dict[str, tuple[float, float]],
+                 reservations: SpendReservations | None = None) -> None:
+        super().__init__(prices, reservations)
         self.spend: dict[str, Spend] = {}
 
+    def target(self) -> SpendTarget:
+        """The tenant of the trace being judged (no job)."""
+        return None, _tenant.get("unknown")
+
     def spent(self, spend: Spend) -> None:
-        """Add one call's spend to its tenant's unwritten spend."""
-        add_spend(self.spend.setdefault(_tenant.get("unknown"), no_spend()), spend)
+        """Add one call's spend (or settlement) to its tenant's unwritten spend."""
+        add_spend(self.spend.setdefault(self.target()[1], no_spend()), spend)
 
     def unwritten_spend(self, tenant: str) -> float:
         """What this worker's calls for `tenant` cost since the last drain."""

@@ -271,3 +271,22 @@ if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then return 0 end
 for _, args in ipairs(packed(ARGV[1])) do redis.call(unpack(args)) end
 return 1
 """
+
+# Reserve judge calls before they are sent, once. A chunk run (or an online consumer) numbers its reservations in
+# order; one whose number is not above the last applied one (the same reservation sent again after its reply was lost,
+# or one given up on that reaches Redis late, whose calls were never sent) applies nothing. No marker key per
+# reservation: one number per run. KEYS[1]: the run's last applied number; KEYS[2..]: spend hashes (a job's, a
+# tenant's day). ARGV: the number, the lifetime of KEYS[1] in seconds, then four per spend hash: calls, input tokens
+# and USD to add, and the TTL to set on it (0: leave its TTL alone). Returns 1 when applied now, 0 when applied before.
+RESERVE_SPEND = """
+if tonumber(redis.call('GET', KEYS[1]) or '0') >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+for i = 2, #KEYS do
+  local a = 4 * i - 5
+  redis.call('HINCRBY', KEYS[i], 'judge_calls', ARGV[a])
+  redis.call('HINCRBY', KEYS[i], 'input_tokens', ARGV[a + 1])
+  redis.call('HINCRBYFLOAT', KEYS[i], 'cost_usd', ARGV[a + 2])
+  if ARGV[a + 3] ~= '0' then redis.call('EXPIRE', KEYS[i], ARGV[a + 3]) end
+end
+return 1
+"""
