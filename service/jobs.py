@@ -91,19 +91,8 @@ class JobController(Controller):
 
         404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed; 422
         naming `query.metrics` for an unknown metric key."""
-        store, tenant = call.store, call.tenant
-        sides = {"path.job_id": store.job(job_id, tenant), "query.baseline": _baseline_job(store, baseline, tenant)}
-        for path, job in sides.items():
-            if job.status not in TERMINAL or job.status == "failed":
-                what = "ended without results" if job.status == "failed" else "has not finished"
-                raise Conflict(f"job {job.job_id} is {job.status}; compare it once it has finished",
-                               [{"path": path, "message": f"job {what}"}])
-        family = parse_family(metrics) if metrics is not None else default_family(_targets(store, job_id, tenant))
-        results = {"baseline": store.results.all(baseline), "candidate": store.results.all(job_id)}
-        comparison = compare(_run_info(sides["query.baseline"]), _run_info(sides["path.job_id"]),
-                             results["baseline"], results["candidate"], threshold, family=family,
-                             correction=correction)
-        return call.services.reviews.correct_comparison(tenant, comparison, results)
+        return compare_jobs(call.services, call.tenant, job_id, baseline, threshold=threshold, metrics=metrics,
+                            correction=correction)
 
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job",
          responses={202: ResponseSpec(ReportPending, description="The job is still running; poll again."),
@@ -146,12 +135,35 @@ PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-u
 """The report page needs inline styles and nothing else: no script, no fetch, no external asset."""
 
 
-def _baseline_job(store: Store, baseline: str, tenant: str) -> JobView:
-    """The baseline's job; a 404 that says the missing job is the baseline (`query.baseline`)."""
+def compare_jobs(services: Services, tenant: str, job_id: str, baseline: str, *,
+                 threshold: float = defaults.COMPARE_REGRESSION_THRESHOLD, metrics: str | None = None,
+                 correction: Correction = "holm", candidate_path: str = "path.job_id") -> Comparison:
+    """The tenant's candidate `job_id` compared against `baseline` (GET /v1/jobs/{job_id}/compare, and the web UI's
+    compare page, where the candidate is `query.candidate`): 404 naming the missing side, 409 naming a side that
+    has not finished or failed."""
+    store = services.store
+    sides = {candidate_path: _named_job(store, job_id, tenant, candidate_path, "candidate"),
+             "query.baseline": _named_job(store, baseline, tenant, "query.baseline", "baseline")}
+    for path, job in sides.items():
+        if job.status not in TERMINAL or job.status == "failed":
+            what = "ended without results" if job.status == "failed" else "has not finished"
+            raise Conflict(f"job {job.job_id} is {job.status}; compare it once it has finished",
+                           [{"path": path, "message": f"job {what}"}])
+    family = parse_family(metrics) if metrics is not None else default_family(_targets(store, job_id, tenant))
+    results = {"baseline": store.results.all(baseline), "candidate": store.results.all(job_id)}
+    comparison = compare(_run_info(sides["query.baseline"]), _run_info(sides[candidate_path]),
+                         results["baseline"], results["candidate"], threshold, family=family, correction=correction)
+    return services.reviews.correct_comparison(tenant, comparison, results)
+
+
+def _named_job(store: Store, job_id: str, tenant: str, path: str, role: str) -> JobView:
+    """One side's job; for the candidate of the API's path a plain 404 as before, else a 404 naming the input."""
+    if path == "path.job_id":
+        return store.job(job_id, tenant)
     try:
-        return store.job(baseline, tenant)
+        return store.job(job_id, tenant)
     except JobNotFound:
-        raise JobNotFound(baseline, "query.baseline", "baseline") from None
+        raise JobNotFound(job_id, path, role) from None
 
 
 def _targets(store: Store, job_id: str, tenant: str) -> list[str]:

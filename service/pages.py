@@ -1,4 +1,5 @@
-"""The web UI's pages: `/` (landing), `/jobs` (job list) and `/jobs/{job_id}` (a job's report page).
+"""The web UI's pages: `/` (landing), `/jobs` (job list), `/jobs/{job_id}` (a job's report page) and `/compare`
+(two jobs compared, as GET /v1/jobs/{candidate}/compare?baseline= does).
 
 They act for the tenant of the review pages' session cookie (service.review_auth: login form, HttpOnly cookie; open
 access opens a `default` session on first visit), and are served with the review pages' strict CSP. Rendering lives
@@ -15,23 +16,27 @@ from litestar.params import Parameter
 
 import ragpulse
 from ragpulse.config import defaults
+from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.job_list import JobFilter
+from ragpulse.reporting.pages.compare import compare_page
 from ragpulse.reporting.pages.frame import top_bar
 from ragpulse.reporting.pages.job_list import job_list_page
 from ragpulse.reporting.pages.landing import ServiceStatus, landing_page
 from service.job_list import JobsCursor, form_filter, jobs_page
-from service.jobs import JobId, serve_report_page
+from service.jobs import JobId, compare_jobs, serve_report_page
 from service.review_auth import Review
 from service.review_login import html
 
 FormText = Annotated[str, Parameter(max_length=200)]
 """A filter field of the job list's form, as typed."""
+PageJobId = Annotated[str, Parameter(max_length=64)]
+"""A job id in the compare page's query; left out or empty is a 400 naming every such parameter."""
 RECENT_JOBS = 10
 """Jobs listed on the landing page."""
 
 
 class PagesController(Controller):
-    """The landing page, the job list and the job pages of the session's tenant."""
+    """The landing page, the job list, the job pages and the compare page of the session's tenant."""
 
     path = "/"
     include_in_schema = False
@@ -60,6 +65,23 @@ class PagesController(Controller):
         response.headers["Cache-Control"] = "no-store"
         response.cookies.extend(review.cookies)
         return response
+
+    @get("/compare", sync_to_thread=True)
+    def compare(self, review: Review, candidate: PageJobId = "", baseline: PageJobId = "") -> Response[str]:
+        """The candidate job against the baseline, from the same comparison as
+        GET /v1/jobs/{candidate}/compare?baseline= with its defaults; 400 naming `query.candidate` or
+        `query.baseline` when left out, 404 naming the one that is not the tenant's, 409 while one has not finished."""
+        _require(candidate=candidate, baseline=baseline)
+        comparison = compare_jobs(review.services, review.tenant, candidate, baseline, candidate_path="query.candidate")
+        return html(compare_page(comparison, _top(review)), cookies=review.cookies)
+
+
+def _require(**fields: str) -> None:
+    """400 naming every query parameter left out or empty (all of them, where Litestar names only the first)."""
+    missing = [name for name, value in fields.items() if not value]
+    if missing:
+        raise InvalidParameter(f"required: {', '.join(missing)}",
+                               [{"path": f"query.{name}", "message": "required: a job id"} for name in missing])
 
 
 def _status(review: Review) -> ServiceStatus:

@@ -30,7 +30,7 @@ COOKIE_PATH = "/"
 """The cookie is sent to every page of the site: the review pages and the web UI (the JSON API ignores it)."""
 LOGIN_HOME = "/review"
 """Where a login without a (safe) `next` goes."""
-PAGE_PREFIXES = ("/review", "/jobs")
+PAGE_PREFIXES = ("/review", "/jobs", "/compare")
 """Pages a login may return to (with `/` itself): the session's pages, never the JSON API or another host."""
 
 
@@ -66,7 +66,8 @@ def review_resolver(services: Services) -> Callable[[Request], Review]:
         if session is not None and session.tenant in settings.tenants:
             return Review(session_id, session, services, [])
         if not settings.open_access:
-            raise LoginRequired(request.url.path)
+            query = request.url.query
+            raise LoginRequired(f"{request.url.path}?{query}" if query else request.url.path)  # back to this page
         session_id, session = sessions.open(defaults.OPEN_TENANT)
         cookie = session_cookie(request, session_id, settings.review_session_ttl_seconds)
         return Review(session_id, session, services, [cookie])

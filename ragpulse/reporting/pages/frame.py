@@ -20,9 +20,14 @@ nav { display: flex; flex-wrap: wrap; gap: 4px 16px; } nav a { color: #1a73e8; f
 .filters { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: end; margin: 8px 0 16px; }
 .filters .field { margin: 0; } .filters input, .filters select { font: inherit; padding: 6px 8px; max-width: 14em; }
 .pager { margin-top: 12px; }
+.scroll { overflow-x: auto; max-width: 100%; } .scroll table { min-width: 640px; }
+.change.regressed { color: var(--bad); font-weight: 600; } .change.improved { color: var(--ok); font-weight: 600; }
+.change.untested { color: var(--muted); } .key { white-space: nowrap; }
+.sides { margin: 0; padding-left: 1.2em; font-size: 13px; }
 @media (max-width: 900px) { .wide { display: none; } }
 """
-"""The review pages' stylesheet plus the list and landing rules; `.wide` columns are hidden below 900 px."""
+"""The review pages' stylesheet plus the list, landing and compare rules; `.wide` columns are hidden below 900 px;
+`.scroll` boxes scroll their wide table sideways, never the page."""
 
 
 def ui_page(title: str, body: str, top: str) -> str:

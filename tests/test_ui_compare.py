@@ -1,0 +1,145 @@
+"""The web UI's compare page end to end: real Redis, the API and a worker finishing a baseline and a candidate.
+
+The page's figures (delta, interval, change of every metric; the regressed traces) must equal
+GET /v1/jobs/{candidate}/compare?baseline= in headless chromium at 800 and 1,400 px, with no sideways scrolling of the
+page; a login returns to it; another tenant's job is a 404 naming its input; bad or missing ids a 400 naming
+`query.candidate` / `query.baseline`. Screenshots are kept under the pytest tmp dir (`compare-shots/`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from service.review_login import REVIEW_CSP
+from tests.browser import Browser
+from tests.support import start_api, start_worker, wait_for_job
+
+pytestmark = pytest.mark.integration
+
+WIDTHS = (800, 1400)
+N = 8
+
+
+def traces(app: str, candidate: bool) -> list[dict]:
+    """Every baseline trace finds its gold document first; the candidate misses it on the even traces (regressions
+    of recall and nDCG), with a query that must stay text."""
+    def docs(i: int) -> list[dict]:
+        ids = ["d3", "d4"] if candidate and i % 2 == 0 else ["d1", "d2"]
+        return [{"id": d, "text": f"document {d}"} for d in ids]
+    return [{"trace_id": f"{app}-{i}", "app": app, "query": f"question {i} <b>not bold</b>",
+             "retrieved_docs": docs(i), "gold_doc_ids": ["d1"]} for i in range(N)]
+
+
+def submit(http: httpx.Client, app: str, candidate: bool) -> str:
+    accepted = http.post("/v1/batches", json={"traces": traces(app, candidate),
+                                              "options": {"judge": "none", "run": "cand" if candidate else "base"}})
+    assert accepted.status_code == 202, accepted.text
+    job_id = accepted.json()["job_id"]
+    assert wait_for_job(http, job_id)["status"] == "finished"
+    return job_id
+
+
+@dataclass
+class Stack:
+    open_url: str
+    keyed_url: str
+    keys: dict[str, str]
+    pairs: dict[str, tuple[str, str]]
+    """`open` and each tenant -> (candidate, baseline) job ids."""
+
+    def tenant(self, prefix: str) -> str:
+        return next(t for t in self.keys if t.startswith(prefix))
+
+
+@pytest.fixture(scope="module")
+def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    run = uuid.uuid4().hex[:8]
+    keys = {f"acme-{run}": f"key-acme-{run}", f"globex-{run}": f"key-globex-{run}"}
+    queue = {"RAGPULSE_QUEUE": f"uic-{run}"}
+    tmp = tmp_path_factory.mktemp("uic")
+    open_url, open_api = start_api(redis_url, tmp, queue)
+    keyed_url, keyed_api = start_api(redis_url, tmp, {
+        **queue, "RAGPULSE_API_KEYS": ",".join(f"{t}:{k}" for t, k in keys.items())})
+    worker = start_worker(redis_url, tmp, queue, name="uic")
+    try:
+        pairs = {}
+        with httpx.Client(base_url=open_url, timeout=30) as http:
+            pairs["open"] = (submit(http, "shop", True), submit(http, "shop", False))
+        for tenant, key in keys.items():
+            with httpx.Client(base_url=keyed_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as http:
+                pairs[tenant] = (submit(http, "shop", True), submit(http, "shop", False))
+        yield Stack(open_url, keyed_url, keys, pairs)
+    finally:
+        for proc in (open_api, keyed_api, worker):
+            proc.stop()
+
+
+def page_url(candidate: str, baseline: str) -> str:
+    return f"/compare?candidate={candidate}&baseline={baseline}"
+
+
+def test_login_returns_to_the_page_and_other_tenants_jobs_are_404(stack: Stack) -> None:
+    acme, globex = stack.tenant("acme"), stack.tenant("globex")
+    mine, theirs = stack.pairs[acme], stack.pairs[globex]
+    with httpx.Client(base_url=stack.keyed_url, timeout=30, follow_redirects=True) as http:
+        first = http.get(page_url(*mine))
+        assert first.url.path == "/review/login" and first.url.params["next"] == page_url(*mine)
+        page = http.post("/review/login", data={"api_key": stack.keys[acme], "next": page_url(*mine)})
+        assert page.status_code == 200 and page.url.path == "/compare", page.text
+        assert page.headers["content-security-policy"] == REVIEW_CSP
+        assert all(job in page.text for job in mine) and "<b>not bold</b>" not in page.text
+        for candidate, baseline, named in ((theirs[0], mine[1], "query.candidate"),
+                                           (mine[0], theirs[1], "query.baseline")):
+            foreign = http.get(page_url(candidate, baseline))
+            assert foreign.status_code == 404 and named in foreign.text, foreign.text
+
+
+@pytest.mark.parametrize(("query", "named"), [
+    ("", "query.candidate"), ("", "query.baseline"), ("candidate=abc", "query.baseline"),
+    ("baseline=abc", "query.candidate"),
+    ("candidate=&baseline=abc", "query.candidate"), (f"candidate=abc&baseline={'x' * 65}", "query.baseline"),
+])
+def test_bad_or_missing_ids_are_400_naming_the_parameter(stack: Stack, query: str, named: str) -> None:
+    with httpx.Client(base_url=stack.open_url, timeout=30) as http:
+        answer = http.get(f"/compare?{query}")
+    assert answer.status_code == 400 and named in answer.text, (query, answer.text)
+
+
+DOM_METRICS = """[...document.querySelectorAll('table.metrics tbody tr')].map(r => ({
+  metric: r.dataset.metric, delta: +r.dataset.delta, ci95: [+r.dataset.lo, +r.dataset.hi], change: r.dataset.change,
+  shown: [r.querySelector('[data-shown=delta]').textContent, r.querySelector('[data-shown=ci]').textContent]}))"""
+DOM_REGRESSIONS = """[...document.querySelectorAll('table.regressions tbody tr')].map(r => ({
+  trace_id: r.dataset.trace, sides: [...r.querySelectorAll('[data-side] li')].length > 0
+    && r.querySelectorAll('[data-side]').length === 2}))"""
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed: apt-get install chromium")
+def test_page_figures_equal_the_json_in_chromium_at_800_and_1400(
+        stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> None:
+    candidate, baseline = stack.pairs["open"]
+    with httpx.Client(base_url=stack.open_url, timeout=30) as http:
+        answer = http.get(f"/v1/jobs/{candidate}/compare", params={"baseline": baseline}).json()
+    metrics = [{"metric": key, "delta": m["delta"], "ci95": m["ci95"], "change": m["change"],
+                "shown": [f"{m['delta']:+.3f}", f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]"]} for group in ("retrieval", "generation")
+               for key, m in answer[group].items()]
+    regressions = [{"trace_id": r["trace_id"], "sides": True} for r in answer["regressions"]]
+    assert len(regressions) == N // 2 and any(m["delta"] < 0 for m in metrics)     # the data has something to show
+    shots = tmp_path_factory.mktemp("compare-shots")
+    browser = Browser(tmp_path_factory.mktemp("chromium"))
+    try:
+        for width in WIDTHS:
+            browser.resize(width)
+            browser.open(stack.open_url + page_url(candidate, baseline))
+            assert browser.eval(DOM_METRICS) == metrics, width
+            assert browser.eval(DOM_REGRESSIONS) == regressions, width
+            assert browser.overflow() == 0, width
+            browser.screenshot(shots / f"compare-{width}.png")
+            assert (shots / f"compare-{width}.png").stat().st_size > 0
+    finally:
+        browser.close()
