@@ -25,7 +25,7 @@ from ragpulse.model.trace import APP_NAME_PATTERN
 from ragpulse.monitoring.sampling import PolicyInForce, PolicyUpdate
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
 from ragpulse.config.settings import Settings
-from service.context import Call
+from service.context import Call, Services
 
 AppName = Annotated[str, Parameter(pattern=APP_NAME_PATTERN, description="RAG application name.")]
 
@@ -81,9 +81,15 @@ class MonitorController(Controller):
             allowed = ", ".join(WINDOWS)
             raise InvalidParameter(f"window {window!r} is not one of {allowed}",
                                    [{"path": "query.window", "message": f"use one of {allowed}"}])
-        totals = window_totals(call.store.redis, call.tenant, app, WINDOWS[window])
-        view = monitor_view(totals, app, window, call.services.policies.get(call.tenant, app).sample_rate)
-        return call.services.reviews.correct_monitor(call.tenant, app, view)
+        return monitor_window(call.services, call.tenant, app, window)
+
+
+def monitor_window(services: Services, tenant: str, app: str, window: str) -> dict:
+    """GET /v1/monitor/{app}?window= for one of WINDOWS: the rolling view, judge-corrected (also the web UI's app
+    page, one per window)."""
+    totals = window_totals(services.store.redis, tenant, app, WINDOWS[window])
+    view = monitor_view(totals, app, window, services.policies.get(tenant, app).sample_rate)
+    return services.reviews.correct_monitor(tenant, app, view)
 
 
 class QueueCollector(Collector):

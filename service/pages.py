@@ -1,5 +1,5 @@
-"""The web UI's pages: `/` (landing), `/jobs` (job list), `/jobs/{job_id}` (a job's report page) and `/compare`
-(two jobs compared, as GET /v1/jobs/{candidate}/compare?baseline= does).
+"""The web UI's pages: `/` (landing), `/jobs` (job list), `/jobs/{job_id}` (a job's report page), `/compare`
+(two jobs compared, as GET /v1/jobs/{candidate}/compare?baseline= does) and `/apps/{app}` (the monitor's windows).
 
 They act for the tenant of the review pages' session cookie (service.review_auth: login form, HttpOnly cookie; open
 access opens a `default` session on first visit), and are served with the review pages' strict CSP. Rendering lives
@@ -17,13 +17,16 @@ from litestar.params import Parameter
 import ragpulse
 from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidParameter
+from ragpulse.monitoring.rolling import WINDOWS
 from ragpulse.model.job_list import JobFilter
+from ragpulse.reporting.pages.app import app_page
 from ragpulse.reporting.pages.compare import compare_page
 from ragpulse.reporting.pages.frame import top_bar
 from ragpulse.reporting.pages.job_list import job_list_page
 from ragpulse.reporting.pages.landing import ServiceStatus, landing_page
 from service.job_list import JobsCursor, form_filter, jobs_page
 from service.jobs import JobId, compare_jobs, serve_report_page
+from service.monitoring import AppName, monitor_window
 from service.review_auth import Review
 from service.review_login import html
 
@@ -36,7 +39,8 @@ RECENT_JOBS = 10
 
 
 class PagesController(Controller):
-    """The landing page, the job list, the job pages and the compare page of the session's tenant."""
+    """The landing page, the job list, the job pages, the compare page and the app pages
+    of the session's tenant."""
 
     path = "/"
     include_in_schema = False
@@ -74,6 +78,12 @@ class PagesController(Controller):
         _require(candidate=candidate, baseline=baseline)
         comparison = compare_jobs(review.services, review.tenant, candidate, baseline, candidate_path="query.candidate")
         return html(compare_page(comparison, _top(review)), cookies=review.cookies)
+
+    @get("/apps/{app:str}", sync_to_thread=True)
+    def app(self, app: AppName, review: Review) -> Response[str]:
+        """The app's monitor over each window (5m, 1h, 24h), as GET /v1/monitor/{app}?window= answers it."""
+        views = [monitor_window(review.services, review.tenant, app, window) for window in WINDOWS]
+        return html(app_page(app, views, _top(review)), cookies=review.cookies)
 
 
 def _require(**fields: str) -> None:

@@ -30,7 +30,7 @@ COOKIE_PATH = "/"
 """The cookie is sent to every page of the site: the review pages and the web UI (the JSON API ignores it)."""
 LOGIN_HOME = "/review"
 """Where a login without a (safe) `next` goes."""
-PAGE_PREFIXES = ("/review", "/jobs", "/compare")
+PAGE_PREFIXES = ("/review", "/jobs", "/compare", "/apps")
 """Pages a login may return to (with `/` itself): the session's pages, never the JSON API or another host."""
 
 

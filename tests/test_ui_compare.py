@@ -1,9 +1,11 @@
-"""The web UI's compare page end to end: real Redis, the API and a worker finishing a baseline and a candidate.
+"""The web UI's compare and app pages end to end: real Redis, the API and a worker finishing a baseline and a
+candidate.
 
 The page's figures (delta, interval, change of every metric; the regressed traces) must equal
 GET /v1/jobs/{candidate}/compare?baseline= in headless chromium at 800 and 1,400 px, with no sideways scrolling of the
 page; a login returns to it; another tenant's job is a 404 naming its input; bad or missing ids a 400 naming
-`query.candidate` / `query.baseline`. Screenshots are kept under the pytest tmp dir (`compare-shots/`).
+`query.candidate` / `query.baseline`. The app page's windows must equal GET /v1/monitor/{app}?window= for each
+window, for the session's tenant only. Screenshots are kept under the pytest tmp dir (`compare-shots/`).
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         for tenant, key in keys.items():
             with httpx.Client(base_url=keyed_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as http:
                 pairs[tenant] = (submit(http, "shop", True), submit(http, "shop", False))
+                if tenant.startswith("globex"):
+                    submit(http, "shop", True)          # its app `shop` counts more traces than acme's
         yield Stack(open_url, keyed_url, keys, pairs)
     finally:
         for proc in (open_api, keyed_api, worker):
@@ -141,5 +145,59 @@ def test_page_figures_equal_the_json_in_chromium_at_800_and_1400(
             assert browser.overflow() == 0, width
             browser.screenshot(shots / f"compare-{width}.png")
             assert (shots / f"compare-{width}.png").stat().st_size > 0
+    finally:
+        browser.close()
+
+
+DOM_WINDOWS = """[...document.querySelectorAll('table.windows tbody tr')].map(r => ({
+  window: r.dataset.window, received: +r.querySelector('[data-received]').dataset.received,
+  processed: +r.querySelector('[data-processed]').dataset.processed,
+  judged: +r.querySelector('[data-judged]').dataset.judged,
+  rates: Object.fromEntries([...r.querySelectorAll('[data-rate]')].map(c => [c.dataset.rate,
+    c.dataset.value === undefined ? null : [+c.dataset.value, +c.dataset.n]]))}))"""
+RATES = ("hallucination_rate", "unanswerable_hallucination_rate", "abstention_rate", "judge_error_rate")
+
+
+def monitor_rows(http: httpx.Client, app: str) -> list[dict]:
+    rows = []
+    for window in ("5m", "1h", "24h"):
+        view = http.get(f"/v1/monitor/{app}", params={"window": window}).json()
+        rows.append({"window": window, "received": view["traces_received"], "processed": view["traces_processed"],
+                     "judged": view["judged"], "rates": {key: view[key] and [view[key]["rate"], view[key]["n"]]
+                                                         for key in RATES}})
+    return rows
+
+
+def test_app_page_shows_the_sessions_tenant_only(stack: Stack) -> None:
+    acme, globex = stack.tenant("acme"), stack.tenant("globex")
+    with httpx.Client(base_url=stack.keyed_url, timeout=30, follow_redirects=True) as http:
+        assert http.get("/apps/shop").url.params["next"] == "/apps/shop"
+        page = http.post("/review/login", data={"api_key": stack.keys[acme], "next": "/apps/shop"})
+        assert page.status_code == 200 and page.url.path == "/apps/shop", page.text
+        assert page.headers["content-security-policy"] == REVIEW_CSP
+        received = {t: http.get("/v1/monitor/shop", headers={"Authorization": f"Bearer {stack.keys[t]}"}).json()[
+            "traces_received"] for t in (acme, globex)}
+        assert received[acme] == 2 * N and received[globex] == 3 * N
+        assert f"data-received={received[acme]}>" in page.text
+        assert f"data-received={received[globex]}>" not in page.text
+        bad = http.get("/apps/a%20b")
+        assert bad.status_code == 400 and "path.app" in bad.text, bad.text
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed: apt-get install chromium")
+def test_app_page_figures_equal_the_monitor_in_chromium_at_800_and_1400(
+        stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> None:
+    shots = tmp_path_factory.mktemp("app-shots")
+    browser = Browser(tmp_path_factory.mktemp("chromium"))
+    try:
+        with httpx.Client(base_url=stack.open_url, timeout=30) as http:
+            for width in WIDTHS:
+                browser.resize(width)
+                browser.open(stack.open_url + "/apps/shop")
+                rows = monitor_rows(http, "shop")
+                assert rows[-1]["received"] == 2 * N                    # the data has something to show
+                assert browser.eval(DOM_WINDOWS) == rows, width
+                assert browser.overflow() == 0, width
+                browser.screenshot(shots / f"app-{width}.png")
     finally:
         browser.close()

@@ -42,7 +42,7 @@ def _apps(apps: list[str]) -> str:
         return "<p class=note>No app has a job or a sampling policy yet.</p>"
     rows = "".join(
         f"<tr data-app=\"{escape(app)}\"><td>{escape(app)}</td>"
-        f"<td><a href=\"/v1/monitor/{quote(app, safe='')}\">monitor (JSON)</a></td>"
+        f"<td><a href=\"/apps/{quote(app, safe='')}\">monitor</a></td>"
         f"<td><a href=\"/jobs?app={quote(app, safe='')}\">jobs</a></td>"
         f"<td><a href=\"/review/{quote(app, safe='')}\">review</a></td></tr>" for app in apps)
     return (f"<table class=apps><thead><tr><th>App</th><th colspan=3>Pages</th></tr></thead><tbody>{rows}</tbody>"
