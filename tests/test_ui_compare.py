@@ -130,8 +130,8 @@ def test_page_figures_equal_the_json_in_chromium_at_800_and_1400(
     with httpx.Client(base_url=stack.open_url, timeout=30) as http:
         answer = http.get(f"/v1/jobs/{candidate}/compare", params={"baseline": baseline}).json()
     metrics = [{"metric": key, "delta": m["delta"], "ci95": m["ci95"], "change": m["change"],
-                "shown": [f"{m['delta']:+.3f}", f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]"]} for group in ("retrieval", "generation")
-               for key, m in answer[group].items()]
+                "shown": [f"{m['delta']:+.3f}", f"[{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]"]}
+               for group in ("retrieval", "generation") for key, m in answer[group].items()]
     regressions = [{"trace_id": r["trace_id"], "sides": True} for r in answer["regressions"]]
     assert len(regressions) == N // 2 and any(m["delta"] < 0 for m in metrics)     # the data has something to show
     shots = tmp_path_factory.mktemp("compare-shots")
