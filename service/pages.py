@@ -64,8 +64,11 @@ class PagesController(Controller):
 
     @get("/jobs/{job_id:str}", sync_to_thread=True)
     def job(self, job_id: JobId, review: Review) -> Response[str]:
-        """The job's report page, as GET /v1/jobs/{job_id}/report.html serves it to an API key."""
+        """The job's report page, as GET /v1/jobs/{job_id}/report.html serves it to an API key; but 200 for the page
+        of a job without a report yet (queued or running: it reloads itself; failed: it says why), where the API
+        answers 202 or 409: to a browser that page is the resource, and every link of the UI answers 200."""
         response = serve_report_page(review.services, review.tenant, job_id)
+        response.status_code = 200
         response.headers["Cache-Control"] = "no-store"
         response.cookies.extend(review.cookies)
         return response

@@ -101,3 +101,5 @@ class Comparison(TypedDict):
     alpha: float
     corrected: dict[str, dict[str, Any]]
     """Hallucination rates of the matched traces, judge-corrected on each side."""
+    warnings: list[str]
+    """Why the comparison may mislead (no trace matched, say)."""
