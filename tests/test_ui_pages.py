@@ -186,3 +186,21 @@ def test_pages_in_chromium_at_800_and_1400(ui: UiStack, tmp_path_factory: pytest
 ])
 def test_login_returns_only_to_pages_of_this_site(asked: str, goes: str) -> None:
     assert safe_next(asked) == goes
+
+
+def test_a_job_without_a_report_has_a_page_that_answers_200_and_reloads(redis_url: str, tmp_path: Path) -> None:
+    """A queued job (no worker reads this queue): the API's report.html says 202, the UI's job page is the resource
+    a browser asked for, so 200, reloading itself with the JSON's status word."""
+    url, api = start_api(redis_url, tmp_path, {"RAGPULSE_QUEUE": f"ui-idle-{uuid.uuid4().hex[:8]}"})
+    try:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            accepted = http.post("/v1/batches", json={"traces": traces("shop", 2), "options": {"judge": "none"}})
+            assert accepted.status_code == 202, accepted.text
+            job_id = accepted.json()["job_id"]
+            assert http.get(f"/v1/jobs/{job_id}/report.html").status_code == 202
+            page = http.get(f"/jobs/{job_id}")
+            assert page.status_code == 200
+            status = http.get(f"/v1/jobs/{job_id}").json()["status"]
+            assert f"data-status='{status}'" in page.text and "http-equiv=refresh" in page.text
+    finally:
+        api.stop()
