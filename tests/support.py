@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import uuid
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,3 +178,30 @@ def start_tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
 
     Collect().feed(page)
     return found
+
+
+@dataclass
+class PageApis:
+    """The web UI's two faces on one private queue and one worker: an open API (no keys: tenant `default`, no login)
+    and a keyed one with two tenants, `acme-<run>` and `globex-<run>`."""
+
+    open_url: str
+    keyed_url: str
+    keys: dict[str, str]
+    """tenant -> its API key on the keyed API."""
+
+
+@contextlib.contextmanager
+def page_apis(redis_url: str, tmp: Path, name: str) -> Iterator[PageApis]:
+    run = uuid.uuid4().hex[:8]
+    keys = {f"acme-{run}": f"key-acme-{run}", f"globex-{run}": f"key-globex-{run}"}
+    queue = {"RAGPULSE_QUEUE": f"{name}-{run}"}
+    open_url, open_api = start_api(redis_url, tmp, queue)
+    keyed_url, keyed_api = start_api(redis_url, tmp, {
+        **queue, "RAGPULSE_API_KEYS": ",".join(f"{t}:{k}" for t, k in keys.items())})
+    worker = start_worker(redis_url, tmp, queue, name=name)
+    try:
+        yield PageApis(open_url, keyed_url, keys)
+    finally:
+        for proc in (open_api, keyed_api, worker):
+            proc.stop()

@@ -20,12 +20,14 @@ import pytest
 
 from service.review_login import REVIEW_CSP
 from tests.browser import Browser
-from tests.support import start_api, start_worker, wait_for_job
+from tests.support import page_apis, wait_for_job
 
 pytestmark = pytest.mark.integration
 
 WIDTHS = (800, 1400)
 N = 8
+OPEN_APP = f"shop-{uuid.uuid4().hex[:8]}"
+"""The open API's tenant (`default`) is shared with other tests: its app here is this module's own."""
 
 
 def traces(app: str, candidate: bool) -> list[dict]:
@@ -61,27 +63,16 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    run = uuid.uuid4().hex[:8]
-    keys = {f"acme-{run}": f"key-acme-{run}", f"globex-{run}": f"key-globex-{run}"}
-    queue = {"RAGPULSE_QUEUE": f"uic-{run}"}
-    tmp = tmp_path_factory.mktemp("uic")
-    open_url, open_api = start_api(redis_url, tmp, queue)
-    keyed_url, keyed_api = start_api(redis_url, tmp, {
-        **queue, "RAGPULSE_API_KEYS": ",".join(f"{t}:{k}" for t, k in keys.items())})
-    worker = start_worker(redis_url, tmp, queue, name="uic")
-    try:
+    with page_apis(redis_url, tmp_path_factory.mktemp("uic"), "uic") as apis:
         pairs = {}
-        with httpx.Client(base_url=open_url, timeout=30) as http:
-            pairs["open"] = (submit(http, "shop", True), submit(http, "shop", False))
-        for tenant, key in keys.items():
-            with httpx.Client(base_url=keyed_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as http:
+        with httpx.Client(base_url=apis.open_url, timeout=30) as http:
+            pairs["open"] = (submit(http, OPEN_APP, True), submit(http, OPEN_APP, False))
+        for tenant, key in apis.keys.items():
+            with httpx.Client(base_url=apis.keyed_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as http:
                 pairs[tenant] = (submit(http, "shop", True), submit(http, "shop", False))
                 if tenant.startswith("globex"):
                     submit(http, "shop", True)          # its app `shop` counts more traces than acme's
-        yield Stack(open_url, keyed_url, keys, pairs)
-    finally:
-        for proc in (open_api, keyed_api, worker):
-            proc.stop()
+        yield Stack(apis.open_url, apis.keyed_url, apis.keys, pairs)
 
 
 def page_url(candidate: str, baseline: str) -> str:
@@ -193,8 +184,8 @@ def test_app_page_figures_equal_the_monitor_in_chromium_at_800_and_1400(
         with httpx.Client(base_url=stack.open_url, timeout=30) as http:
             for width in WIDTHS:
                 browser.resize(width)
-                browser.open(stack.open_url + "/apps/shop")
-                rows = monitor_rows(http, "shop")
+                browser.open(stack.open_url + f"/apps/{OPEN_APP}")
+                rows = monitor_rows(http, OPEN_APP)
                 assert rows[-1]["received"] == 2 * N                    # the data has something to show
                 assert browser.eval(DOM_WINDOWS) == rows, width
                 assert browser.overflow() == 0, width

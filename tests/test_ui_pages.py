@@ -23,7 +23,7 @@ import pytest
 from service.review_auth import safe_next
 from service.review_login import REVIEW_CSP
 from tests.browser import Browser
-from tests.support import start_api, start_worker, wait_for_job
+from tests.support import page_apis, start_api, wait_for_job
 
 pytestmark = pytest.mark.integration
 
@@ -60,26 +60,16 @@ class UiStack:
 
 @pytest.fixture(scope="module")
 def ui(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiStack]:
-    run = uuid.uuid4().hex[:8]
-    tenant_keys = {f"acme-{run}": f"key-acme-{run}", f"globex-{run}": f"key-globex-{run}"}
-    queue = {"RAGPULSE_QUEUE": f"ui-{run}"}
-    tmp = tmp_path_factory.mktemp("ui")
-    open_url, open_api = start_api(redis_url, tmp, queue)
-    keyed_url, keyed_api = start_api(redis_url, tmp, {
-        **queue, "RAGPULSE_API_KEYS": ",".join(f"{t}:{k}" for t, k in tenant_keys.items())})
-    worker = start_worker(redis_url, tmp, queue, name="ui")
-    try:
-        stack = UiStack(open_url, keyed_url, tenant_keys, {})
-        with httpx.Client(base_url=open_url, timeout=30) as http:
+    with page_apis(redis_url, tmp_path_factory.mktemp("ui"), "ui") as apis:
+        stack = UiStack(apis.open_url, apis.keyed_url, apis.keys, {})
+        run = f"ui-{uuid.uuid4().hex[:8]}"
+        with httpx.Client(base_url=apis.open_url, timeout=30) as http:
             for app in ("shop", "docs"):
-                submit(http, app, f"ui-{run}")
-        for tenant in tenant_keys:
+                submit(http, app, run)
+        for tenant in apis.keys:
             with stack.api(tenant) as http:
                 stack.jobs[tenant] = [submit(http, "shop", f"{tenant}-a"), submit(http, "docs", f"{tenant}-b", 5)]
         yield stack
-    finally:
-        for proc in (open_api, keyed_api, worker):
-            proc.stop()
 
 
 def acme(ui: UiStack) -> str:
