@@ -57,7 +57,7 @@ def answer(tracer, question: str) -> str:  # noqa: ANN001 - an OpenTelemetry Tra
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", default="http://127.0.0.1:8080")
+    parser.add_argument("--server", default=f"http://127.0.0.1:{os.environ.get('RAGPULSE_PORT', '8080')}")
     parser.add_argument("--api-key", default=os.environ.get("RAGPULSE_API_KEY"))
     args = parser.parse_args()
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else None

@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -343,6 +344,30 @@ def test_the_example_app_logs_its_answers(stack) -> None:
                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(root)})
     assert out.returncode == 0, out.stderr
     assert "Stats(queued=0, sent=5, dropped=0, rejected=0, failed=0" in out.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("app", ["sdk_app.py", "otel_app.py"])
+def test_the_example_apps_find_the_server_by_ragpulse_port(stack, app: str) -> None:
+    """`./scripts/run --port N` sets RAGPULSE_PORT; the example apps default their --server to it (otel_app.py
+    did not, and sent to :8080 whatever the port)."""
+    root = Path(__file__).resolve().parent.parent
+    port = str(urlsplit(stack.url).port)
+    out = subprocess.run([sys.executable, str(root / "examples" / app)], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(root), "RAGPULSE_PORT": port})
+    assert out.returncode == 0, out.stderr
+    if app == "sdk_app.py":
+        assert "sent=5, dropped=0, rejected=0, failed=0" in out.stdout
+        return
+    trace_ids = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+    assert len(trace_ids) == 2
+    with httpx.Client(base_url=stack.url, timeout=10) as http:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if all(http.get(f"/v1/traces/{t}").status_code == 200 for t in trace_ids):
+                break
+            time.sleep(0.5)
+        assert all(http.get(f"/v1/traces/{t}").status_code == 200 for t in trace_ids), trace_ids
 
 
 @pytest.mark.parametrize(("typed", "struct"), [
