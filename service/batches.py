@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Annotated
 
 import anyio.to_thread
 import msgspec
 from litestar import Controller, Response, post
+from litestar.params import Parameter
 
 from dispatch.queues import pick_queue, rq_queue_name
 from ragpulse.config import keys
@@ -24,6 +26,9 @@ from ragpulse.config.settings import Settings
 from service.context import Call
 from service.errors import over_ingest_rate
 from service.idempotency import IdempotencyKey, kept_answer, replay
+
+DryRunFlag = Annotated[bool, Parameter(description=(
+    "true: answer 200 with the estimated judge calls, tokens and cost of judging the batch, and enqueue nothing."))]
 
 INLINE_BODY_BYTES = 256 * 1024
 """Bodies up to this size are decoded on the event loop (a thread hop costs more than the work); larger ones,
@@ -139,7 +144,7 @@ class BatchController(Controller):
     tags = ["batches"]
 
     @post("/", status_code=202, summary="Submit a batch of traces for evaluation")
-    async def create(self, body: bytes, call: Call, dry_run: bool = False,
+    async def create(self, body: bytes, call: Call, dry_run: DryRunFlag = False,
                      idempotency_key: IdempotencyKey = None) -> Accepted | Response:
         """Accept a batch: 400 on malformed JSON, 422 listing every schema violation, 413 over the limits, 429 (with
         Retry-After) when the tenant is over its ingest rate (RAGPULSE_TENANT_TRACES_PER_SECOND).

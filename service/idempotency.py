@@ -31,8 +31,8 @@ IdempotencyKey = Annotated[str | None, HeaderParameter(
     name=HEADER, required=False, min_length=1, max_length=defaults.IDEMPOTENCY_KEY_MAX_CHARS,
     pattern=r"^[\x21-\x7e]+$",
     description="A key naming this post (a UUID, visible ASCII, at most 255 characters). A retry with the same key and "
-                "body within RAGPULSE_IDEMPOTENCY_TTL_SECONDS gets the first answer again (with `Idempotent-Replayed: "
-                "true`) and is not counted again; the same key with another body is refused 422.")]
+                "body within RAGPULSE_IDEMPOTENCY_TTL_SECONDS gets the first answer again (with the header Idempotent-Replayed: "
+                "true) and is not counted again; the same key with another body is refused 422.")]
 """The request header that makes a post idempotent."""
 
 _encoder = msgspec.json.Encoder()

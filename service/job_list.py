@@ -17,15 +17,15 @@ from ragpulse.store import JobRecord, Store
 from service.context import Call
 
 JobsCursor = Annotated[str | None, Parameter(pattern=r"^[0-9]{1,15}-[0-9a-f]{32}$", description=(
-    "`next_cursor` of the previous page, unchanged; absent for the first page. Any other value is 400 naming "
-    "`query.cursor`."))]
+    "next_cursor of the previous page, unchanged; absent for the first page. Any other value is 400 naming "
+    "query.cursor."))]
 JobsLimit = Annotated[int, Parameter(ge=1, le=defaults.JOBS_PAGE_MAX, description="Jobs per page (1 to 100).")]
 AppFilter = Annotated[str | None, Parameter(pattern=APP_NAME_PATTERN, description=(
     "Only jobs with a trace of this app."))]
 RUN_PATTERN = r"^[A-Za-z0-9._:/+-]{1,128}$"
 """The pattern of `options.run` (ragpulse.model.trace.RunName)."""
 RunFilter = Annotated[str | None, Parameter(pattern=RUN_PATTERN, description=(
-    "Only jobs whose `options.run` is this."))]
+    "Only jobs whose options.run is this."))]
 StatusFilter = Annotated[JobStatus | None, Parameter(description="Only jobs in this status.")]
 
 

@@ -33,8 +33,8 @@ class ReportPending(msgspec.Struct, kw_only=True):
 
 JobId = Annotated[str, Parameter(max_length=64, description="Job id returned by POST /v1/batches.")]
 Cursor = Annotated[str, Parameter(pattern=r"^[0-9]{0,12}$", description=(
-    "`next_cursor` of the previous page, unchanged; absent or empty for the first page. Any other value is 400 "
-    "naming `query.cursor`."))]
+    "next_cursor of the previous page, unchanged; absent or empty for the first page. Any other value is 400 "
+    "naming query.cursor."))]
 
 
 class JobController(Controller):
@@ -51,7 +51,8 @@ class JobController(Controller):
     @get("/{job_id:str}/results", sync_to_thread=True, summary="Per-trace results, paginated")
     def results(
         self, job_id: JobId, call: Call, cursor: Cursor = "",
-        limit: Annotated[int, Parameter(ge=1, le=defaults.RESULTS_PAGE_MAX)] = defaults.RESULTS_PAGE_DEFAULT,
+        limit: Annotated[int, Parameter(ge=1, le=defaults.RESULTS_PAGE_MAX, description=(
+            f"Results per page (1 to {defaults.RESULTS_PAGE_MAX})."))] = defaults.RESULTS_PAGE_DEFAULT,
     ) -> ResultsPage:
         """Results in trace order; follow `next_cursor` until it is null."""
         return call.store.results_page(job_id, call.tenant, cursor, limit)
