@@ -1,0 +1,106 @@
+"""The wire schema of eval datasets: items as clients push them, and the versions that hold them (msgspec, strict).
+
+A dataset is a named, tenant-scoped eval set; each push makes a new immutable version, content-hashed, so two runs
+can say exactly which questions they measured. Items carry what a trace would otherwise repeat: gold documents with
+grades, a reference answer or key facts, and whether the query is answerable at all.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from ragpulse.model.trace import Base, DocId, Grade, LongText, Query, QuestionType, Source
+
+DATASET_NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$"
+"""1-64 letters, digits, `.`, `_` and `-`, not starting with a dot (a URL path segment, as app names are)."""
+DatasetName = Annotated[str, Meta(pattern=DATASET_NAME_PATTERN, description="Dataset name, e.g. `nimbus-support`.")]
+ItemId = Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$",
+                             description="The item's id, unique within a version; traces name it as `item_id`.")]
+ChunkId = Annotated[str, Meta(min_length=1, max_length=512)]
+VersionNumber = Annotated[int, Meta(ge=1, description="A dataset version, numbered from 1 in push order.")]
+Split = Literal["dev", "test"]
+"""`dev` is for tuning; `test` is the frozen portion nobody tunes on, reported apart."""
+VersionStatus = Literal["draft", "published"]
+"""A pushed version is `published`; a generated one is a `draft` until its review sample is done and it is published."""
+MAX_ITEMS_PER_VERSION = 100_000
+"""The most items one version holds (bounded like a batch's traces)."""
+
+
+class DatasetItem(Base):
+    """One eval question with everything known about its right answer."""
+
+    item_id: ItemId
+    query: Query
+    gold_doc_ids: Annotated[list[DocId], Meta(max_length=10_000)] | None = None
+    relevance: dict[DocId, Grade] | None = None
+    gold_chunk_ids: Annotated[list[ChunkId], Meta(max_length=100)] | None = None
+    """The corpus chunks the item was written from (a synthetic item keeps its source chunk as gold)."""
+    reference_answer: LongText | None = None
+    key_facts: Annotated[list[Annotated[str, Meta(min_length=1, max_length=4096)]], Meta(max_length=100)] | None = None
+    """Facts a correct answer states, where a full reference answer is not written."""
+    answerable: bool = True
+    question_type: QuestionType | None = None
+    source: Source = "human"
+    split: Split = "dev"
+    metadata: dict[str, str | int | float | bool | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.gold_doc_ids is not None and self.relevance is not None:
+            raise ValueError("`gold_doc_ids` and `relevance` are mutually exclusive; give one")
+
+    def qrels(self) -> dict[str, int]:
+        """Document-level relevance grades; `gold_doc_ids` count as grade 1."""
+        if self.relevance is not None:
+            return dict(self.relevance)
+        return dict.fromkeys(self.gold_doc_ids or (), 1)
+
+
+class DatasetVersionPost(Base):
+    """Body of POST /v1/datasets/{name}/versions: the whole item set of a new version."""
+
+    items: Annotated[list[DatasetItem], Meta(min_length=1, max_length=MAX_ITEMS_PER_VERSION)]
+    description: Annotated[str, Meta(max_length=2048)] | None = None
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for index, item in enumerate(self.items):
+            if item.item_id in seen:
+                raise ValueError(f"`items[{index}].item_id` `{item.item_id}` repeats an earlier item's id")
+            seen.add(item.item_id)
+
+
+class DatasetRef(Base):
+    """Names one version of a dataset (on a batch, a compare, a gate)."""
+
+    name: DatasetName
+    version: VersionNumber
+
+
+class DatasetCounts(msgspec.Struct, kw_only=True):
+    """A version's item counts by question type, source and split (what makes two versions comparable at a glance)."""
+
+    items: int
+    by_question_type: dict[str, int]
+    by_source: dict[str, int]
+    by_split: dict[str, int]
+    answerable: int
+    unanswerable: int
+
+
+class DatasetVersion(msgspec.Struct, kw_only=True):
+    """One immutable version as the API answers it (without its items, which are paginated apart)."""
+
+    name: str
+    version: int
+    content_hash: str
+    """sha256 of the canonical item set: two versions with the same items have the same hash."""
+    status: VersionStatus
+    created_at: str
+    counts: DatasetCounts
+    description: str | None = None
+    origin: Literal["pushed", "generated"] = "pushed"
+    job_id: str | None = None
+    """The generation job that wrote a generated version."""
