@@ -183,3 +183,23 @@ def test_a_whole_float_is_no_error_beside_a_real_one() -> None:
     with pytest.raises(InvalidBody) as caught:
         decode_batch(json.dumps(body).encode())
     assert [e["path"] for e in caught.value.errors] == ["$.traces[1].query"]
+
+
+def test_unstorable_metadata_is_named_by_its_full_path_however_it_nests() -> None:
+    deep: dict = {}
+    node = deep
+    for _ in range(70):                  # 1 (metadata) + 1 ("deep") + 70 levels: past the 64 allowed
+        node["x"] = {}
+        node = node["x"]
+    metadata = {"ok": [1, 2**64 - 1, -(2**63)], "a": [0, {"b": [2**64]}], "c.d": {"n": -(2**63) - 1}, "deep": deep}
+    body = json.dumps({"traces": [{"query": "q"}, {"query": "q", "metadata": metadata,
+                                                 "retrieved_docs": [{"id": "d", "metadata": {"big": [2**70]}}]}]})
+    with pytest.raises(InvalidBody) as caught:
+        decode_batch(body.encode())
+    found = {error["path"] for error in caught.value.errors}
+    assert found == {
+        "$.traces[1].metadata.a[1].b[0]",
+        '$.traces[1].metadata["c.d"].n',
+        "$.traces[1].metadata.deep" + ".x" * 63,      # depth 65 (metadata 1, deep 2, each x one more) is past 64
+        "$.traces[1].retrieved_docs[0].metadata.big[0]",
+    }
