@@ -38,6 +38,7 @@
     │   └── RagpulseSDKError   `ragpulse.sdk`: a helper call failed; carries the status and problem-details `errors`
     ├── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
     ├── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
+    ├── OutputFileError        `--html` / `--junit`: the output file cannot be written (checked before any run)
     ├── Interrupted            `ragpulse eval` / `gate`: Ctrl-C; carries the jobs created so far, which run on
     └── SpansInvalid           an OpenTelemetry trace's spans cannot make a ragpulse trace: it is recorded `invalid`
 """
@@ -269,6 +270,11 @@ class TraceFileError(RagpulseError):
 
 class GateConfigError(RagpulseError):
     """`ragpulse gate`'s config cannot be read, is not TOML, or breaks the gate config's schema."""
+
+
+class OutputFileError(RagpulseError):
+    """A command's output file (`eval --html`, `report --html`, `gate --junit`) cannot be written; the message names
+    the option and the path."""
 
 
 class Interrupted(RagpulseError):

@@ -26,7 +26,8 @@ JOB_ID = "0" * 32
 HTML = b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>"
 """What a wrong base URL, or a proxy in front of the service, answers with 200."""
 _ROUTES = {"submit": r"/v1/batches/?", "job": r"/v1/jobs/\w+", "report": r"/v1/jobs/\w+/report",
-           "results": r"/v1/jobs/\w+/results"}
+           "results": r"/v1/jobs/\w+/results", "compare": r"/v1/jobs/\w+/compare",
+           "page": r"/v1/jobs/\w+/report\.html"}
 
 
 @dataclass
@@ -68,6 +69,10 @@ class FakeApi(LoopbackServer):
         return scripted or self._good(route, body, dry_run="dry_run" in query)
 
     def _good(self, route: str, body: bytes, dry_run: bool) -> Answer:
+        if route == "compare":   # only ever scripted
+            return Answer(404, b'{"title": "Not found", "detail": "no comparison scripted"}')
+        if route == "page":
+            return Answer(200, b"<!doctype html><html><body>the report page</body></html>", content_type="text/html")
         if route == "submit":
             self.traces = len(json.loads(body)["traces"])
             if dry_run:

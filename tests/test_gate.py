@@ -21,7 +21,7 @@ from ragpulse.exceptions import GateConfigError
 from ragpulse.gate.checks import Row, check_report
 from ragpulse.ops.gate import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE
 from ragpulse.gate.config import GateConfig, load_config
-from ragpulse.gate.output import github_annotations, write_junit
+from ragpulse.gate.output import github_annotations, junit_xml
 from ragpulse.model.estimate import Estimate
 from ragpulse.ops import cli
 from ragpulse.ops.redis_server import free_port
@@ -100,7 +100,7 @@ def test_junit_and_github_output_name_each_verdict(tmp_path: Path) -> None:
             Row(metric="hallucination_rate", value=0.0, interval=(0.0, 0.1), threshold="<= 0.1", verdict="pass"),
             Row(metric="unanswerable_hallucination_rate", value=None, interval=None, threshold="<= 0.15",
                 verdict="no_data")]
-    write_junit(rows, tmp_path / "gate.xml")
+    (tmp_path / "gate.xml").write_text(junit_xml(rows), encoding="utf-8")
     suite = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
     [failed] = [case for case in suite if case.find("failure") is not None]

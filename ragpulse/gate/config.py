@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
@@ -32,7 +32,7 @@ from msgspec import Meta
 from ragpulse.config import defaults
 from ragpulse.exceptions import GateConfigError
 from ragpulse.model.compare import Correction
-from ragpulse.model.metric_keys import is_metric_key
+from ragpulse.model.metric_keys import did_you_mean, is_metric_key
 from ragpulse.model.trace import Base, BatchOptions, RunName, Variant
 from ragpulse.reporting.security_section import RATES
 
@@ -109,14 +109,14 @@ class GateConfig(Base):
             raise ValueError("the default thresholds hold recall@5: add 5 to options.k or set [thresholds]")
         for key, threshold in (self.thresholds or {}).items():
             if not is_gate_key(key):
-                raise ValueError(f"`thresholds` names an unknown metric `{key}`")
+                raise ValueError(f"`thresholds` names an unknown metric `{key}`{did_you_mean(key)}")
             self._check_cutoff("thresholds", key)
             if threshold.on.startswith("corrected") and key not in CORRECTABLE:
                 raise ValueError(f"`thresholds.{key}.on = \"{threshold.on}\"`: only {' and '.join(CORRECTABLE)} "
                                  "have a judge-corrected rate")
         for key in self.baseline.metrics or ():
             if not is_metric_key(key):
-                raise ValueError(f"`baseline.metrics` names an unknown metric `{key}`")
+                raise ValueError(f"`baseline.metrics` names an unknown metric `{key}`{did_you_mean(key)}")
             self._check_cutoff("baseline.metrics", key)
 
     def _check_cutoff(self, where: str, key: str) -> None:
@@ -162,4 +162,17 @@ def load_config(path: Path | None) -> GateConfig:
     try:
         return msgspec.convert(data, GateConfig)
     except msgspec.ValidationError as exc:
-        raise GateConfigError(f"{path}: {exc}") from None
+        raise GateConfigError(f"{path}: {_metric_named(str(exc), data)}") from None
+
+
+def _metric_named(message: str, data: dict[str, Any]) -> str:
+    """msgspec says `$.thresholds[...].min` for a table key: name the metric whose threshold fails instead."""
+    thresholds = data.get("thresholds")
+    if "$.thresholds[...]" not in message or not isinstance(thresholds, dict):
+        return message
+    for key, value in thresholds.items():
+        try:
+            msgspec.convert(value, Threshold)
+        except msgspec.ValidationError:
+            return message.replace("$.thresholds[...]", f'$.thresholds."{key}"')
+    return message

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from ragpulse.gate.checks import Row
@@ -40,8 +39,8 @@ def summary(rows: Sequence[Row]) -> str:
     return f"gate FAILED: {', '.join(failed)}"
 
 
-def write_junit(rows: Sequence[Row], path: Path) -> None:
-    """A JUnit XML report: one testsuite `ragpulse gate`, one testcase per row, a <failure> for each failed row and
+def junit_xml(rows: Sequence[Row]) -> str:
+    """A JUnit XML report (UTF-8, with its declaration): one testsuite `ragpulse gate`, one testcase per row, a <failure> for each failed row and
     <skipped> for rows without data or that only inform."""
     suite = ET.Element("testsuite", name="ragpulse gate", tests=str(len(rows)),
                        failures=str(sum(r.failed for r in rows)),
@@ -57,7 +56,7 @@ def write_junit(rows: Sequence[Row], path: Path) -> None:
     root = ET.Element("testsuites", name="ragpulse")
     root.append(suite)
     ET.indent(root)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True).decode("utf-8")
 
 
 def github_annotations(rows: Sequence[Row]) -> str:

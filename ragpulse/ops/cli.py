@@ -13,7 +13,8 @@ from importlib import metadata
 
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings, log_level
-from ragpulse.exceptions import ClientError, ConfigError, Interrupted, TraceFileError, TracesRejected
+from ragpulse.exceptions import (ClientError, ConfigError, Interrupted, OutputFileError, TraceFileError,
+                                 TracesRejected)
 from ragpulse.judges import kinds
 from ragpulse.ops.gate import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE, GateRequest, run_gate
 from ragpulse.ops.client import Client, TraceFile, read_traces
@@ -23,6 +24,7 @@ from ragpulse.ops.evaluate import evaluate_file, interrupted, refused_options
 from ragpulse.ops.exit_codes import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_TRACES_FAILED,
                                      EXIT_USAGE)
 from ragpulse.ops import job_commands
+from ragpulse.ops.output_file import check_writable, write_output
 from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.reporting.render import render_report
 
@@ -187,6 +189,9 @@ def _job_command(args: argparse.Namespace) -> int:
     except ClientError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except OutputFileError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -267,9 +272,11 @@ def _eval(args: argparse.Namespace) -> int:
     flags: dict[str, Any] = {name: getattr(args, name) for name in ("k", "gain", "judge", "repeats")
                              if getattr(args, name)}
     try:
+        if args.html is not None:
+            check_writable("--html", args.html)
         server = server_url(args)
         traces = read_traces(args.file)
-    except (ConfigError, TraceFileError) as exc:
+    except (ConfigError, TraceFileError, OutputFileError) as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
     options, origins = choose_options(traces.options, flags, args.file)
@@ -287,6 +294,9 @@ def _eval(args: argparse.Namespace) -> int:
     except ClientError as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except OutputFileError as exc:
+        print(f"ragpulse eval: {exc}; the report above was printed, but no page was written", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int, html: Path | None = None) -> int:
@@ -301,7 +311,7 @@ def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: in
         failing = failing_traces(evaluation.report, evaluation.results)
         queries = {r.index: str(file.traces[r.index].get("query", "")) for r in failing
                    if 0 <= r.index < len(file.traces)}
-        html.write_text(render_html(evaluation.report, failing, queries), encoding="utf-8")
+        write_output("--html", html, render_html(evaluation.report, failing, queries))
         print(f"report page written to {html}", file=sys.stderr)
     return EXIT_TRACES_FAILED if evaluation.some_traces_failed else EXIT_OK
 

@@ -66,6 +66,9 @@ def read_traces(path: Path) -> TraceFile:
         raise TraceFileError(f"{path}, line {exc.lineno}, column {exc.colno}: not valid JSON: {exc.msg}{hint}") \
             from None
     traces = data.get("traces") if isinstance(data, dict) else data
+    if isinstance(data, dict) and "traces" not in data and "query" in data:
+        raise TraceFileError(f"{path}: this is one trace: wrap it as {{\"traces\": [ ... ]}}, or give a list of "
+                             "traces, or name the file *.jsonl with one trace per line")
     if not isinstance(traces, list):
         raise TraceFileError(f"{path}: expected a list of traces or an object with a \"traces\" list, "
                              f"got {_kind(data if not isinstance(data, dict) else traces)}")
@@ -173,6 +176,8 @@ class Client:
         """The job's report page as the service renders it (GET /v1/jobs/{job_id}/report.html): ClientError when the
         job has no report (202 while it runs, 409 when it ended without one) or another error."""
         response = self._request("GET", f"/v1/jobs/{job_id}/report.html")
+        if response.status_code >= 400:
+            raise ClientError(_describe(response), response.status_code)
         if response.status_code != 200:
             raise ClientError(f"GET /v1/jobs/{job_id}/report.html answered HTTP {response.status_code}: no report "
                               "page", response.status_code)
@@ -268,6 +273,8 @@ def _problem(response: httpx.Response) -> _Problem:
 
 
 def _describe(response: httpx.Response, with_errors: bool = True) -> str:
+    if response.status_code == 401:
+        return _unauthorized(response)
     body = _problem(response)
     if not (body.title or body.detail):
         return f"HTTP {response.status_code}: {response.text[:500]}"
@@ -275,3 +282,13 @@ def _describe(response: httpx.Response, with_errors: bool = True) -> str:
     if with_errors:
         lines += [f"  {e.get('path', '$')}: {e.get('message', '')}" for e in body.errors[:50]]
     return "\n".join(lines)
+
+
+def _unauthorized(response: httpx.Response) -> str:
+    """A 401 as the CLI's user fixes it: the key goes in --api-key or RAGPULSE_API_KEY (the service's own words,
+    `send Authorization: Bearer`, are for HTTP clients)."""
+    if "authorization" in response.request.headers:
+        return ("HTTP 401: the service did not accept the API key sent (from --api-key, else RAGPULSE_API_KEY); "
+                "pass one of its keys (RAGPULSE_API_KEYS on the service) with --api-key KEY or RAGPULSE_API_KEY")
+    return ("HTTP 401: the service needs an API key: pass --api-key KEY or set RAGPULSE_API_KEY (one of the keys in "
+            "the service's RAGPULSE_API_KEYS)")

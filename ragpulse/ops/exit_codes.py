@@ -7,7 +7,9 @@ EXIT_FAILED = 1
 a 429 or 5xx still there after the retries), or a body that is not its API's JSON (a proxy's page)."""
 EXIT_USAGE = 2
 """Bad arguments (argparse's own code), a setting out of range (RAGPULSE_PORT), options the service refuses (a judge
-it has no credentials for), or a trace file that cannot be read, is not valid JSON/JSONL, or holds no traces."""
+it has no credentials for), a trace file that cannot be read, is not valid JSON/JSONL, or holds no traces, or an
+--html file that cannot be written (checked before anything is posted; should the write fail all the same, after the
+report was printed, 2 too, never 1)."""
 EXIT_TRACES_FAILED = 3
 """The report was printed, but some traces failed (it lists them under FAILED TRACES)."""
 EXIT_REJECTED = 4

@@ -10,15 +10,17 @@ from typing import Any
 
 import msgspec
 
-from ragpulse.exceptions import ClientError, GateConfigError, Interrupted, TraceFileError, TracesRejected
+from ragpulse.exceptions import (ClientError, GateConfigError, Interrupted, OutputFileError, TraceFileError,
+                                 TracesRejected)
 from ragpulse.gate.checks import Row, check_comparison, check_report
 from ragpulse.gate.config import GateConfig, load_config
-from ragpulse.gate.output import github_annotations, summary, table, write_junit
+from ragpulse.gate.output import github_annotations, junit_xml, summary, table
 from ragpulse.model.compare import Comparison, RunInfo
 from ragpulse.model.metric_keys import is_metric_key
 from ragpulse.model.results import JobView
 from ragpulse.ops.client import Client, TraceFile, read_traces, service_fault
 from ragpulse.ops.evaluate import Evaluation, evaluate_file, interrupted
+from ragpulse.ops.output_file import check_writable, write_output
 from ragpulse.reporting.compare import compare
 
 GATE_PASS = 0
@@ -26,7 +28,9 @@ GATE_PASS = 0
 GATE_FAIL = 1
 """A threshold failed, too many traces did not evaluate, or a metric regressed significantly against the baseline."""
 GATE_BAD_INPUT = 2
-"""Bad arguments, an unreadable trace file or gate config, traces the service rejected, or an unknown baseline."""
+"""Bad arguments, an unreadable trace file or gate config, traces the service rejected, an unknown baseline, or a
+--junit file that cannot be written (checked before anything runs; should writing fail all the same, the verdicts
+are printed and the gate exits 2, never a pass or a fail)."""
 GATE_UNREACHABLE = 3
 """The service cannot be reached, answered a server error, or a job failed: nothing was judged."""
 GATE_INTERRUPTED = 130
@@ -51,10 +55,12 @@ class GateRequest:
 def run_gate(request: GateRequest) -> int:
     """Run the gate; the exit code."""
     try:
+        if request.junit is not None:
+            check_writable("--junit", request.junit)
         config = load_config(request.config)
         candidate_file = read_traces(request.file)
         baseline_file = read_traces(request.baseline_file) if request.baseline_file else None
-    except (GateConfigError, TraceFileError) as exc:
+    except (GateConfigError, TraceFileError, OutputFileError) as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
         return GATE_BAD_INPUT
     for file in (candidate_file, baseline_file):
@@ -77,8 +83,13 @@ def run_gate(request: GateRequest) -> int:
         return GATE_UNREACHABLE if service_fault(exc) else GATE_BAD_INPUT
     if rows is None:
         return GATE_UNREACHABLE
-    _publish(rows, request)
-    print(job_pages(client, jobs))
+    try:
+        _publish(rows, request)
+    except OutputFileError as exc:
+        print(f"ragpulse gate: {exc}; the verdicts above stand, but no JUnit report was written", file=sys.stderr)
+        return GATE_BAD_INPUT
+    finally:
+        print(job_pages(client, jobs))
     return GATE_FAIL if any(row.failed for row in rows) else GATE_PASS
 
 
@@ -89,7 +100,13 @@ def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_fi
     options = gate_options(config)
     baseline = None
     if request.baseline_job is not None:  # an unknown or foreign job fails here (404), before anything is posted
-        client.wait_all([request.baseline_job], lambda _jobs: None)
+        try:
+            client.wait_all([request.baseline_job], lambda _jobs: None)
+        except ClientError as exc:
+            if exc.status != 404:
+                raise
+            raise ClientError(f"--baseline {request.baseline_job}: the service has no such job for this key, so "
+                              f"there is nothing to compare against ({exc})", exc.status) from None
         jobs["baseline"] = [request.baseline_job]
     if baseline_file is not None:
         print(f"evaluating the baseline {baseline_file.path}", file=sys.stderr)
@@ -109,6 +126,8 @@ def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_fi
     rows = check_report(candidate.report, config)
     comparison = _comparison(client, candidate, baseline, request.baseline_job, config)
     if comparison is not None:
+        for warning in comparison.warnings:   # `matched: 0` of two unrelated runs must not pass unseen
+            print(f"ragpulse gate: warning: {warning}", file=sys.stderr)
         rows += check_comparison(comparison, config)
     return rows
 
@@ -178,7 +197,7 @@ def _publish(rows: list[Row], request: GateRequest) -> None:
     print(table(rows))
     print(summary(rows))
     if request.junit is not None:
-        write_junit(rows, request.junit)
+        write_output("--junit", request.junit, junit_xml(rows))
         print(f"JUnit report written to {request.junit}", file=sys.stderr)
     if request.github:
         print(github_annotations(rows))

@@ -12,7 +12,8 @@ from ragpulse.gate.output import table
 from ragpulse.model.compare import Comparison, Regression
 from ragpulse.model.results import TERMINAL, JobView
 from ragpulse.ops.client import Client
-from ragpulse.ops.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TRACES_FAILED, EXIT_USAGE
+from ragpulse.ops.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TRACES_FAILED
+from ragpulse.ops.output_file import check_writable, write_output
 from ragpulse.ops.progress import Progress
 from ragpulse.reporting.render import render_report
 
@@ -53,9 +54,8 @@ def wait(client: Client, job_id: str) -> int:
 
 def report(client: Client, job_id: str, html: Path | None) -> int:
     """Print the ended job's report as `eval` does; with `html`, write the service's report page there."""
-    if html is not None and not html.parent.is_dir():
-        print(f"ragpulse report: --html {html}: no such directory {html.parent}", file=sys.stderr)
-        return EXIT_USAGE
+    if html is not None:
+        check_writable("--html", html)   # before anything is asked of the service: OutputFileError, exit 2
     job = client.job(job_id)
     if job.status not in TERMINAL:
         print(f"ragpulse report: {status_line(job)}; no report yet (`ragpulse wait {job_id}` waits for it)",
@@ -66,7 +66,7 @@ def report(client: Client, job_id: str, html: Path | None) -> int:
         return EXIT_FAILED
     print(render_report(client.report(job_id)))
     if html is not None:
-        html.write_text(client.report_page(job_id), encoding="utf-8")
+        write_output("--html", html, client.report_page(job_id))
         print(f"report page written to {html}", file=sys.stderr)
     return exit_code(job)
 
