@@ -81,7 +81,7 @@ def render_page(spec: dict[str, Any], json_url: str) -> str:
         _markdown(info.get("description", "")),
         "<nav><h2>Endpoints</h2><ul>",
         *(f"<li><a href='#{_anchor(method, path)}'><span class='m {method}'>{method}</span><code>{_e(path)}</code>"
-          f"</a> <span class='muted'>{_e(op.get('summary', ''))}</span></li>" for path, method, op in operations),
+          f"</a> <span class='muted'>{_inline(op.get('summary', ''))}</span></li>" for path, method, op in operations),
         f"</ul><p><a href='#schemas'>Schemas</a> ({len(schemas)})</p></nav>",
     ]
     for tag, tagged in by_tag.items():
@@ -96,19 +96,19 @@ def render_page(spec: dict[str, Any], json_url: str) -> str:
 def _operation(path: str, method: str, op: dict[str, Any]) -> str:
     parts = [f"<section class='op' id='{_anchor(method, path)}'>",
              f"<h3><span class='m {method}'>{method}</span><code>{_e(path)}</code></h3>",
-             f"<p><strong>{_e(op.get('summary', ''))}</strong></p>", _markdown(op.get("description", ""))]
+             f"<p><strong>{_inline(op.get('summary', ''))}</strong></p>", _markdown(op.get("description", ""))]
     if params := op.get("parameters"):
         parts.append("<table><tr><th>parameter</th><th>in</th><th>type</th><th>description</th></tr>")
         parts += [f"<tr><td><code>{_e(p['name'])}</code>{_required(p.get('required'))}</td><td>{_e(p.get('in'))}</td>"
-                  f"<td>{_type(p.get('schema', {}))}</td><td>{_e(p.get('description', ''))}</td></tr>"
+                  f"<td>{_type(p.get('schema', {}))}</td><td>{_inline(p.get('description', ''))}</td></tr>"
                   for p in params]
         parts.append("</table>")
     if body := op.get("requestBody"):
         parts.append(f"<p>Request body{_required(body.get('required'))}: {_content(body.get('content', {}))}"
-                     f" <span class='muted'>{_e(body.get('description', ''))}</span></p>")
+                     f" <span class='muted'>{_inline(body.get('description', ''))}</span></p>")
     if responses := op.get("responses"):
         parts.append("<table><tr><th>status</th><th>description</th><th>body</th></tr>")
-        parts += [f"<tr><td>{_e(code)}</td><td>{_e(r.get('description', ''))}</td>"
+        parts += [f"<tr><td>{_e(code)}</td><td>{_inline(r.get('description', ''))}</td>"
                   f"<td>{_content(r.get('content', {}))}</td></tr>" for code, r in responses.items()]
         parts.append("</table>")
     parts.append("</section>")
@@ -122,7 +122,7 @@ def _schema_section(name: str, schema: dict[str, Any]) -> str:
         required = set(schema.get("required", ()))
         parts.append("<table><tr><th>field</th><th>type</th><th>default</th><th>description</th></tr>")
         parts += [f"<tr><td><code>{_e(field)}</code>{_required(field in required)}</td><td>{_type(sub)}</td>"
-                  f"<td>{_default(sub)}</td><td>{_e(sub.get('description', ''))}</td></tr>"
+                  f"<td>{_default(sub)}</td><td>{_inline(sub.get('description', ''))}</td></tr>"
                   for field, sub in properties.items()]
         parts.append("</table>")
         if schema.get("additionalProperties") is False:
@@ -179,6 +179,11 @@ def _markdown(text: str) -> str:
     """Descriptions as escaped paragraphs (backticks become code); no markup passes through."""
     paragraphs = [p.strip() for p in text.split("\n\n") if p.strip()]
     return "".join(f"<p>{_code_spans(_e(p))}</p>" for p in paragraphs)
+
+
+def _inline(text: str) -> str:
+    """A one-line description, escaped, its backticks made code: never shown literally."""
+    return _code_spans(_e(text))
 
 
 def _code_spans(text: str) -> str:

@@ -96,6 +96,36 @@ def readme_commands() -> list[list[str]]:
     return commands
 
 
+def readme_curl_block() -> str:
+    """The README's `## curl` walk-through, as written (its first bash block)."""
+    section = (ROOT / "README.md").read_text().split("\n## curl\n", 1)[1]
+    return re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_curl_walk_through_sets_job_and_reads_it(client: httpx.Client) -> None:
+    """Pasted into a shell, the walk-through sets $JOB itself (before, it used $JOB and never said how to set it)."""
+    lines = readme_curl_block().splitlines()
+    first_read = next(i for i, line in enumerate(lines) if line.startswith("curl -s localhost:8080/v1/jobs/$JOB"))
+    script = "\n".join([*lines[:first_read + 1], 'echo "JOB=$JOB"']).replace("localhost:8080", str(client.base_url))
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.rsplit("JOB=", 1)[1].strip()
+    assert re.fullmatch(r"[0-9a-f]{32}", job_id), done.stdout
+    assert msgspec.json.decode(done.stdout.rsplit("JOB=", 1)[0])["job_id"] == job_id   # GET /v1/jobs/$JOB answered
+
+
+def test_the_readme_names_the_extra_that_runs_otel_app() -> None:
+    """examples/otel_app.py imports the OpenTelemetry SDK: the README names the extra that installs it."""
+    import tomllib
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    said = re.search(r"`examples/otel_app\.py` is a runnable instrumented app; .*?'\.\[(\w+)\]'", readme)
+    assert said, "the README does not say which extra examples/otel_app.py needs"
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(dep.startswith("opentelemetry-sdk") for dep in extras[said.group(1)])
+    assert "from opentelemetry.sdk" in (ROOT / "examples" / "otel_app.py").read_text()
+
+
 def test_the_readme_dry_run_example_runs_as_written(client: httpx.Client) -> None:
     [curl] = [argv for argv in readme_commands() if argv[0] == "curl" and any("dry_run=true" in a for a in argv)]
     data = curl[curl.index("-d") + 1]
@@ -325,3 +355,13 @@ def test_results_are_kept_as_msgpack_with_a_ttl(client: httpx.Client, redis_clie
     assert chunk[:1] != b"\x80"                                # not a pickle (protocol 2+ header)
     [stored] = msgspec.msgpack.decode(chunk)                   # msgpack holding the trace as posted
     assert stored["query"] == "question 0" and stored["gold_doc_ids"] == ["d1"]
+
+
+def test_the_examples_readme_is_titled_for_the_data_it_describes() -> None:
+    """Before, it was titled after the file's name (acme) while every trace is of the Nimbus Thermostat's bot."""
+    import json
+
+    traces = (ROOT / "examples" / "acme_support_traces.jsonl").read_text().splitlines()
+    [app] = {json.loads(line)["app"] for line in traces if line.strip()}
+    title = (ROOT / "examples" / "README.md").read_text().splitlines()[0]
+    assert app.split("-")[0] in title.lower() and "acme" not in title.lower()

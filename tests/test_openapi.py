@@ -240,3 +240,19 @@ def test_every_parameter_is_described_and_descriptions_are_plain_text(spec: dict
                     marked.append(where)
     assert not undescribed, "parameters without a description:\n" + "\n".join(undescribed)
     assert not marked, "descriptions with backticks:\n" + "\n".join(marked)
+
+
+def test_operation_summaries_and_descriptions_are_plain_text(spec: dict[str, Any]) -> None:
+    """An operation's summary and description read as plain text in any viewer: no Markdown code backticks."""
+    marked = [f"{method.upper()} {path} {field}" for path, method, op in operations(spec)
+              for field in ("summary", "description") if "`" in op.get(field, "")]
+    assert all(op.get("summary") for _, _, op in operations(spec)), "an operation without a summary"
+    assert not marked, "summaries or descriptions with backticks:\n" + "\n".join(marked)
+
+
+def test_the_reference_page_shows_no_backtick_literally(stack) -> None:
+    """/schema renders every description (operations, parameters, request bodies, responses, schema fields) with
+    its backticks as code: before, responses and fields showed them literally (`Authorization: Bearer ...`)."""
+    page = httpx.get(f"{stack.url}/schema", timeout=30)
+    assert page.status_code == 200 and "<code>Authorization: Bearer &lt;api key&gt;</code>" in page.text
+    assert "`" not in page.text
