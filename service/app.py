@@ -90,6 +90,8 @@ def create_app(
         if settings.open_access:
             log.warning("no API keys configured: serving OPEN on loopback %s, every caller is tenant 'default'",
                         settings.host)
+        if problem := kinds.default_judge_problem(settings):
+            log.warning("%s", problem)
         stop = asyncio.Event()
         handover = asyncio.create_task(
             Handover(settings, services.otlp_buffer, services.committer, services.online_policies).run(stop))

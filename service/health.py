@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import hmac
 
+import msgspec
 from litestar import Request, Response, get
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ragpulse.exceptions import Unauthorized
+from ragpulse.judges import kinds
 from service.context import Services
+
+
+class DefaultJudge(msgspec.Struct, kw_only=True, frozen=True):
+    """The judge the service uses when a batch names none, and for every production trace."""
+
+    name: str
+    """RAGPULSE_JUDGE (none, local, anthropic, openai)."""
+    configured: bool
+    """False when it lacks a setting (a key, a base URL): production traces are then accepted but never judged."""
+    problem: str | None
+    """What is missing, what to set on the service, and what it does to traces; null when configured."""
+
+
+class Readiness(msgspec.Struct, kw_only=True, frozen=True):
+    """GET /readyz's answer."""
+
+    status: str
+    """`ready`: Redis answers."""
+    default_judge: DefaultJudge
 
 
 @get("/healthz", tags=["ops"], summary="The process is up")
@@ -17,11 +38,20 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/readyz", sync_to_thread=True, tags=["ops"], summary="Redis is reachable")
-def readyz(services: Services) -> dict[str, str]:
-    """Readiness: 503 (with Retry-After) when Redis does not answer a PING."""
+@get("/readyz", sync_to_thread=True, tags=["ops"], summary="Redis is reachable; the default judge's state")
+def readyz(services: Services) -> Readiness:
+    """Readiness: 503 (with Retry-After) when Redis does not answer a PING. A default judge without its credentials
+    does not make the service unready (it still takes traces and computes their retrieval metrics): the answer says
+    so in default_judge, as the landing page and the start-up log do."""
     services.store.redis.ping()
-    return {"status": "ready"}
+    return Readiness(status="ready", default_judge=default_judge(services))
+
+
+def default_judge(services: Services) -> DefaultJudge:
+    """The service's default judge and whether it can judge here."""
+    settings = services.settings
+    problem = kinds.default_judge_problem(settings)
+    return DefaultJudge(name=settings.default_judge, configured=problem is None, problem=problem)
 
 
 @get("/metrics", sync_to_thread=True, tags=["ops"], summary="Prometheus metrics", media_type=CONTENT_TYPE_LATEST)

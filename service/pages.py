@@ -16,6 +16,7 @@ from litestar.params import Parameter
 
 import ragpulse
 from ragpulse.config import defaults
+from ragpulse.judges import kinds
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.monitoring.rolling import WINDOWS
 from ragpulse.model.job_list import JobFilter
@@ -106,7 +107,8 @@ def _status(review: Review) -> ServiceStatus:
         reachable = f"unreachable ({type(exc).__name__})"
     return ServiceStatus(version=ragpulse.__version__, redis=reachable,
                          auth="open (loopback, no API keys)" if settings.open_access else "API keys",
-                         retention_days=round(settings.result_ttl_seconds / 86400, 2))
+                         retention_days=round(settings.result_ttl_seconds / 86400, 2),
+                         judge=settings.default_judge, judge_problem=kinds.default_judge_problem(settings))
 
 
 def _top(review: Review) -> str:

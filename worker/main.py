@@ -25,6 +25,7 @@ import redis
 from rq import Worker
 
 from dispatch.queues import SERIALIZER, queue_named
+from ragpulse.judges import kinds
 from ragpulse.exceptions import ConfigError
 from ragpulse.config.settings import LOG_LEVELS, Settings, log_level
 from ragpulse.store.connection import RETRIED_ERRORS, probe_client, reconnect_once, worker_client
@@ -245,6 +246,8 @@ def main(argv: list[str] | None = None) -> None:
         logging.getLogger("ragpulse.worker").debug(
             "no API keys configured: metrics label every tenant but %r as 'other'; give workers the API's "
             "RAGPULSE_API_KEYS or RAGPULSE_API_KEYS_FILE (only the tenant names are used)", "default")
+    if problem := kinds.default_judge_problem(settings):   # the online consumer judges with it
+        logging.getLogger("ragpulse.worker").warning("%s", problem)
     online = start_online_consumer(settings)   # forked first, while this process has no other thread
     stop = threading.Event()
     start_janitor(settings, stop)

@@ -200,6 +200,18 @@ def unconfigured(name: str, settings: Settings) -> str | None:
             f"another judge ({offline} needs no credentials)")
 
 
+def default_judge_problem(settings: Settings) -> str | None:
+    """Why the service's default judge (RAGPULSE_JUDGE) cannot judge, and what that does to each path; None when it
+    can. Production traces are still accepted (refusing them would lose their retrieval metrics too): this is what
+    the API and workers log at start-up, /readyz answers and the landing page shows."""
+    reason = unconfigured(settings.default_judge, settings)
+    if reason is None:
+        return None
+    return (f"the service's default judge (RAGPULSE_JUDGE) is {settings.default_judge}, but {reason}. Until then "
+            "every production trace (POST /v1/traces, OTLP) keeps its retrieval metrics but ends judge_error, and a "
+            "batch that names no judge is refused")
+
+
 def judges_traces(name: str | None) -> bool:
     """True when `name` picks a judge that judges traces; False for `none` and for no name."""
     return name is not None and JUDGES[name].factory is not None

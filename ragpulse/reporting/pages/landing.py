@@ -21,6 +21,10 @@ class ServiceStatus(msgspec.Struct, kw_only=True, frozen=True):
     auth: str
     """`API keys` or `open (loopback, no keys)`."""
     retention_days: float
+    judge: str
+    """The default judge (RAGPULSE_JUDGE), which judges every production trace."""
+    judge_problem: str | None = None
+    """Why the default judge cannot judge here and what to set (kinds.default_judge_problem); None when it can."""
 
 
 def landing_page(status: ServiceStatus, recent: list[JobSummary], apps: list[str], top: str) -> str:
@@ -28,13 +32,20 @@ def landing_page(status: ServiceStatus, recent: list[JobSummary], apps: list[str
     facts = "".join(f"<dt>{name}</dt><dd data-fact=\"{key}\">{escape(value)}</dd>" for key, name, value in (
         ("version", "Version", status.version), ("redis", "Job store (Redis)", status.redis),
         ("auth", "Authentication", status.auth),
-        ("retention", "Jobs kept for", f"{status.retention_days:g} days")))
+        ("retention", "Jobs kept for", f"{status.retention_days:g} days"),
+        ("judge", "Default judge", status.judge + (" (not configured)" if status.judge_problem else ""))))
     return ui_page("ragpulse", (
-        f"<h2>Service</h2><dl class=facts>{facts}</dl>"
+        f"<h2>Service</h2><dl class=facts>{facts}</dl>{_judge_problem(status.judge_problem)}"
         "<p>The HTTP API is described by its <a href=\"/schema\">OpenAPI schema</a>"
         " (<a href=\"/schema/openapi.json\">JSON</a>).</p>"
         f"<h2>Recent jobs</h2>{jobs_table(recent)}<p><a href=\"/jobs\">All jobs →</a></p>"
         f"<h2>Apps</h2>{_apps(apps)}"), top)
+
+
+def _judge_problem(problem: str | None) -> str:
+    if problem is None:
+        return ""
+    return f"<p class=problem role=alert data-judge-problem><strong>Not judging:</strong> {escape(problem)}.</p>"
 
 
 def _apps(apps: list[str]) -> str:
