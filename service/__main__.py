@@ -8,6 +8,7 @@ import sys
 
 import uvicorn
 
+from ragpulse.config import defaults
 from ragpulse.exceptions import ConfigError
 from ragpulse.config.settings import Settings
 from service.app import create_app
@@ -20,7 +21,7 @@ GC_GEN0_THRESHOLD = 10_000
 
 def main() -> None:
     """Validate settings, then serve with uvicorn until stopped."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format=defaults.LOG_FORMAT)
     try:
         settings = Settings.from_env()
         app = create_app(settings)
@@ -31,7 +32,8 @@ def main() -> None:
     # objects too. Freezing those and collecting less often cut ~0.08 ms of CPU per single-trace post (bench/online.py).
     gc.freeze()
     gc.set_threshold(GC_GEN0_THRESHOLD, 20, 20)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
+    # log_config=None: uvicorn's loggers keep the root handler above (one format), not its own `WARNING:  ...`.
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False, log_config=None,
                 http=head_capped(settings.max_header_bytes))
 
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import redis
 from litestar import Litestar
 from litestar.di import Provide
+from litestar.logging import LoggingConfig
 from litestar.openapi import OpenAPIConfig
 from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis as AsyncRedis
@@ -132,6 +133,9 @@ def create_app(
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="ragpulse", version=ragpulse.__version__, path="/schema",
                                      render_plugins=render_plugins()),
+        # Litestar's own default format (`WARNING - time - name - module - message`) would replace ours on the root
+        # logger: `ragpulse up` printed two formats.
+        logging_config=LoggingConfig(formatters={"standard": {"format": defaults.LOG_FORMAT}}),
     )
     app.state.services = services
     document(app)

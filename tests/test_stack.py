@@ -328,3 +328,26 @@ def test_a_crash_looping_child_stops_the_stack_after_backing_off(tmp_path: Path)
     assert result == 1
     assert len(starts.read_text()) == 1 + 3                         # the first start and 3 restarts
     assert seconds >= 0.25 + 0.5 + 1.0                              # with a growing backoff, not a tight loop
+
+
+LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [\w.]+ (DEBUG|INFO|WARNING|ERROR|CRITICAL) \S.*")
+"""defaults.LOG_FORMAT: `2026-12-02 04:21:52,496 ragpulse.up INFO started private redis ...`."""
+
+
+def test_up_prints_its_own_lines_and_its_childrens_in_one_format(tmp_path: Path) -> None:
+    """Before: `ragpulse.up INFO ...` beside Litestar's `WARNING - time - ragpulse.api - app - ...`, and a bare
+    "ragpulse is up" line. An unconfigured default judge makes the API and the workers speak at start-up too."""
+    env = user_env(tmp_path, RAGPULSE_JUDGE="anthropic", RAGPULSE_LOG_LEVEL="WARNING")
+    proc = spawn([*UP, "--port", str(free_port()), "--workers", "1", "--ephemeral"], env, tmp_path / "up.log")
+    try:
+        wait_for_line(proc, "ragpulse is up")
+        wait_for_line(proc, "ragpulse.worker WARNING", timeout=60)
+        proc.process.send_signal(signal.SIGTERM)
+        assert proc.process.wait(30) == 0
+    finally:
+        proc.stop()
+    lines = proc.output().splitlines()
+    assert [line for line in lines if not LOG_LINE.fullmatch(line)] == []
+    speakers = {line.split(" ")[2] for line in lines}
+    assert {"ragpulse.up", "ragpulse.api", "ragpulse.worker"} <= speakers, lines
+    assert any(" ragpulse.up INFO ragpulse is up: http://" in line for line in lines)   # at any RAGPULSE_LOG_LEVEL

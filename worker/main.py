@@ -27,6 +27,7 @@ from rq import Worker
 from dispatch.queues import SERIALIZER, queue_named
 from ragpulse.judges import kinds
 from ragpulse.exceptions import ConfigError
+from ragpulse.config import defaults
 from ragpulse.config.settings import LOG_LEVELS, Settings, log_level
 from ragpulse.store.connection import RETRIED_ERRORS, probe_client, reconnect_once, worker_client
 # Imported here, before any fork or thread: RQ forks a work-horse per job, and a horse that had to import the job
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
         settings = Settings.from_env()
     except ConfigError as exc:
         sys.exit(f"ragpulse worker: {exc}")
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=level, format=defaults.LOG_FORMAT)
     rq_level = args.rq_log_level or level
     logging.getLogger("rq").setLevel(rq_level)
     if settings.open_access:

@@ -1,5 +1,9 @@
 """Every tunable default in one place; each is overridable through ragpulse.config.settings."""
 
+LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
+"""The one format of every log line of the CLI, the API (its own, Litestar's and uvicorn's loggers) and the workers
+(RQ's too), so `ragpulse up` prints its children's lines and its own alike: `2026-12-02 04:21:52,496 ragpulse.up INFO
+...`."""
 DEFAULT_HOST = "127.0.0.1"
 """Address the API binds to. Loopback, so an unconfigured service is never reachable from the network."""
 
@@ -77,6 +81,9 @@ JOBS_PAGE_MAX = 100
 JOBS_SCAN_FACTOR = 10
 """GET /v1/jobs with filters reads at most this many times `limit` index entries per page; the page may then hold
 fewer items than `limit` while `next_cursor` is not null (a bounded scan, like Redis SCAN)."""
+PREVIOUS_JOB_SCAN = 200
+"""A web UI job page looks through at most this many jobs of its run (or app), newest first, for the previous one
+to suggest as the compare page's baseline."""
 
 WORST_TRACES = 20
 """At most how many failing traces (recall below 1) the report lists, worst first."""

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"ragpulse: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=level, format=defaults.LOG_FORMAT)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         return args.run(args)
@@ -242,6 +242,8 @@ def _gate(args: argparse.Namespace) -> int:
 def _up(args: argparse.Namespace) -> int:
     from ragpulse.ops.stack import Stack  # noqa: PLC0415 - only `up` needs process supervision
 
+    up_log = logging.getLogger("ragpulse.up")  # its own few lines ("is up", where the data lives) at any level
+    up_log.setLevel(min(up_log.getEffectiveLevel(), logging.INFO))
     try:
         settings = Settings.from_env(host=args.host, **({"port": args.port} if args.port else {}))
         settings.check_safe_to_serve()

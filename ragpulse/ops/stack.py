@@ -151,8 +151,8 @@ class Stack:
                 return failed
             workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
             hint = "; Ctrl-C stops" if in_foreground() else ""  # only where a Ctrl-C can reach us
-            print(f"ragpulse is up: http://{self.host}:{self.port}  (redis {self._url}, {self.data_note()}, "
-                  f"{workers}{hint})", flush=True)
+            log.info("ragpulse is up: http://%s:%d  (redis %s, %s, %s%s)", self.host, self.port, self._url,
+                     self.data_note(), workers, hint)
             return self._supervise()
         finally:
             self._shutdown()
