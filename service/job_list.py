@@ -68,3 +68,39 @@ def form_filter(app: str, run: str, status: str) -> JobFilter:
         raise InvalidParameter(f"not a valid {', '.join(bad)}", [
             {"path": f"query.{name}", "message": "not a value GET /v1/jobs accepts"} for name in bad])
     return JobFilter(app=app or None, run=run or None, status=status or None)  # type: ignore[arg-type]
+
+
+ENDED_WITH_REPORT = ("finished", "finished_with_errors")
+"""Statuses of a job that has a report, so can be a comparison's baseline."""
+
+
+def previous_job(store: Store, tenant: str, job_id: str) -> tuple[JobSummary | None, str]:
+    """The newest job created before `job_id` that ended with a report, of the same run when the job has one, else of
+    its app (never an unrelated job: it would match no trace), looking through at most PREVIOUS_JOB_SCAN jobs; and
+    what they share, as a phrase (`run nightly`). JobNotFound when `job_id` is not the tenant's."""
+    record = store.jobs.get(job_id, tenant)
+    choices = []
+    if record.options.run:
+        choices.append((JobFilter(run=record.options.run), f"run {record.options.run}"))
+    if record.apps:
+        choices.append((JobFilter(app=record.apps[0]), f"app {record.apps[0]}"))
+    for where, alike in choices:
+        found = _before(store, tenant, where, job_id)
+        if found is not None:
+            return found, alike
+    return None, choices[0][1] if choices else "its run or app"
+
+
+def _before(store: Store, tenant: str, where: JobFilter, job_id: str) -> JobSummary | None:
+    seen_self, scanned, cursor = False, 0, None
+    while scanned < defaults.PREVIOUS_JOB_SCAN:
+        page = jobs_page(store, tenant, where, cursor, defaults.JOBS_PAGE_MAX)
+        for item in page.items:
+            if seen_self and item.status in ENDED_WITH_REPORT:
+                return item
+            seen_self = seen_self or item.job_id == job_id
+        scanned += len(page.items)
+        if page.next_cursor is None:
+            return None
+        cursor = page.next_cursor
+    return None

@@ -116,9 +116,9 @@ class JobController(Controller):
         return serve_report_page(call.services, call.tenant, job_id)
 
 
-def serve_report_page(services: Services, tenant: str, job_id: str) -> Response[str]:
-    """The tenant's report page (also served to the web UI's session at /jobs/{job_id}); a short page with 202 or
-    409 while there is no report."""
+def serve_report_page(services: Services, tenant: str, job_id: str, nav: str = "") -> Response[str]:
+    """The tenant's report page (also served to the web UI's session at /jobs/{job_id}, with the UI's `nav` bar over
+    it); a short page with 202 or 409 while there is no report."""
     store = services.store
     raw = store.report(job_id, tenant)
     if raw is None:
@@ -128,7 +128,7 @@ def serve_report_page(services: Services, tenant: str, job_id: str) -> Response[
     report = services.reviews.correct_report(tenant, job_id, _with_calibration(store, job_id, raw))
     failing = failing_traces(report, store.results.all(job_id))
     queries = store.queries(job_id, tenant, [r.index for r in failing[:FAILING_SHOWN]])
-    page = render_html(report, failing, queries)
+    page = render_html(report, failing, queries, nav)
     return Response(page, media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
 
 

@@ -24,12 +24,13 @@ from ragpulse.reporting.pages.app import app_page
 from ragpulse.reporting.pages.compare import compare_page
 from ragpulse.reporting.pages.frame import top_bar
 from ragpulse.reporting.pages.job_list import job_list_page
+from ragpulse.reporting.pages.job_nav import job_nav
 from ragpulse.reporting.pages.landing import ServiceStatus, landing_page
-from service.job_list import JobsCursor, form_filter, jobs_page
+from service.job_list import JobsCursor, form_filter, jobs_page, previous_job
 from service.jobs import JobId, compare_jobs, serve_report_page
 from service.monitoring import AppName, monitor_window
 from service.review_auth import Review
-from service.review_login import html
+from service.review_login import REVIEW_CSP, html
 
 FormText = Annotated[str, Parameter(max_length=200)]
 """A filter field of the job list's form, as typed."""
@@ -65,12 +66,15 @@ class PagesController(Controller):
 
     @get("/jobs/{job_id:str}", sync_to_thread=True)
     def job(self, job_id: JobId, review: Review) -> Response[str]:
-        """The job's report page, as GET /v1/jobs/{job_id}/report.html serves it to an API key; but 200 for the page
+        """The job's report page, as GET /v1/jobs/{job_id}/report.html serves it to an API key, under a bar linking to
+        the compare page (with the previous job of its run or app, or any baseline typed in); but 200 for the page
         of a job without a report yet (queued or running: it reloads itself; failed: it says why), where the API
         answers 202 or 409: to a browser that page is the resource, and every link of the UI answers 200."""
-        response = serve_report_page(review.services, review.tenant, job_id)
+        previous, alike = previous_job(review.services.store, review.tenant, job_id)
+        response = serve_report_page(review.services, review.tenant, job_id, job_nav(job_id, previous, alike))
         response.status_code = 200
         response.headers["Cache-Control"] = "no-store"
+        response.headers["Content-Security-Policy"] = REVIEW_CSP   # its compare form gets here, as the UI's do
         response.cookies.extend(review.cookies)
         return response
 

@@ -37,6 +37,9 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 th { font-weight: 600; color: var(--muted); border-bottom: 1px solid var(--line); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr + tr td { border-top: 1px solid #f1f3f4; }
+.ui-nav { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; margin: 0 0 12px; }
+.ui-nav form { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin: 0; }
+.ui-nav input { font: inherit; padding: 2px 6px; width: 18em; max-width: 100%; } .id { font-family: monospace; }
 .scroll { overflow-x: auto; max-width: 100%; } caption { text-align: left; font-weight: 600; padding: 6px 0 2px; }
 .metrics td:first-child { overflow-wrap: anywhere; }
 .bar, .axis-head { width: 34%; min-width: 120px; } .bar svg { display: block; width: 100%; min-width: 120px; height: 18px; }
@@ -61,13 +64,16 @@ blockquote { margin: 0; padding-left: 8px; border-left: 2px solid var(--line); c
 """
 
 
-def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Mapping[int, str] | None = None) -> str:
+def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Mapping[int, str] | None = None,
+                nav: str = "") -> str:
     """The whole page; `failing` are the stored results of the failing traces (`failing_traces`; the first
-    FAILING_SHOWN are shown with their claims and evidence), `queries` their questions by batch index."""
+    FAILING_SHOWN are shown with their claims and evidence), `queries` their questions by batch index; `nav` is markup
+    put first (the web UI's bar: ragpulse.reporting.pages.job_nav), none for the API's page and saved files."""
     gen = report.generation
     judges = ", ".join(f"{name} ({n})" for name, n in gen.judges.items()) or "none"
     k = diagnostic_k(report.method.k)
     parts = [
+        nav,
         f"<h1>ragpulse report</h1><p class=meta>job {escape(report.job_id)} · {report.counts.total} traces "
         f"({report.counts.ok} ok, {report.counts.failed} failed; {report.counts.labelled} with retrieval labels"
         + (f"; {report.counts.judge_input_truncated} judged on cut input" if report.counts.judge_input_truncated
