@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -144,3 +145,68 @@ def test_metrics_carry_the_two_by_two_counts(loop: Loop) -> None:
     missed = [v for k, v in cells.items() if 'human="hallucinated"' in k and 'judge_verdict="faithful"' in k]
     assert flagged_fine and float(flagged_fine[0]) > 0                 # the judge's false positives are counted
     assert not missed or float(missed[0]) == 0                         # and it misses nothing
+
+
+DOM_CORRECTED = """[...document.querySelectorAll('table.corrected tbody tr')].map(r => {
+  const cell = kind => { const c = r.querySelector('[data-' + kind + ']');
+    return c.dataset[kind] === 'none' ? null : [+c.dataset[kind], +c.dataset.lo, +c.dataset.hi]; };
+  return {window: r.dataset.window, rate: r.dataset.rate, status: r.dataset.status, raw: cell('raw'),
+          corrected: cell('corrected'), labels: +r.querySelector('[data-labels]').dataset.labels}; })"""
+DOM_AGREEMENT = """Object.fromEntries([...document.querySelectorAll('[data-agreement]')].map(d =>
+  [d.dataset.agreement, d.dataset.value === 'none' ? null : +d.dataset.value]))"""
+
+
+def monitor_corrected(loop: Loop) -> tuple[list[dict], dict]:
+    """What the app page must show, from GET /v1/monitor/{app} of each window: the corrected rows and the agreement."""
+    rows, agreement = [], {}
+    for window in ("5m", "1h", "24h"):
+        view = loop.client.get(f"/v1/monitor/{APP}", params={"window": window}).json()
+        for rate, c in view["corrected"].items():
+            rows.append({"window": window, "rate": rate, "status": c["status"],
+                         "raw": c["raw"] is not None and [c["raw"], *c["raw_ci95"]] or None,
+                         "corrected": c["corrected"] is not None and [c["corrected"], *c["ci95"]] or None,
+                         "labels": c["estimation_labels"]})
+        a = view["judge_agreement"]
+        agreement = {"labels": a["labels"], "sensitivity": a["sensitivity"]["value"],
+                     "specificity": a["specificity"]["value"], "kappa": a["kappa"]}
+    return rows, agreement
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed: apt-get install chromium")
+def test_the_app_page_shows_the_corrected_rates_and_the_agreement_in_chromium_at_800_and_1400(
+        loop: Loop, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Before: the app page showed the judge's own rates only (0.5 here, where the truth is 0.3)."""
+    from tests.browser import Browser
+
+    rows, agreement = monitor_corrected(loop)
+    assert any(r["corrected"] is not None for r in rows) and agreement["sensitivity"] == 1.0   # something to show
+    shots = tmp_path_factory.mktemp("app-corrected-shots")
+    browser = Browser(tmp_path_factory.mktemp("chromium"))
+    try:
+        browser.open(f"{loop.url}/apps/{APP}")
+        assert browser.eval("location.pathname") == "/review/login"
+        browser.wait_for("document.activeElement && document.activeElement.id === 'api_key'")
+        browser.type("key-loop")
+        browser.press("Enter", loads=True)
+        assert browser.eval("location.pathname") == f"/apps/{APP}"
+        for width in (800, 1400):
+            browser.resize(width)
+            browser.open(f"{loop.url}/apps/{APP}")
+            assert browser.eval(DOM_CORRECTED) == rows, width
+            assert browser.eval(DOM_AGREEMENT) == agreement, width
+            assert browser.overflow() == 0, width
+            browser.screenshot(shots / f"app-corrected-{width}.png")
+    finally:
+        browser.close()
+
+
+def test_the_app_page_says_not_measured_below_the_labels_needed(loop: Loop) -> None:
+    """A window whose rate has no corrected value shows "not measured" with the reason, never a number."""
+    from ragpulse.reporting.pages.app import app_page
+
+    view = loop.client.get(f"/v1/monitor/{APP}", params={"window": "1h"}).json()
+    short = {**view["corrected"]["hallucination_rate"], "corrected": None, "ci95": None, "status": "too_few_labels",
+             "detail": "12 labels in the estimation sample; 30 are needed"}
+    page = app_page(APP, [{**view, "corrected": {"hallucination_rate": short}, "judge_agreement": None}], "")
+    assert "data-corrected=none>not measured</td>" in page and "30 are needed" in page
+    assert "data-agreement-none" in page and "not measured" in page

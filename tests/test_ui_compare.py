@@ -171,6 +171,7 @@ def test_app_page_shows_the_sessions_tenant_only(stack: Stack) -> None:
         assert received[acme] == 2 * N and received[globex] == 3 * N
         assert f"data-received={received[acme]}>" in page.text
         assert f"data-received={received[globex]}>" not in page.text
+        assert "data-corrected-none" in page.text and "data-agreement-none" in page.text   # no labels: not measured
         bad = http.get("/apps/a%20b")
         assert bad.status_code == 400 and "path.app" in bad.text, bad.text
 
@@ -190,5 +191,63 @@ def test_app_page_figures_equal_the_monitor_in_chromium_at_800_and_1400(
                 assert browser.eval(DOM_WINDOWS) == rows, width
                 assert browser.overflow() == 0, width
                 browser.screenshot(shots / f"app-{width}.png")
+    finally:
+        browser.close()
+
+
+# -- the job page links to the compare page ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def run_pair(stack: Stack) -> tuple[str, str]:
+    """Two jobs of one run on the open API, the older first (an app of their own: OPEN_APP's counts stay as they are)."""
+    app, run = f"{OPEN_APP}-nav", f"nav-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=stack.open_url, timeout=30) as http:
+        jobs = []
+        for candidate in (False, True):
+            accepted = http.post("/v1/batches", json={"traces": traces(app, candidate),
+                                                      "options": {"judge": "none", "run": run}})
+            assert accepted.status_code == 202, accepted.text
+            jobs.append(accepted.json()["job_id"])
+            assert wait_for_job(http, jobs[-1])["status"] == "finished"
+    return jobs[0], jobs[1]
+
+
+def test_the_job_page_links_to_compare_with_the_previous_job_of_its_run(
+        stack: Stack, run_pair: tuple[str, str]) -> None:
+    older, newer = run_pair
+    with httpx.Client(base_url=stack.open_url, timeout=30, follow_redirects=True) as http:
+        page = http.get(f"/jobs/{newer}")
+        assert page.status_code == 200 and page.headers["content-security-policy"] == REVIEW_CSP   # forms may submit
+        href = f"/compare?candidate={newer}&amp;baseline={older}"
+        assert f'<a data-previous href="{href}">' in page.text                                    # before: no link
+        assert f'<input type=hidden name=candidate value="{newer}">' in page.text
+        compared = http.get(href.replace("&amp;", "&"))
+        assert compared.status_code == 200 and f"value=\"{older}\"" in compared.text
+        first = http.get(f"/jobs/{older}").text                  # nothing of its run or app before it
+        assert "data-previous-none" in first and "data-previous " not in first
+        api_page = http.get(f"/v1/jobs/{newer}/report.html").text
+        assert "data-previous" not in api_page and "/compare" not in api_page   # the API's page (and saved files): none
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed: apt-get install chromium")
+def test_the_job_page_compare_form_opens_the_compare_page_in_chromium_at_800_and_1400(
+        stack: Stack, run_pair: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> None:
+    older, newer = run_pair
+    shots = tmp_path_factory.mktemp("job-nav-shots")
+    browser = Browser(tmp_path_factory.mktemp("chromium"))
+    try:
+        for width in WIDTHS:
+            browser.resize(width)
+            browser.open(stack.open_url + f"/jobs/{newer}")
+            assert browser.eval("document.querySelector('[data-previous]').getAttribute('href')") == \
+                f"/compare?candidate={newer}&baseline={older}"
+            assert browser.overflow() == 0, width
+            browser.screenshot(shots / f"job-{width}.png")
+            browser.eval("document.querySelector('[data-compare-form] input[name=baseline]').focus()")
+            browser.type(older)
+            browser.press("Enter", loads=True)
+            assert browser.eval("location.pathname + location.search") == \
+                f"/compare?candidate={newer}&baseline={older}", width
+            assert browser.eval("document.querySelectorAll('table.metrics tbody tr').length") > 0, width
     finally:
         browser.close()

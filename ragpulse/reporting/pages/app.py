@@ -26,7 +26,8 @@ def app_page(app: str, views: list[dict[str, Any]], top: str) -> str:
              f"<th class=num>Mean faithfulness</th>{heads}</tr></thead><tbody>{rows}</tbody></table></div>")
     note = ("<p class=note>Rates are over the window's judged traces, with Wilson 95% intervals; — where no trace "
             "counts toward a rate (never 0).</p>")
-    return ui_page(f"ragpulse: {app}", f"<h2>App {escape(app)}</h2>{links}{table}{note}", top)
+    corrected = f"<h3>Judge-corrected hallucination rates</h3>{_corrected(views)}{_agreement(views)}"
+    return ui_page(f"ragpulse: {app}", f"<h2>App {escape(app)}</h2>{links}{table}{note}{corrected}", top)
 
 
 def _row(view: dict[str, Any]) -> str:
@@ -46,3 +47,66 @@ def _rate(key: str, rate: dict[str, Any] | None) -> str:
     lo, hi = rate["ci95"]
     return (f"<td class=num data-rate={key} data-value=\"{rate['rate']!r}\" data-n={rate['n']}>{rate['rate']:.3f}"
             f"<br><span class=note>[{lo:.3f}, {hi:.3f}] n={rate['n']}</span></td>")
+
+
+def _corrected(views: list[dict[str, Any]]) -> str:
+    """Per window, each hallucination rate as the judge measured it beside the rate corrected for its error (or
+    "not measured" with the reason: too few labels, an uninformative judge, no judged trace)."""
+    rows = "".join(_corrected_row(view["window"], rate, c) for view in views
+                   for rate, c in (view.get("corrected") or {}).items())
+    if not rows:
+        return ("<p class=note data-corrected-none>Not measured: no judged trace in any window to correct. Label "
+                "traces on the review page to measure the judge's error.</p>")
+    return ("<div class=scroll><table class=corrected><thead><tr><th>Window</th><th>Rate</th>"
+            "<th class=num>Judge's rate</th><th class=num>Corrected</th><th class=num>Labels</th><th>Status</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table></div>"
+            "<p class=note>Corrected for the judge's sensitivity and specificity as human labels of this app measure "
+            "them (Rogan–Gladen); the corrected interval carries the sampling error and the uncertainty of the "
+            "judge's error.</p>")
+
+
+def _corrected_row(window: str, rate: str, c: dict[str, Any]) -> str:
+    return (f"<tr data-window=\"{escape(window)}\" data-rate=\"{escape(rate)}\" data-status=\"{escape(c['status'])}\">"
+            f"<td>{escape(window)}</td><td>{escape(rate)}</td>"
+            f"{_estimate('raw', c['raw'], c['raw_ci95'])}{_estimate('corrected', c['corrected'], c['ci95'])}"
+            f"<td class=num data-labels={c['estimation_labels']}>{c['estimation_labels']}</td>"
+            f"<td class=note>{escape(c['detail'])}</td></tr>")
+
+
+def _estimate(kind: str, value: float | None, ci95: list[float] | None) -> str:
+    if value is None or ci95 is None:
+        return f"<td class=num data-{kind}=none>not measured</td>"
+    lo, hi = ci95
+    return (f"<td class=num data-{kind}=\"{value!r}\" data-lo=\"{lo!r}\" data-hi=\"{hi!r}\">{value:.3f}"
+            f"<br><span class=note>[{lo:.3f}, {hi:.3f}]</span></td>")
+
+
+def _agreement(views: list[dict[str, Any]]) -> str:
+    """The judge against the app's reviewers (from labels, the same in every window)."""
+    judge = (views[0].get("judge") if views else None) or {}
+    name = escape(str(judge.get("judge", "the judge")))
+    agreement = views[0].get("judge_agreement") if views else None
+    if agreement is None:
+        return (f"<p class=note data-agreement-none>Judge agreement ({name}): not measured, no human label of this "
+                "app's traces for this judge yet.</p>")
+    kappa = agreement["kappa"]
+    facts = [("labels", "Labelled traces", f"{agreement['labels']} ({agreement['estimation_labels']} in the "
+                                            "estimation sample)", agreement["labels"]),
+             ("sensitivity", "Sensitivity", _share(agreement["sensitivity"]), _value(agreement["sensitivity"])),
+             ("specificity", "Specificity", _share(agreement["specificity"]), _value(agreement["specificity"])),
+             ("kappa", "Cohen's kappa", "not measured" if kappa is None else
+              f"{kappa:.2f} [{agreement['kappa_ci95'][0]:.2f}, {agreement['kappa_ci95'][1]:.2f}]", kappa)]
+    cells = "".join(f"<dt>{label}</dt><dd data-agreement={key} data-value=\"{'none' if raw is None else repr(raw)}\">"
+                    f"{text}</dd>" for key, label, text, raw in facts)
+    warning = f"<p class=note data-agreement-warning>{escape(agreement['warning'])}</p>" if agreement["warning"] else ""
+    return f"<h3>Judge agreement ({name})</h3><dl class=facts>{cells}</dl>{warning}"
+
+
+def _share(rate: dict[str, Any] | None) -> str:
+    if rate is None:
+        return "not measured"
+    return f"{rate['value']:.3f} [{rate['ci95'][0]:.3f}, {rate['ci95'][1]:.3f}] n={rate['n']}"
+
+
+def _value(rate: dict[str, Any] | None) -> float | None:
+    return None if rate is None else rate["value"]
