@@ -412,3 +412,31 @@ little over 1 MB/s. Bounds how long a slow (or malicious) client holds a body bu
 COUNTED_WRITE_MARKER_SECONDS = 3600
 """Lifetime of the marker of an applied write of judge calls (keys.counted_write): longer than any worker holds a
 write it could not confirm (twice RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS at most; a longer budget lengthens it)."""
+
+GENERATION_MAX_CHUNKS = 2000
+"""Most corpus chunks one POST /v1/datasets/{name}/generate may send."""
+
+GENERATION_MAX_CHUNK_CHARS = 20_000
+"""Longest corpus chunk text generation accepts (as the judge's longest document)."""
+
+GENERATION_MAX_CANDIDATES = 1000
+"""Most candidate questions one generation job writes (each costs two or three LLM calls)."""
+
+GENERATION_TEST_FRACTION = 0.2
+"""Share of kept generated items assigned to the frozen `test` split (by a hash of the item id)."""
+
+GENERATION_REVIEW_SAMPLE = 20
+"""Kept generated items listed for human review before the draft is published (a deterministic sample)."""
+
+GENERATION_NEAR_DUPLICATE = 0.8
+"""Token Jaccard similarity at or above which two generated questions are near-duplicates (a heuristic)."""
+
+GENERATION_RELATED_OVERLAP = 0.2
+"""Content-token Jaccard similarity at or above which two chunks of different documents are related enough for a
+multi-hop question (a heuristic; adjacent chunks of one document are always related)."""
+
+GENERATION_JOB_TIMEOUT_SECONDS = 3600
+"""Longest a generation job may run before RQ kills it (it is then recorded failed)."""
+
+RETRIEVAL_FILTER_K = 5
+"""An item's source chunks must be in its retriever's top this-many, else it is set aside as retrieval-unanswerable."""
