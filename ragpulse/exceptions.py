@@ -20,6 +20,7 @@
     ├── AlreadyAnswered        a post's Idempotency-Key was answered before: that answer is replayed, nothing written
     ├── TraceNotFound          no online trace record with this id for this tenant (404)
     ├── JobNotFound            no such job for this tenant (404)
+    ├── DatasetNotFound        no such dataset, or no such version of it, for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
     │   └── StoreRefused       Redis answered but refused a write: out of memory, read-only replica (503)
     ├── JudgeError             judging one trace failed; the trace is kept with status judge_error
@@ -170,6 +171,15 @@ class JobNotFound(RagpulseError):
         super().__init__(job_id)
         self.path = path
         self.role = role
+
+
+class DatasetNotFound(RagpulseError):
+    """No dataset of this name (or no such version of it) exists for the calling tenant."""
+
+    def __init__(self, name: str, version: int | None = None) -> None:
+        super().__init__(f"no dataset {name!r}" if version is None else f"no version {version} of dataset {name!r}")
+        self.name = name
+        self.version = version
 
 
 class StoreUnavailable(RagpulseError):

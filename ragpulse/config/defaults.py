@@ -271,6 +271,22 @@ SAMPLE_RATE = 1.0
 MAX_APPS_PER_TENANT = 100
 """Stored sampling policies per tenant, which bounds Redis growth."""
 
+DATASETS_PER_TENANT = 100
+"""Datasets a tenant may hold. Datasets persist (no TTL), so this and the two below bound their Redis growth."""
+
+DATASET_VERSIONS_MAX = 100
+"""Versions one dataset may hold; a push beyond it is 409 (versions are immutable and never dropped silently)."""
+
+DATASET_ITEMS_PER_TENANT = 1_000_000
+"""Items all a tenant's dataset versions may hold together (an unchanged item pushed again in a new version counts
+again: versions are stored whole)."""
+
+DATASET_ITEMS_PAGE_DEFAULT = 100
+"""Items per page of GET /v1/datasets/{name}/versions/{version} when `limit` is not given."""
+
+DATASET_ITEMS_PAGE_MAX = 1000
+"""The largest `limit` GET /v1/datasets/{name}/versions/{version} accepts."""
+
 CALLBACK_RETRY_SECONDS = (5, 30, 120, 600, 1800)
 """Waits before each retry of a failed callback delivery."""
 

@@ -25,6 +25,8 @@ Split = Literal["dev", "test"]
 """`dev` is for tuning; `test` is the frozen portion nobody tunes on, reported apart."""
 VersionStatus = Literal["draft", "published"]
 """A pushed version is `published`; a generated one is a `draft` until its review sample is done and it is published."""
+Origin = Literal["pushed", "generated"]
+"""How a version was made: pushed by a client, or written by a generation job."""
 MAX_ITEMS_PER_VERSION = 100_000
 """The most items one version holds (bounded like a batch's traces)."""
 
@@ -101,6 +103,38 @@ class DatasetVersion(msgspec.Struct, kw_only=True):
     created_at: str
     counts: DatasetCounts
     description: str | None = None
-    origin: Literal["pushed", "generated"] = "pushed"
+    origin: Origin = "pushed"
     job_id: str | None = None
     """The generation job that wrote a generated version."""
+
+
+class DatasetSummary(msgspec.Struct, kw_only=True):
+    """One dataset of GET /v1/datasets: its name, how many versions it holds, and its latest version."""
+
+    name: str
+    versions: int
+    latest: DatasetVersion
+
+
+class DatasetList(msgspec.Struct, kw_only=True):
+    """GET /v1/datasets: the tenant's datasets, by name."""
+
+    items: list[DatasetSummary]
+
+
+class DatasetVersionList(msgspec.Struct, kw_only=True):
+    """GET /v1/datasets/{name}/versions: every version of one dataset, newest first."""
+
+    name: str
+    items: list[DatasetVersion]
+
+
+class DatasetVersionPage(msgspec.Struct, kw_only=True):
+    """GET /v1/datasets/{name}/versions/{version}: the version and one page of its items, in push order."""
+
+    version: DatasetVersion
+    items: list[DatasetItem]
+    offset: int
+    """Position of the first item of this page."""
+    next_offset: int | None
+    """Pass as `offset` for the next page; null on the last page."""
