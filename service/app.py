@@ -35,6 +35,7 @@ from service.calibrations import CalibrationController
 from service.context import Services, call_resolver
 from service.docs import render_plugins
 from service.errors import exception_handlers
+from service.generation import GenerationController
 from service.guard import request_guard
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
@@ -115,7 +116,7 @@ def create_app(
                         review_sessions=ReviewSessions(client, settings.review_session_ttl_seconds,
                                                        settings.review_max_sessions))
     app = Litestar(
-        route_handlers=[BatchController, TraceController, otlp_traces, list_jobs, JobController, CalibrationController,
+        route_handlers=[BatchController, GenerationController, TraceController, otlp_traces, list_jobs, JobController, CalibrationController,
                         LabelController, ReviewController, AppPolicyController, MonitorController,
                         ReviewLoginController, ReviewPageController, PagesController, healthz, readyz, metrics],
         dependencies={

@@ -268,3 +268,15 @@ def dataset_items(tenant: str, name: str, version: int) -> str:
 def dataset_order(tenant: str, name: str, version: int) -> str:
     """List: the version's item ids in push order, for paginated reading; written once, never changed."""
     return f"{PREFIX}:dataset:{len(tenant)}:{tenant}:{name}:{version}:order"
+
+
+def generation(job_id: str) -> str:
+    """String: JSON GenerationRecord of a dataset generation job (its tenant, status and outcome); expires with jobs
+    (settings.result_ttl_seconds)."""
+    return f"{PREFIX}:generation:{job_id}"
+
+
+def generation_request(job_id: str) -> str:
+    """String: msgpack GenerateRequest of a generation job (its corpus chunks and mix), read once by the worker;
+    expires with jobs (settings.result_ttl_seconds)."""
+    return f"{PREFIX}:generation:{job_id}:request"

@@ -47,6 +47,10 @@ class DatasetItem(Base):
     question_type: QuestionType | None = None
     source: Source = "human"
     split: Split = "dev"
+    retrieval_answerable: bool | None = None
+    """Set by the retrieval filter on a generated draft: false when the user's retriever did not find the item's source
+    chunks in its top k. Such an item is kept and counted, but measures retrieval failure, not generation: runs leave
+    it out of generation metrics. None when no retriever run covered it."""
     metadata: dict[str, str | int | float | bool | None] | None = None
 
     def __post_init__(self) -> None:

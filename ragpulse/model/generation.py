@@ -14,7 +14,7 @@ import msgspec
 from msgspec import Meta
 
 from ragpulse.config import defaults
-from ragpulse.model.dataset import ChunkId, ItemId
+from ragpulse.model.dataset import ChunkId, DatasetVersion, ItemId
 from ragpulse.model.results import Spend
 from ragpulse.model.trace import Base, DocId
 
@@ -155,3 +155,21 @@ class RetrievalFilterOutcome(msgspec.Struct, kw_only=True):
     """Answerable items with gold that the runs did not cover (left as they were)."""
     unknown_items: list[str]
     """Run item ids the draft does not hold."""
+
+
+class GenerationAccepted(msgspec.Struct, kw_only=True):
+    """202 answer to POST /v1/datasets/{name}/generate."""
+
+    job_id: str
+    status_url: str
+    """Poll it (GET) until `status` is finished, finished_with_errors or failed."""
+    planned: dict[str, int]
+
+
+class RetrievalFiltered(msgspec.Struct, kw_only=True):
+    """Answer of POST /v1/datasets/{name}/versions/{version}/retrieval-filter: the new draft with the flags set."""
+
+    version: DatasetVersion
+    filtered_from: int
+    """The draft version the filter read (versions are immutable: the flagged items are a new draft)."""
+    outcome: RetrievalFilterOutcome
