@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from ragpulse.model.trace import Trace
     from ragpulse.model.verdicts import Judge, JudgeCall, JudgeObserver, Judgment
     from ragpulse.judges.ratelimit import JudgeLimiter
+    from ragpulse.config.settings import Settings
     from ragpulse.judges.structured import StructuredJudge
     from ragpulse.judges.task import ToolTask
-    from ragpulse.config.settings import Settings
 
 JudgeFactory = Callable[["Settings", "JudgeObserver | None"], "Judge"]
 """Builds a judge from settings, inside the event loop that will use it."""
