@@ -287,6 +287,9 @@ DATASET_ITEMS_PAGE_DEFAULT = 100
 DATASET_ITEMS_PAGE_MAX = 1000
 """The largest `limit` GET /v1/datasets/{name}/versions/{version} accepts."""
 
+MAX_ITEMS_PER_VERSION = 100_000
+"""The most items one dataset version holds (bounded like a batch's traces)."""
+
 CALLBACK_RETRY_SECONDS = (5, 30, 120, 600, 1800)
 """Waits before each retry of a failed callback delivery."""
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from ragpulse.config import defaults
 from ragpulse.model.trace import Base, DocId, Grade, LongText, Query, QuestionType, Source
 
 DATASET_NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$"
@@ -27,8 +28,7 @@ VersionStatus = Literal["draft", "published"]
 """A pushed version is `published`; a generated one is a `draft` until its review sample is done and it is published."""
 Origin = Literal["pushed", "generated"]
 """How a version was made: pushed by a client, or written by a generation job."""
-MAX_ITEMS_PER_VERSION = 100_000
-"""The most items one version holds (bounded like a batch's traces)."""
+MAX_ITEMS_PER_VERSION = defaults.MAX_ITEMS_PER_VERSION
 
 
 class DatasetItem(Base):
