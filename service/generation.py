@@ -15,19 +15,17 @@ from ragpulse.generation.plan import type_counts
 from ragpulse.generation.retrieval_filter import retrieval_filter
 from ragpulse.intake.decode import decode_body
 from ragpulse.judges import kinds
-from ragpulse.model.dataset import DATASET_NAME_PATTERN, DatasetItem, DatasetVersion, DatasetVersionPost
+from ragpulse.model.dataset import DatasetItem, DatasetVersion, DatasetVersionPost
 from ragpulse.model.generation import (
     GenerateRequest, GenerationAccepted, GenerationView, RetrievalFiltered, RetrievalFilterPost,
 )
 from ragpulse.config.settings import Settings
 from ragpulse.store.clock import utcnow
-from ragpulse.store.datasets import DatasetLimits, DatasetStore
+from ragpulse.store.datasets import DatasetStore
 from ragpulse.store.generations import GenerationRecord, Generations
 from service.context import Call
+from service.datasets import Name, Version
 
-Name = Annotated[str, Parameter(pattern=DATASET_NAME_PATTERN, description=(
-    "The dataset's name: 1 to 64 letters, digits, dots, underscores and hyphens, not starting with a dot."))]
-Version = Annotated[int, Parameter(ge=1, description="The version number, from 1 in push order.")]
 GenerationJobId = Annotated[str, Parameter(max_length=64, description=(
     "Job id answered by POST /v1/datasets/{name}/generate."))]
 READ_PAGE = 1000
@@ -47,10 +45,6 @@ def writer_judge(named: str | None, settings: Settings) -> str:
     if missing is not None:
         raise InvalidBody("the judge is not configured", [{"path": "$.judge", "message": whose + missing}])
     return judge
-
-
-def _datasets(call: Call) -> DatasetStore:
-    return DatasetStore(call.store.redis, DatasetLimits.from_settings(call.settings))
 
 
 def _all_items(store: DatasetStore, tenant: str, version: DatasetVersion) -> list[DatasetItem]:
@@ -113,7 +107,7 @@ class GenerationController(Controller):
 
         409 when the version is published (filter the draft before publishing); 422 naming every failing path."""
         post = decode_body(body, RetrievalFilterPost)
-        store = _datasets(call)
+        store = call.services.datasets
         draft = store.get_version(call.tenant, name, version)
         if draft.status != "draft":
             raise Conflict("the retrieval filter applies to drafts", [{
@@ -130,4 +124,4 @@ class GenerationController(Controller):
     def publish(self, name: Name, version: Version, call: Call) -> DatasetVersion:
         """Mark a draft published (its items unchanged), once its review sample is done; runs then use it. A
         published version is answered as it is."""
-        return _datasets(call).publish(call.tenant, name, version)
+        return call.services.datasets.publish(call.tenant, name, version)

@@ -18,6 +18,7 @@ from litestar.openapi.spec import (
 from ragpulse.metrics.registry import metric_key_pattern
 from ragpulse.model.calibration import CalibrationRequest
 from ragpulse.model.dataset import DatasetVersionPost
+from ragpulse.model.generation import GenerateRequest, RetrievalFilterPost
 from ragpulse.model.labels import LabelRequest
 from ragpulse.model.results import Accepted
 from ragpulse.monitoring.sampling import PolicyUpdate
@@ -32,7 +33,9 @@ BEARER = "bearerAuth"
 
 BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/traces", "post"): TracesPost,
           ("/v1/calibrations", "post"): CalibrationRequest, ("/v1/labels", "post"): LabelRequest,
-          ("/v1/apps/{app}/policy", "put"): PolicyUpdate, ("/v1/datasets/{name}/versions", "post"): DatasetVersionPost}
+          ("/v1/apps/{app}/policy", "put"): PolicyUpdate, ("/v1/datasets/{name}/versions", "post"): DatasetVersionPost,
+          ("/v1/datasets/{name}/generate", "post"): GenerateRequest,
+          ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): RetrievalFilterPost}
 """Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
 ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
@@ -59,6 +62,10 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/datasets/{name}/versions", "post"): (400, 401, 409, 413, 415, 422, 503),
     ("/v1/datasets/{name}/versions", "get"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/versions/{version}", "get"): (400, 401, 404, 503),
+    ("/v1/datasets/{name}/generate", "post"): (400, 401, 413, 415, 422, 503),
+    ("/v1/datasets/{name}/generations/{job_id}", "get"): (400, 401, 404, 503),
+    ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): (400, 401, 404, 409, 413, 415, 422, 503),
+    ("/v1/datasets/{name}/versions/{version}/publish", "post"): (400, 401, 404, 503),
     ("/healthz", "get"): (),
     ("/readyz", "get"): (503,),
     ("/metrics", "get"): (401,),
@@ -113,6 +120,19 @@ _WHY_HERE = {
                                                    "`errors` names `path.name` or `$.items`.",
     ("/v1/datasets/{name}/versions", "get", 404): "The tenant has no dataset of this name (another tenant's are not "
                                                   "found either).",
+    ("/v1/datasets/{name}/generate", "post", 422): "The body breaks the schema (`errors` lists every failing path), "
+                                                   "or the judge cannot write questions: generation needs an LLM "
+                                                   "judge (anthropic or openai) configured on the service (`errors` "
+                                                   "names `$.judge`).",
+    ("/v1/datasets/{name}/generations/{job_id}", "get", 404): "No generation job with this id for this dataset and "
+                                                               "tenant, or it has expired (RAGPULSE_RESULT_TTL_SECONDS).",
+    ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post", 404): "The tenant has no such dataset or "
+                                                                               "version.",
+    ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post", 409): "The version is published: the filter "
+                                                                               "applies to drafts (`errors` names "
+                                                                               "`path.version`), or the tenant's "
+                                                                               "dataset storage is full.",
+    ("/v1/datasets/{name}/versions/{version}/publish", "post", 404): "The tenant has no such dataset or version.",
     ("/v1/datasets/{name}/versions/{version}", "get", 404): "The tenant has no such dataset or version (another "
                                                             "tenant's are not found either).",
     ("/v1/batches", "post", 422): POST_422,
