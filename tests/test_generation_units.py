@@ -112,3 +112,70 @@ def test_retrieval_filter_matches_documents_when_the_retriever_names_no_chunks()
     run = msgspec.convert({"item_id": "a", "retrieved": [{"doc_id": "other"}, {"doc_id": "refunds"}]}, RetrieverRun)
     assert retrieval_filter([item], [run], k=2)[1].found == 1
     assert retrieval_filter([item], [run], k=1)[1].set_aside == ["a"]
+
+
+def _asker(calls: list[str]):  # noqa: ANN202 - a scripted stand-in for the LLM, in process
+    from ragpulse.generation.run import ClosedBook, Verdict, Written  # noqa: PLC0415
+
+    async def ask(task, message, kind):  # noqa: ANN001, ANN202
+        calls.append(task.name)
+        if kind is Written:
+            return Written(question=f"What does {message[-30:]} say?", answer="It says so.", key_facts=[])
+        if kind is ClosedBook:
+            return ClosedBook(answer=None)
+        if kind is Verdict:
+            return Verdict(passage_answers=True, closed_book_correct=False, reason="ok")
+        raise AssertionError(kind)
+
+    return ask
+
+
+def test_a_spent_budget_sends_nothing_more_and_every_unsent_call_is_a_failure() -> None:
+    import asyncio  # noqa: PLC0415
+
+    from ragpulse.generation.run import Generation  # noqa: PLC0415
+
+    calls: list[str] = []
+    left = iter([None, None])   # two calls fit, then the job budget is spent
+
+    async def budget() -> str | None:
+        return next(left, "job budget of $0.0100 spent ($0.0100)")
+
+    outcome = asyncio.run(Generation(request(mix={"single_fact": 2}), _asker(calls), budget, 1, {}).run())
+    # the two writes are sent; every check call after them is not, and neither item is kept without its checks
+    assert calls == ["write_question", "write_question"]
+    assert outcome.items == [] and len(outcome.failures) == 2
+    assert all(f.stage == "closed_book" and f.error.startswith("not sent: job budget") for f in outcome.failures)
+
+
+def test_a_credentials_error_ends_the_generation() -> None:
+    import asyncio  # noqa: PLC0415
+
+    from ragpulse.exceptions import JudgeAuthError  # noqa: PLC0415
+    from ragpulse.generation.run import Generation  # noqa: PLC0415
+
+    async def refused(task, message, kind):  # noqa: ANN001, ANN202
+        raise JudgeAuthError("401 invalid x-api-key")
+
+    async def no_budget() -> None:
+        return None
+
+    with pytest.raises(JudgeAuthError):
+        asyncio.run(Generation(request(mix={"single_fact": 1}), refused, no_budget, 1, {}).run())
+
+
+def test_kept_items_keep_their_chunk_as_gold_and_a_deterministic_split() -> None:
+    import asyncio  # noqa: PLC0415
+
+    from ragpulse.generation.run import Generation  # noqa: PLC0415
+
+    async def no_budget() -> None:
+        return None
+
+    calls: list[str] = []
+    outcome = asyncio.run(Generation(request(mix={"single_fact": 2}, test_fraction=1.0), _asker(calls), no_budget, 4,
+                                     {"generation_job": "j"}).run())
+    assert calls.count("verify_question") == 2 and calls.count("answer_closed_book") == 2
+    assert [(i.gold_chunk_ids, i.gold_doc_ids, i.split) for i in outcome.items] == [
+        (["r1"], ["refunds"], "test"), (["r2"], ["refunds"], "test")]
+    assert all(i.source == "synthetic" and i.metadata == {"generation_job": "j"} for i in outcome.items)
