@@ -115,7 +115,7 @@ def test_retrieval_filter_matches_documents_when_the_retriever_names_no_chunks()
 
 
 def _asker(calls: list[str]):  # noqa: ANN202 - a scripted stand-in for the LLM, in process
-    from ragpulse.generation.run import ClosedBook, Verdict, Written  # noqa: PLC0415
+    from ragpulse.generation.outputs import ClosedBook, Verdict, Written  # noqa: PLC0415
 
     async def ask(task, message, kind):  # noqa: ANN001, ANN202
         calls.append(task.name)

@@ -18,15 +18,13 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
-
-import msgspec
-from msgspec import Meta
+from typing import Any, TypeVar
 
 from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeNotConfigured
 from ragpulse.generation import prompts
 from ragpulse.generation.assign import item_id, split_of
 from ragpulse.generation.dedupe import duplicate_of
+from ragpulse.generation.outputs import ClosedBook, Verdict, Written, WrittenUnanswerable
 from ragpulse.generation.plan import Candidate, plan
 from ragpulse.judges.task import ToolTask
 from ragpulse.model.dataset import DatasetItem
@@ -39,38 +37,6 @@ Ask = Callable[[ToolTask, str, type[T]], Awaitable[T]]
 raises JudgeError (ragpulse.generation.llm builds it on the judge's client)."""
 Budget = Callable[[], Awaitable[str | None]]
 """Which budget ran out before the next call, or None."""
-Text = Annotated[str, Meta(min_length=1, max_length=32_768)]
-
-
-class Written(msgspec.Struct, forbid_unknown_fields=True):
-    """write_question's input."""
-
-    question: Text
-    answer: Text
-    key_facts: Annotated[list[Annotated[str, Meta(min_length=1, max_length=4096)]], Meta(max_length=100)]
-
-
-class WrittenUnanswerable(msgspec.Struct, forbid_unknown_fields=True):
-    """write_unanswerable's input."""
-
-    question: Text
-    why_unanswerable: str
-
-
-class ClosedBook(msgspec.Struct, forbid_unknown_fields=True):
-    """answer_closed_book's input."""
-
-    answer: str | None
-
-
-class Verdict(msgspec.Struct, forbid_unknown_fields=True):
-    """verify_question's input."""
-
-    passage_answers: bool
-    closed_book_correct: bool
-    reason: str
-
-
 @dataclass
 class Draft:
     """A written candidate on its way through the checks."""
