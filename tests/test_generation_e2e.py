@@ -196,7 +196,52 @@ def test_generation_bad_mix_is_422_naming_the_path(api: httpx.Client) -> None:
 
 
 def test_another_dataset_name_does_not_show_the_job(api: httpx.Client) -> None:
-    accepted = api.post("/v1/datasets/mine/generate", json={"chunks": chunks()[:1], "mix": {"single_fact": 1}})
+    mine = f"mine-{uuid.uuid4().hex[:8]}"
+    accepted = api.post(f"/v1/datasets/{mine}/generate", json={"chunks": chunks()[:1], "mix": {"single_fact": 1}})
     job_id = accepted.json()["job_id"]
     assert api.get(f"/v1/datasets/theirs/generations/{job_id}").status_code == 404
     wait_for_generation(api, accepted.json()["status_url"])
+
+
+def test_generation_on_an_openai_compatible_server_without_tools(
+        redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The openai judge writes and checks too; a server refusing tools gets each task's schema as response_format."""
+    from tests.fake_openai import FakeOpenAI  # noqa: PLC0415 - only this test needs it
+
+    tmp = tmp_path_factory.mktemp("generation-openai")
+    with FakeOpenAI(supports_tools=False) as fake:
+        fake.tool_answers.update({
+            "write_question": write, "answer_closed_book": closed_book, "verify_question": verify,
+            "write_unanswerable": lambda message: {"question": UNANSWERABLE, "why_unanswerable": "no payout methods"}})
+        env = {"RAGPULSE_QUEUE": f"gen-{uuid.uuid4().hex[:8]}", "RAGPULSE_OPENAI_BASE_URL": fake.base_url,
+               "RAGPULSE_OPENAI_MODEL": "qwen2.5:14b", "RAGPULSE_JUDGE": "openai"}
+        url, api_proc = start_api(redis_url, tmp, env)
+        worker = start_worker(redis_url, tmp, env, name="gen-openai")
+        try:
+            with httpx.Client(base_url=url, timeout=30) as client:
+                name = f"gen-{uuid.uuid4().hex[:8]}"
+                accepted = client.post(f"/v1/datasets/{name}/generate", json={
+                    "chunks": chunks()[:4], "mix": {"single_fact": 0.75, "unanswerable": 0.25}, "total": 4})
+                assert accepted.status_code == 202, accepted.text
+                view = wait_for_generation(client, accepted.json()["status_url"])
+        finally:
+            for proc in (api_proc, worker):
+                proc.stop()
+    # 0.75 and 0.25 of 4: three single-fact candidates (c1, c2, c3, round-robin), all kept; one unanswerable, kept
+    assert view["status"] == "finished", view
+    assert (view["judge"], view["model"]) == ("openai", "qwen2.5:14b")
+    assert view["kept"] == {"single_fact": 3, "unanswerable": 1} and view["rejects"] == []
+    assert view["planned"] == {"single_fact": 3, "unanswerable": 1}
+    formats = {b["response_format"]["json_schema"]["name"] for b in fake.bodies if "response_format" in b}
+    assert formats == {"write_question", "write_unanswerable", "answer_closed_book", "verify_question"}
+
+
+def test_an_ended_job_drops_its_corpus_from_redis(api: httpx.Client, redis_url: str) -> None:
+    from ragpulse.config import keys  # noqa: PLC0415
+
+    accepted = api.post(f"/v1/datasets/tidy-{uuid.uuid4().hex[:8]}/generate",
+                        json={"chunks": chunks()[:1], "mix": {"single_fact": 1}})
+    job_id = accepted.json()["job_id"]
+    client = redis.Redis.from_url(redis_url)
+    assert wait_for_generation(api, accepted.json()["status_url"])["status"] == "finished"
+    assert not client.exists(keys.generation_request(job_id)) and 0 < client.ttl(keys.generation(job_id))

@@ -277,6 +277,6 @@ def generation(job_id: str) -> str:
 
 
 def generation_request(job_id: str) -> str:
-    """String: msgpack GenerateRequest of a generation job (its corpus chunks and mix), read once by the worker;
-    expires with jobs (settings.result_ttl_seconds)."""
+    """String: msgpack GenerateRequest of a generation job (its corpus chunks and mix), read once by the worker and
+    deleted when the job ends; else expires with jobs (settings.result_ttl_seconds)."""
     return f"{PREFIX}:generation:{job_id}:request"

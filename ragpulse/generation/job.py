@@ -78,6 +78,7 @@ def _finish(generations: Generations, record: GenerationRecord, status: str,
             error: str | None = None) -> GenerationRecord:
     record.view.status, record.view.error, record.view.finished_at = status, error, utcnow()  # type: ignore[assignment]
     generations.save(record)
+    generations.forget_request(record.view.job_id)
     return record
 
 

@@ -57,6 +57,10 @@ class Generations:
             raise JobNotFound(job_id)
         return record
 
+    def forget_request(self, job_id: str) -> None:
+        """Drop a job's request once the job has ended (its corpus chunks are not needed again)."""
+        self.redis.delete(keys.generation_request(job_id))
+
     def request(self, job_id: str) -> GenerateRequest:
         """A job's request; JobNotFound once it has expired."""
         raw = self.redis.get(keys.generation_request(job_id))
