@@ -51,7 +51,7 @@ def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
 def finalize(store: Store, job_id: str) -> None:
     """Build and store the report, move the job to its terminal status (a failed job stays failed), count it."""
     record = store.jobs.get(job_id)
-    report = build_report(job_id, record.options, store.results.all(job_id))
+    report = build_report(job_id, record.options, store.results.all(job_id), record.dataset)
     store.results.save_report(job_id, msgspec.json.encode(report))
     if store.jobs.failure(job_id) is None:
         store.jobs.finish(job_id, "finished_with_errors" if report.counts.failed else "finished")

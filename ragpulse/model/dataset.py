@@ -13,17 +13,13 @@ import msgspec
 from msgspec import Meta
 
 from ragpulse.config import defaults
-from ragpulse.model.trace import Base, DocId, Grade, LongText, Query, QuestionType, Source
-
-DATASET_NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$"
-"""1-64 letters, digits, `.`, `_` and `-`, not starting with a dot (a URL path segment, as app names are)."""
-DatasetName = Annotated[str, Meta(pattern=DATASET_NAME_PATTERN, description="Dataset name, e.g. `nimbus-support`.")]
-ItemId = Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$",
-                             description="The item's id, unique within a version; traces name it as `item_id`.")]
+# DATASET_NAME_PATTERN, DatasetName, DatasetRef, ItemId, Split and VersionNumber live beside BatchRequest and Trace,
+# which use them, and are re-exported here with the rest of the dataset schema.
+from ragpulse.model.trace import (  # noqa: F401
+    DATASET_NAME_PATTERN, Base, BatchRequest, DatasetName, DatasetRef, DocId, Grade, ItemId, LongText, Query,
+    QuestionType, Source, Split, Trace, VersionNumber,
+)
 ChunkId = Annotated[str, Meta(min_length=1, max_length=512)]
-VersionNumber = Annotated[int, Meta(ge=1, description="A dataset version, numbered from 1 in push order.")]
-Split = Literal["dev", "test"]
-"""`dev` is for tuning; `test` is the frozen portion nobody tunes on, reported apart."""
 VersionStatus = Literal["draft", "published"]
 """A pushed version is `published`; a generated one is a `draft` until its review sample is done and it is published."""
 Origin = Literal["pushed", "generated"]
@@ -76,13 +72,6 @@ class DatasetVersionPost(Base):
             if item.item_id in seen:
                 raise ValueError(f"`items[{index}].item_id` `{item.item_id}` repeats an earlier item's id")
             seen.add(item.item_id)
-
-
-class DatasetRef(Base):
-    """Names one version of a dataset (on a batch, a compare, a gate)."""
-
-    name: DatasetName
-    version: VersionNumber
 
 
 class DatasetCounts(msgspec.Struct, kw_only=True):
@@ -142,3 +131,38 @@ class DatasetVersionPage(msgspec.Struct, kw_only=True):
     """Position of the first item of this page."""
     next_offset: int | None
     """Pass as `offset` for the next page; null on the last page."""
+
+
+class BoundTrace(Trace):
+    """A trace of a batch bound to a dataset: as any trace, but its `query` may be left out when it names an item
+    (intake fills it in from the item, and 422s a trace that names neither)."""
+
+    query: Query = ""
+
+
+class BoundBatchRequest(BatchRequest, kw_only=True):
+    """Body of POST /v1/batches when it names a `dataset` (decoded so only when it does, so unbound batches keep
+    msgspec's own error for a missing query)."""
+
+    traces: Annotated[list[BoundTrace], Meta(min_length=1)]
+    dataset: DatasetRef
+
+
+class DatasetBinding(msgspec.Struct, kw_only=True):
+    """What a job bound to a dataset measured: the version (with its content hash, so a re-push is told apart) and
+    how its traces spread over the version's items."""
+
+    name: str
+    version: int
+    content_hash: str
+    status: VersionStatus
+    items: int
+    """Traces that named an item (`item_id`)."""
+    unbound: int = 0
+    """Traces of the batch that named no item: measured with their own labels, not the dataset's."""
+    version_items: int
+    """Items the version holds; `items` below it means the run covered part of the dataset."""
+    splits: dict[str, int]
+    """Bound traces per split (`dev`, `test`)."""
+    sources: dict[str, int]
+    """Bound traces per item source (`human`, `synthetic`, `production`)."""

@@ -1,5 +1,6 @@
 """The `ragpulse` command: `up` runs the stack, `eval` evaluates a trace file against a running service, `gate` holds
-it to thresholds and a baseline, `wait`, `report` and `compare` follow and read jobs already created."""
+it to thresholds and a baseline, `wait`, `report` and `compare` follow and read jobs already created, `dataset` pushes
+and lists versioned eval sets."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ragpulse.ops.eval_options import choose_options
 from ragpulse.ops.evaluate import evaluate_file, interrupted, refused_options
 from ragpulse.ops.exit_codes import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_TRACES_FAILED,
                                      EXIT_USAGE)
-from ragpulse.ops import job_commands
+from ragpulse.ops import dataset_commands, job_commands
 from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.reporting.render import render_report
 
@@ -139,7 +140,33 @@ def _parser() -> argparse.ArgumentParser:
     ev.set_defaults(run=_eval)
     _gate_parser(sub)
     _job_parsers(sub)
+    _dataset_parser(sub)
     return parser
+
+
+def _dataset_parser(sub: argparse._SubParsersAction) -> None:
+    dataset = sub.add_parser(
+        "dataset", formatter_class=_HelpFormatter, help="push a JSONL eval set as a new dataset version, or list datasets",
+        description="Versioned eval datasets (POST and GET /v1/datasets). `push NAME FILE.jsonl` sends one item per "
+                    "line as the dataset's next immutable version and prints its number, content hash and counts; "
+                    "`list` prints every dataset with its latest version. Exit codes: "
+                    f"{EXIT_OK} done; {EXIT_FAILED} the service could not be reached or answered an error; "
+                    f"{EXIT_USAGE} bad arguments, or the file cannot be read or has a line that is not an item (named "
+                    f"by its line); {EXIT_REJECTED} the service rejected the items (each named with its line).")
+    actions = dataset.add_subparsers(required=True, metavar="ACTION", dest="dataset_action",
+                                     help="push (a new version from a JSONL file) or list")
+    push = actions.add_parser("push", formatter_class=_HelpFormatter, help="push FILE as the next version of NAME")
+    push.add_argument("name", metavar="NAME", help="the dataset's name (made by its first push)")
+    push.add_argument("file", type=Path, metavar="FILE", help="a .jsonl file, one item per line: item_id, query, "
+                                                              "gold_doc_ids or relevance, reference_answer or "
+                                                              "key_facts, answerable, question_type, source, split")
+    push.add_argument("--description", metavar="TEXT", help="a note kept with the version (default: none)")
+    _server_arguments(push)
+    push.set_defaults(run=_job_command, command=lambda client, args: dataset_commands.push(
+        client, args.name, args.file, args.description))
+    listing = actions.add_parser("list", formatter_class=_HelpFormatter, help="list datasets and their latest version")
+    _server_arguments(listing)
+    listing.set_defaults(run=_job_command, command=lambda client, args: dataset_commands.list_datasets(client))
 
 
 def _job_parsers(sub: argparse._SubParsersAction) -> None:
@@ -175,8 +202,8 @@ def _job_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _job_command(args: argparse.Namespace) -> int:
-    """Run `wait`, `report` or `compare` with a Client for --server and --api-key."""
-    name = f"ragpulse {args.command_name}"
+    """Run `wait`, `report`, `compare` or `dataset` with a Client for --server and --api-key."""
+    name = " ".join(["ragpulse", args.command_name, *([args.dataset_action] if "dataset_action" in args else [])])
     try:
         client = Client(server_url(args), args.api_key or os.environ.get("RAGPULSE_API_KEY"))
     except ConfigError as exc:

@@ -16,6 +16,7 @@ import msgspec
 from ragpulse.config import defaults
 from ragpulse.exceptions import BadAnswer, ClientError, ServerUnreachable, TraceFileError, TracesRejected
 from ragpulse.model.compare import Comparison
+from ragpulse.model.dataset import DatasetList, DatasetVersion
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, Accepted, JobView, ResultsPage, TraceResult
 from ragpulse.sdk.transport import Backoff, retry_after
@@ -197,6 +198,20 @@ class Client:
         if family is not None:
             params["metrics"] = ",".join(family)
         return self._decode(self._request("GET", f"/v1/jobs/{candidate}/compare", params=params), Comparison)
+
+    def push_dataset(self, name: str, items: list[dict[str, Any]], description: str | None) -> tuple[DatasetVersion, bool]:
+        """POST /v1/datasets/{name}/versions: the version, and whether it is new (False: the latest had these items).
+        Raises TracesRejected (with every failing path, `$.items[i]...`) when the service rejects the items."""
+        body: dict[str, Any] = {"items": items, **({"description": description} if description else {})}
+        response = self._request("POST", f"/v1/datasets/{name}/versions", json=body)
+        if response.status_code in REJECTED:
+            raise TracesRejected(_describe(response, with_errors=False), response.status_code,
+                                 _problem(response).errors)
+        return self._decode(response, DatasetVersion), response.status_code == 201
+
+    def datasets(self) -> DatasetList:
+        """GET /v1/datasets: the tenant's datasets with their latest versions."""
+        return self._decode(self._request("GET", "/v1/datasets"), DatasetList)
 
     def job(self, job_id: str) -> JobView:
         """The job's status view."""
