@@ -39,6 +39,7 @@
     │   └── RagpulseSDKError   `ragpulse.sdk`: a helper call failed; carries the status and problem-details `errors`
     ├── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
     ├── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
+    ├── DatasetMismatch        `ragpulse gate`: the candidate and the baseline ran different dataset versions or items
     ├── Interrupted            `ragpulse eval` / `gate`: Ctrl-C; carries the jobs created so far, which run on
     └── SpansInvalid           an OpenTelemetry trace's spans cannot make a ragpulse trace: it is recorded `invalid`
 """
@@ -279,6 +280,11 @@ class TraceFileError(RagpulseError):
 
 class GateConfigError(RagpulseError):
     """`ragpulse gate`'s config cannot be read, is not TOML, or breaks the gate config's schema."""
+
+
+class DatasetMismatch(RagpulseError):
+    """`ragpulse gate` refuses to rule: the candidate and the baseline ran different dataset versions (or different
+    items), so a change would measure the dataset as much as the system (`[baseline] dataset_mismatch = "refuse"`)."""
 
 
 class Interrupted(RagpulseError):

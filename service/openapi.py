@@ -92,7 +92,9 @@ _WHY_HERE = {
     ("/v1/jobs/{job_id}/retry", "post", 409): "The job is still queued or running; retry it once it has ended "
                                               "(`errors` names `path.job_id`).",
     ("/v1/jobs/{job_id}/compare", "get", 409): "The job or the baseline is still queued or running, or failed "
-                                                "(`errors` names `path.job_id` or `query.baseline`).",
+                                                "(`errors` names `path.job_id` or `query.baseline`); or, with "
+                                                "dataset_mismatch=refuse, the two ran different dataset versions "
+                                                "or items (`errors` names `query.baseline`).",
     ("/v1/otlp/v1/traces", "post", 400): "The body is not an OTLP ExportTraceServiceRequest in the encoding its "
                                           "Content-Type names.",
     ("/v1/otlp/v1/traces", "post", 415): "Send `application/x-protobuf` or `application/json` (OTLP/HTTP).",

@@ -86,6 +86,20 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _dataset_ref(text: str) -> dict[str, Any]:
+    """`faq:3` as a batch's `dataset` ({"name": "faq", "version": 3})."""
+    name, _, version = text.rpartition(":")
+    if not name or not version.isdigit() or int(version) < 1:
+        raise argparse.ArgumentTypeError(f"must be NAME:VERSION (e.g. faq:3), got {text!r}")
+    return {"name": name, "version": int(version)}
+
+
+def _dataset_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", type=_dataset_ref, metavar="NAME:VERSION",
+                        help="bind the batch to this dataset version: traces name items by item_id and take their "
+                             "labels from it (default: the JSON file's own \"dataset\", else none)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragpulse", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {metadata.version('ragpulse')}")
@@ -137,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--html", type=Path, metavar="FILE",
                     help="also write the report as one self-contained HTML page to FILE (no script, no external URL; "
                          "default: no page)")
+    _dataset_argument(ev)
     ev.set_defaults(run=_eval)
     _gate_parser(sub)
     _job_parsers(sub)
@@ -246,6 +261,7 @@ def _gate_parser(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--junit", type=Path, metavar="FILE", help="also write the verdicts as JUnit XML "
                                                                  "(default: none)")
     gate.add_argument("--github", action="store_true", help="also print GitHub Actions annotations")
+    _dataset_argument(gate)
     gate.set_defaults(run=_gate)
 
 
@@ -258,7 +274,7 @@ def _gate(args: argparse.Namespace) -> int:
     return run_gate(GateRequest(
         file=args.file, server=server, api_key=args.api_key or os.environ.get("RAGPULSE_API_KEY"),
         config=args.config, baseline_job=args.baseline, baseline_file=args.baseline_file,
-        batch_size=args.batch_size, junit=args.junit, github=args.github))
+        batch_size=args.batch_size, junit=args.junit, github=args.github, dataset=args.dataset))
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -296,6 +312,8 @@ def _eval(args: argparse.Namespace) -> int:
     try:
         server = server_url(args)
         traces = read_traces(args.file)
+        if args.dataset is not None:
+            traces.dataset = args.dataset
     except (ConfigError, TraceFileError) as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)
         return EXIT_USAGE
