@@ -12,12 +12,12 @@ from litestar.params import Parameter
 from dispatch.generation import enqueue_generation
 from ragpulse.exceptions import Conflict, InvalidBody, JobNotFound
 from ragpulse.generation.plan import type_counts
-from ragpulse.generation.retrieval_filter import retrieval_filter
+from ragpulse.generation.retrieval_filter import retrieval_filter, runs_from_traces
 from ragpulse.intake.decode import decode_body
 from ragpulse.judges import kinds
 from ragpulse.model.dataset import DatasetItem, DatasetVersion, DatasetVersionPost
 from ragpulse.model.generation import (
-    GenerateRequest, GenerationAccepted, GenerationView, RetrievalFiltered, RetrievalFilterPost,
+    GenerateRequest, GenerationAccepted, GenerationView, RetrievalFiltered, RetrievalFilterPost, RetrieverRun,
 )
 from ragpulse.config.settings import Settings
 from ragpulse.store.clock import utcnow
@@ -55,6 +55,24 @@ def _all_items(store: DatasetStore, tenant: str, version: DatasetVersion) -> lis
             break
         items += page
     return items
+
+
+def _bound_runs(call: Call, job_id: str, draft: DatasetVersion) -> list[RetrieverRun]:
+    """The retriever runs of a batch bound to `draft`: 404 naming `$.job_id` when the tenant has no such job, 422
+    naming it when the job ran another dataset version."""
+    store = call.store
+    try:
+        record = store.jobs.get(job_id, call.tenant)
+    except JobNotFound:
+        raise JobNotFound(job_id, path="$.job_id", role="retriever run") from None
+    bound = record.dataset
+    if bound is None or (bound.name, bound.version) != (draft.name, draft.version):
+        ran = "no dataset" if bound is None else f"version {bound.version} of {bound.name!r}"
+        raise InvalidBody("the job did not run this draft", [{"path": "$.job_id", "message": (
+            f"job {job_id} ran {ran}, not version {draft.version} of {draft.name!r}: run the retriever over the draft "
+            "as a batch bound to it (dataset {name, version}, traces naming item_id)")}])
+    traces = [trace for chunk in range(record.n_chunks) for trace in store.chunks.load(job_id, chunk)]
+    return runs_from_traces(traces)
 
 
 class GenerationController(Controller):
@@ -101,11 +119,12 @@ class GenerationController(Controller):
           summary="Set aside draft items the retriever cannot find")
     def filter_by_retrieval(self, name: Name, version: Version, body: bytes, call: Call) -> RetrievalFiltered:
         """Post the user's retriever results over a draft's queries (`runs`: per item id, the retrieved document and
-        chunk ids, best first). Items whose gold chunks are not all in the top `k` (default 5) get
+        chunk ids, best first), or name a batch bound to the draft (`job_id`) whose traces carry them. Items whose gold chunks are not all in the top `k` (default 5) get
         `retrieval_answerable` false: kept and counted, left out of generation metrics. Versions are immutable, so
         the flagged items are stored as a new draft, answered with 201.
 
-        409 when the version is published (filter the draft before publishing); 422 naming every failing path."""
+        409 when the version is published (filter the draft before publishing); 404 naming `$.job_id` for an unknown
+        job; 422 naming every failing path, and `$.job_id` for a job that ran another version."""
         post = decode_body(body, RetrievalFilterPost)
         store = call.services.datasets
         draft = store.get_version(call.tenant, name, version)
@@ -113,7 +132,8 @@ class GenerationController(Controller):
             raise Conflict("the retrieval filter applies to drafts", [{
                 "path": "path.version", "message": f"version {version} of {name!r} is published; versions are "
                                                    "immutable, so filter a draft before publishing it"}])
-        items, outcome = retrieval_filter(_all_items(store, call.tenant, draft), post.runs, post.k)
+        runs = post.runs if post.runs is not None else _bound_runs(call, post.job_id or "", draft)
+        items, outcome = retrieval_filter(_all_items(store, call.tenant, draft), runs, post.k)
         description = f"version {version} after the retrieval filter at k={post.k}"
         filtered = store.create_version(call.tenant, name, DatasetVersionPost(items=items, description=description),
                                         status="draft", origin="generated", job_id=draft.job_id)

@@ -174,6 +174,24 @@ def test_generation_writes_a_checked_draft_then_the_retrieval_filter_and_publish
     assert flagged[ids[WRITTEN["c1"][0]]].retrieval_answerable is True
     assert flagged[ids[UNANSWERABLE]].retrieval_answerable is None and len(flagged) == 6
 
+    # the same retriever run as a batch bound to the draft: its traces carry item_id and retrieved_docs
+    bound = [{"item_id": run["item_id"], "answer": "x", "retrieved_docs": [
+        {"id": ref["doc_id"], "chunk_id": ref["chunk_id"], "text": "t"} for ref in run["retrieved"]]} for run in runs]
+    posted = api.post("/v1/batches", json={"traces": bound, "dataset": {"name": name, "version": draft.version},
+                                           "options": {"judge": "none"}})
+    assert posted.status_code == 202, posted.text
+    by_job = api.post(f"/v1/datasets/{name}/versions/{draft.version}/retrieval-filter",
+                      json={"job_id": posted.json()["job_id"]})
+    assert by_job.status_code == 201, by_job.text
+    assert by_job.json()["outcome"] == answer["outcome"]
+    wrong = api.post(f"/v1/datasets/{name}/versions/{answer['version']['version']}/retrieval-filter",
+                     json={"job_id": posted.json()["job_id"]})
+    assert wrong.status_code == 422 and wrong.json()["errors"][0]["path"] == "$.job_id"
+    missing = api.post(f"/v1/datasets/{name}/versions/{draft.version}/retrieval-filter", json={"job_id": "0" * 32})
+    assert missing.status_code == 404 and missing.json()["errors"][0]["path"] == "$.job_id"
+    both = api.post(f"/v1/datasets/{name}/versions/{draft.version}/retrieval-filter", json={"k": 5})
+    assert both.status_code == 422 and "job_id" in both.text
+
     published = api.post(f"/v1/datasets/{name}/versions/{answer['version']['version']}/publish")
     assert published.status_code == 200 and published.json()["status"] == "published"
     again = api.post(f"/v1/datasets/{name}/versions/{answer['version']['version']}/retrieval-filter",

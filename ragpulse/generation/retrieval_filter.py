@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import msgspec
 
 from ragpulse.model.dataset import DatasetItem
-from ragpulse.model.generation import RetrievalFilterOutcome, RetrieverRun
+from ragpulse.model.generation import RetrievalFilterOutcome, RetrievedRef, RetrieverRun
+from ragpulse.model.trace import Trace
 
 
 def found_in_top_k(item: DatasetItem, run: RetrieverRun, k: int) -> bool:
@@ -48,3 +49,14 @@ def retrieval_filter(items: Sequence[DatasetItem], runs: Sequence[RetrieverRun],
     outcome = RetrievalFilterOutcome(k=k, checked=found + len(set_aside), found=found, set_aside=set_aside,
                                      not_run=not_run, unknown_items=[i for i in by_item if i not in known])
     return flagged, outcome
+
+
+def runs_from_traces(traces: Sequence[Trace]) -> list[RetrieverRun]:
+    """The retriever runs a bound batch's traces hold: per item id (its first trace), the retrieved documents and
+    chunks in rank order. Traces that name no item are not runs over the dataset."""
+    runs: dict[str, RetrieverRun] = {}
+    for trace in traces:
+        if trace.item_id is not None and trace.item_id not in runs:
+            runs[trace.item_id] = RetrieverRun(item_id=trace.item_id, retrieved=[
+                RetrievedRef(doc_id=doc.id, chunk_id=doc.chunk_id) for doc in trace.retrieved_docs])
+    return list(runs.values())

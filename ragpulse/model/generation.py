@@ -129,14 +129,19 @@ class RetrieverRun(Base):
 
 
 class RetrievalFilterPost(Base):
-    """Body of POST /v1/datasets/{name}/versions/{version}/retrieval-filter: the retriever's results over the draft."""
+    """Body of POST /v1/datasets/{name}/versions/{version}/retrieval-filter: the retriever's results over the draft,
+    posted as `runs`, or named as `job_id`, a batch bound to the draft whose traces carry `item_id` and
+    `retrieved_docs`. One of the two."""
 
-    runs: Annotated[list[RetrieverRun], Meta(min_length=1, max_length=100_000)]
+    runs: Annotated[list[RetrieverRun], Meta(min_length=1, max_length=100_000)] | None = None
+    job_id: Annotated[str, Meta(max_length=64)] | None = None
     k: Annotated[int, Meta(ge=1, le=100)] = defaults.RETRIEVAL_FILTER_K
 
     def __post_init__(self) -> None:
+        if (self.runs is None) == (self.job_id is None):
+            raise ValueError("give `runs` (the retriever's results) or `job_id` (a batch bound to the draft), one")
         seen: set[str] = set()
-        for index, run in enumerate(self.runs):
+        for index, run in enumerate(self.runs or ()):
             if run.item_id in seen:
                 raise ValueError(f"`runs[{index}].item_id` `{run.item_id}` repeats an earlier run's item")
             seen.add(run.item_id)
