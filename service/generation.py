@@ -119,9 +119,10 @@ class GenerationController(Controller):
           summary="Set aside draft items the retriever cannot find")
     def filter_by_retrieval(self, name: Name, version: Version, body: bytes, call: Call) -> RetrievalFiltered:
         """Post the user's retriever results over a draft's queries (`runs`: per item id, the retrieved document and
-        chunk ids, best first), or name a batch bound to the draft (`job_id`) whose traces carry them. Items whose gold chunks are not all in the top `k` (default 5) get
-        `retrieval_answerable` false: kept and counted, left out of generation metrics. Versions are immutable, so
-        the flagged items are stored as a new draft, answered with 201.
+        chunk ids, best first), or name a batch bound to the draft (`job_id`) whose traces carry them. Items whose
+        gold chunks are not all in the top `k` (default 5) get `retrieval_answerable` false: kept and counted, and
+        meant to be left out of generation metrics. Versions are immutable, so the flagged items are stored as a new
+        draft, answered with 201.
 
         409 when the version is published (filter the draft before publishing); 404 naming `$.job_id` for an unknown
         job; 422 naming every failing path, and `$.job_id` for a job that ran another version."""

@@ -94,7 +94,8 @@ def test_retrieval_filter_sets_aside_items_whose_chunks_miss_the_top_k() -> None
     ranked = [{"doc_id": "d", "chunk_id": f"x{n}"} for n in range(4)]
     runs = [msgspec.convert(r, RetrieverRun) for r in [
         {"item_id": "one", "retrieved": [{"doc_id": "d", "chunk_id": "c1"}, *ranked]},
-        {"item_id": "two", "retrieved": [*ranked, {"doc_id": "e", "chunk_id": "x9"}, {"doc_id": "d", "chunk_id": "c2"}]},
+        {"item_id": "two",
+         "retrieved": [*ranked, {"doc_id": "e", "chunk_id": "x9"}, {"doc_id": "d", "chunk_id": "c2"}]},
         {"item_id": "hop", "retrieved": [{"doc_id": "d", "chunk_id": "c3"}, {"doc_id": "d", "chunk_id": "c1"}]},
         {"item_id": "ghost", "retrieved": []},
     ]]

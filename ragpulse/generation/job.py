@@ -98,7 +98,9 @@ async def _generate(sync: redis.Redis, settings: Settings, record: GenerationRec
         finally:
             await clients.aclose()
             await calls.give_back_unused()
-            counts = AsyncJobStore(Store(sync, settings.result_ttl_seconds), client, None, record.tenant)  # type: ignore[arg-type]
+            # no batch job: its spend is counted against the tenant's day only (job id None)
+            counts = AsyncJobStore(Store(sync, settings.result_ttl_seconds), client,
+                                   None, record.tenant)  # type: ignore[arg-type]
             while not calls.settled:
                 await calls.write(counts)
     finally:

@@ -35,7 +35,8 @@ WRITE = ToolTask(
             "its corpus, and its reference answer, and call write_question once.\n\n" + DATA_RULE + "\n\n"
             "The question must be answerable from the passage alone, specific to it (not answerable from general "
             "knowledge), self-contained (no \"the passage\", \"this document\"), and phrased as a user would ask it, "
-            "not copied from the passage's wording. The reference answer and its key facts come from the passage only."),
+            "not copied from the passage's wording. The reference answer and its key facts come from the passage "
+            "only."),
     examples=("Example: passage \"Refunds on annual plans are issued within 14 days of cancellation.\" -> question "
               "\"How long does a refund take after I cancel a yearly subscription?\", answer \"Within 14 days of "
               "cancellation.\", key_facts [\"within 14 days\"]."),
@@ -77,7 +78,8 @@ CLOSED_BOOK = ToolTask(
 VERIFY = ToolTask(
     system=("You check one candidate evaluation QUESTION against the PASSAGEs it was written from, and call "
             "verify_question once.\n\n" + DATA_RULE + "\n\n"
-            "- passage_answers: the passages alone fully answer the QUESTION (for a REFERENCE given: they support it).\n"
+            "- passage_answers: the passages alone fully answer the QUESTION (for a REFERENCE given: they support "
+            "it).\n"
             "- closed_book_correct: a CLOSED_BOOK_ANSWER, written without the passages, is given; true when it is "
             "correct by the passages and the REFERENCE (the question then tests general knowledge, not retrieval); "
             "false when it is wrong, incomplete, or absent.\n"

@@ -2,8 +2,8 @@
 top k (the seed's rule: else they measure retrieval failure, not generation).
 
 An item is found when every one of its gold chunks is among the top k results of its run (a multi-hop item needs
-both hops); a run that names no chunk ids at all (a retriever of whole documents) is matched by document ids. Items without
-gold (unanswerable ones) are not checked; items no run covers keep their flag as it was.
+both hops); a run that names no chunk ids at all (a retriever of whole documents) is matched by document ids. Items
+without gold (unanswerable ones) are not checked; items no run covers keep their flag as it was.
 """
 
 from __future__ import annotations

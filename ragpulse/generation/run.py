@@ -37,9 +37,11 @@ Ask = Callable[[ToolTask, str, type[T]], Awaitable[T]]
 raises JudgeError (ragpulse.generation.llm builds it on the judge's client)."""
 Budget = Callable[[], Awaitable[str | None]]
 """Which budget ran out before the next call, or None."""
+
+
 @dataclass
-class Draft:
-    """A written candidate on its way through the checks."""
+class Proposal:
+    """A written candidate on its way through the checks (not yet an item of the draft version)."""
 
     candidate: Candidate
     question: str
@@ -100,70 +102,72 @@ class Generation:
                 return self._failed(stage, candidate, f"{type(exc).__name__}: {exc}")
 
     def _failed(self, stage: str, candidate: Candidate, error: str) -> None:
-        self.outcome.failures.append(GenerationFailure(stage=stage, question_type=candidate.question_type,  # type: ignore[arg-type]
-                                                       chunk_ids=candidate.chunk_ids, error=error))
+        self.outcome.failures.append(GenerationFailure(
+            stage=stage, question_type=candidate.question_type,  # type: ignore[arg-type]
+            chunk_ids=candidate.chunk_ids, error=error))
 
-    async def _write(self, candidate: Candidate) -> Draft | None:
+    async def _write(self, candidate: Candidate) -> Proposal | None:
         kind, chunks = candidate.question_type, candidate.chunks
         if kind == "unanswerable":
             made = await self._call("write", candidate, prompts.WRITE_UNANSWERABLE,
                                     prompts.write_message(kind, chunks), WrittenUnanswerable)
-            return None if made is None else Draft(candidate, made.question, None, [])
+            return None if made is None else Proposal(candidate, made.question, None, [])
         task = prompts.WRITE_MULTI_HOP if kind == "multi_hop" else prompts.WRITE
         written = await self._call("write", candidate, task, prompts.write_message(kind, chunks), Written)
-        return None if written is None else Draft(candidate, written.question, written.answer, written.key_facts)
+        return None if written is None else Proposal(candidate, written.question, written.answer, written.key_facts)
 
-    def _without_duplicates(self, drafts: list[Draft]) -> list[Draft]:
-        kept: list[Draft] = []
-        for draft in drafts:
-            earlier = duplicate_of(draft.question, [k.question for k in kept])
+    def _without_duplicates(self, proposals: list[Proposal]) -> list[Proposal]:
+        kept: list[Proposal] = []
+        for proposal in proposals:
+            earlier = duplicate_of(proposal.question, [k.question for k in kept])
             if earlier is None:
-                kept.append(draft)
+                kept.append(proposal)
             else:
-                self._reject(draft, "duplicate", f"duplicates {earlier!r}")
+                self._reject(proposal, "duplicate", f"duplicates {earlier!r}")
         return kept
 
-    async def _check(self, draft: Draft) -> bool:
-        chunks, candidate = draft.candidate.chunks, draft.candidate
+    async def _check(self, proposal: Proposal) -> bool:
+        chunks, candidate = proposal.candidate.chunks, proposal.candidate
         closed = None
-        if draft.answer is not None:
+        if proposal.answer is not None:
             book = await self._call("closed_book", candidate, prompts.CLOSED_BOOK,
-                                    prompts.closed_book_message(draft.question), ClosedBook)
+                                    prompts.closed_book_message(proposal.question), ClosedBook)
             if book is None:
                 return False
             closed = book.answer
         verdict = await self._call("verify", candidate, prompts.VERIFY,
-                                   prompts.verify_message(draft.question, chunks, draft.answer, closed), Verdict)
+                                   prompts.verify_message(proposal.question, chunks, proposal.answer, closed), Verdict)
         if verdict is None:
             return False
-        reason = _rejected(draft, verdict, closed)
+        reason = _rejected(proposal, verdict, closed)
         if reason is not None:
-            self._reject(draft, reason, verdict.reason)
+            self._reject(proposal, reason, verdict.reason)
         return reason is None
 
-    def _reject(self, draft: Draft, reason: str, detail: str) -> None:
+    def _reject(self, proposal: Proposal, reason: str, detail: str) -> None:
         self.outcome.rejects.append(GenerationReject(
-            reason=reason, question_type=draft.candidate.question_type,  # type: ignore[arg-type]
-            question=draft.question, chunk_ids=draft.candidate.chunk_ids, detail=detail))
+            reason=reason, question_type=proposal.candidate.question_type,  # type: ignore[arg-type]
+            question=proposal.question, chunk_ids=proposal.candidate.chunk_ids, detail=detail))
 
-    def _item(self, draft: Draft) -> DatasetItem:
-        kind, chunks = draft.candidate.question_type, draft.candidate.chunks
-        identity = item_id(kind, draft.question)
-        answerable = draft.answer is not None
+    def _item(self, proposal: Proposal) -> DatasetItem:
+        kind, chunks = proposal.candidate.question_type, proposal.candidate.chunks
+        identity = item_id(kind, proposal.question)
+        answerable = proposal.answer is not None
         metadata: dict[str, Any] = dict(self.metadata)
         if not answerable:
-            metadata["near_chunk_ids"] = ",".join(draft.candidate.chunk_ids)
+            metadata["near_chunk_ids"] = ",".join(proposal.candidate.chunk_ids)
         return DatasetItem(
-            item_id=identity, query=draft.question, answerable=answerable, question_type=kind,  # type: ignore[arg-type]
+            item_id=identity, query=proposal.question, answerable=answerable,
+            question_type=kind,  # type: ignore[arg-type]
             gold_doc_ids=list(dict.fromkeys(c.doc_id for c in chunks)) if answerable else None,
             gold_chunk_ids=[c.chunk_id for c in chunks] if answerable else None,
-            reference_answer=draft.answer, key_facts=draft.key_facts or None, source="synthetic",
+            reference_answer=proposal.answer, key_facts=proposal.key_facts or None, source="synthetic",
             split=split_of(identity, self.request.test_fraction), metadata=metadata)  # type: ignore[arg-type]
 
 
-def _rejected(draft: Draft, verdict: Verdict, closed_book: str | None) -> str | None:
-    """The reject reason of a checked draft, or None to keep it."""
-    if draft.answer is None:
+def _rejected(proposal: Proposal, verdict: Verdict, closed_book: str | None) -> str | None:
+    """The reject reason of a checked proposal, or None to keep it."""
+    if proposal.answer is None:
         return "answered_by_corpus" if verdict.passage_answers else None
     if not verdict.passage_answers:
         return "not_answered_by_passage"

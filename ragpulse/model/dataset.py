@@ -45,8 +45,8 @@ class DatasetItem(Base):
     split: Split = "dev"
     retrieval_answerable: bool | None = None
     """Set by the retrieval filter on a generated draft: false when the user's retriever did not find the item's source
-    chunks in its top k. Such an item is kept and counted, but measures retrieval failure, not generation: runs leave
-    it out of generation metrics. None when no retriever run covered it."""
+    chunks in its top k. Such an item is kept and counted, but measures retrieval failure, not generation: meant to be
+    left out of generation metrics (bound runs do not read it yet). None when no retriever run covered it."""
     metadata: dict[str, str | int | float | bool | None] | None = None
 
     def __post_init__(self) -> None:
