@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeNotConfigured
 from ragpulse.generation import prompts
 from ragpulse.generation.assign import item_id, split_of
-from ragpulse.generation.dedupe import duplicate_of
+from ragpulse.generation.dedupe import SeenQuestions
 from ragpulse.generation.outputs import ClosedBook, Verdict, Written, WrittenUnanswerable
 from ragpulse.generation.plan import Candidate, plan
 from ragpulse.judges.task import ToolTask
@@ -118,10 +118,12 @@ class Generation:
 
     def _without_duplicates(self, proposals: list[Proposal]) -> list[Proposal]:
         kept: list[Proposal] = []
+        seen = SeenQuestions()
         for proposal in proposals:
-            earlier = duplicate_of(proposal.question, [k.question for k in kept])
+            earlier = seen.duplicate_of(proposal.question)
             if earlier is None:
                 kept.append(proposal)
+                seen.keep(proposal.question)
             else:
                 self._reject(proposal, "duplicate", f"duplicates {earlier!r}")
         return kept
