@@ -34,3 +34,9 @@ def chunk_job_id(job_id: str, chunk: int, suffix: str = "") -> str:
 def callback_job_id(job_id: str) -> str:
     """A fresh RQ job id for one delivery of a job's completion callback."""
     return f"{job_id}-callback-{uuid.uuid4().hex[:6]}"
+
+GENERATE_DATASET = "worker.jobs.generate_dataset"
+"""Dotted path of the worker function that runs one synthetic dataset generation job."""
+
+GENERATION_FAILED = "worker.jobs.generation_failed"
+"""Dotted path of the RQ failure callback of a generation job."""

@@ -20,6 +20,7 @@
     ├── AlreadyAnswered        a post's Idempotency-Key was answered before: that answer is replayed, nothing written
     ├── TraceNotFound          no online trace record with this id for this tenant (404)
     ├── JobNotFound            no such job for this tenant (404)
+    ├── DatasetNotFound        no such dataset, or no such version of it, for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
     │   └── StoreRefused       Redis answered but refused a write: out of memory, read-only replica (503)
     ├── JudgeError             judging one trace failed; the trace is kept with status judge_error
@@ -39,6 +40,7 @@
     ├── TraceFileError         `ragpulse eval`: the trace file cannot be read, is not JSON/JSONL, or holds no traces
     ├── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
     ├── OutputFileError        `--html` / `--junit`: the output file cannot be written (checked before any run)
+    ├── DatasetMismatch        `ragpulse gate`: the candidate and the baseline ran different dataset versions or items
     ├── Interrupted            `ragpulse eval` / `gate`: Ctrl-C; carries the jobs created so far, which run on
     └── SpansInvalid           an OpenTelemetry trace's spans cannot make a ragpulse trace: it is recorded `invalid`
 """
@@ -173,6 +175,15 @@ class JobNotFound(RagpulseError):
         self.role = role
 
 
+class DatasetNotFound(RagpulseError):
+    """No dataset of this name (or no such version of it) exists for the calling tenant."""
+
+    def __init__(self, name: str, version: int | None = None) -> None:
+        super().__init__(f"no dataset {name!r}" if version is None else f"no version {version} of dataset {name!r}")
+        self.name = name
+        self.version = version
+
+
 class StoreUnavailable(RagpulseError):
     """Redis cannot be reached."""
 
@@ -275,6 +286,11 @@ class GateConfigError(RagpulseError):
 class OutputFileError(RagpulseError):
     """A command's output file (`eval --html`, `report --html`, `gate --junit`) cannot be written; the message names
     the option and the path."""
+
+
+class DatasetMismatch(RagpulseError):
+    """`ragpulse gate` refuses to rule: the candidate and the baseline ran different dataset versions (or different
+    items), so a change would measure the dataset as much as the system (`[baseline] dataset_mismatch = "refuse"`)."""
 
 
 class Interrupted(RagpulseError):

@@ -28,14 +28,17 @@ from ragpulse.otlp.handover import Handover
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
 from ragpulse.store.connection import reconnect_once
+from ragpulse.store.datasets import DatasetLimits, DatasetStore
 from ragpulse.store.review_sessions import ReviewSessions
 from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.batches import BatchController
 from service.body_deadline import body_deadline
 from service.calibrations import CalibrationController
 from service.context import Services, call_resolver
+from service.datasets import DatasetController
 from service.docs import render_plugins
 from service.errors import exception_handlers
+from service.generation import GenerationController
 from service.guard import request_guard
 from service.health import healthz, metrics, readyz
 from service.jobs import JobController
@@ -116,10 +119,12 @@ def create_app(
                             settings.otlp_max_spans_per_trace, settings.otlp_max_trace_bytes,
                             settings.online_result_ttl_seconds)),
                         review_sessions=ReviewSessions(client, settings.review_session_ttl_seconds,
-                                                       settings.review_max_sessions))
+                                                       settings.review_max_sessions),
+                        datasets=DatasetStore(client, DatasetLimits.from_settings(settings)))
     app = Litestar(
         route_handlers=[BatchController, TraceController, otlp_traces, list_jobs, JobController, CalibrationController,
-                        LabelController, ReviewController, AppPolicyController, MonitorController,
+                        LabelController, ReviewController, DatasetController, GenerationController,
+                        AppPolicyController, MonitorController,
                         ReviewLoginController, ReviewPageController, PagesController, healthz, readyz, metrics],
         dependencies={
             "services": Provide(lambda: services, sync_to_thread=False, use_cache=True),

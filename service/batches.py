@@ -18,6 +18,7 @@ from ragpulse.reporting.callbacks import matching_entry
 from ragpulse.intake.estimate import Estimate, estimate_batch
 from ragpulse.judges import kinds
 from ragpulse.exceptions import AlreadyAnswered, CallbackRejected, InvalidBody, RateLimited
+from ragpulse.intake.binding import bind_dataset
 from ragpulse.intake.decode import decode_batch
 from ragpulse.model.results import Accepted
 from ragpulse.monitoring.recorder import queue_received_counts
@@ -84,6 +85,7 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     """
     settings, store = call.settings, call.store
     batch = decode_batch(body, settings.max_traces)
+    dataset = bind_dataset(batch, call.tenant, call.services.datasets)
     options = batch.options
     if options.callback_url:
         check_callback_url(options.callback_url, settings)
@@ -100,7 +102,8 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     with store.redis.pipeline(transaction=True) as pipe:
         rq_queue = rq_queue_name(settings, queue)
         chunks = store.stage_job(pipe, job_id, call.tenant, batch.traces, options, warnings,
-                                 call.services.enqueuer.chunk_size(rq_queue, len(batch.traces)), queue, rq_queue)
+                                 call.services.enqueuer.chunk_size(rq_queue, len(batch.traces)), queue, rq_queue,
+                                 dataset)
         call.services.enqueuer.enqueue(pipe, rq_queue, job_id, range(chunks))
         queue_received_counts(pipe, settings.apps, settings.tenants, call.tenant, batch.traces)
         writes = queued_commands(pipe)
@@ -115,7 +118,8 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
 async def accept_batch(body: bytes, call: Call, dry_run: bool, key: str | None = None) -> Accepted | Response:
     """Stage the batch, then apply its writes atomically, together with those of concurrent requests; with an
     Idempotency-Key `key` (a dry run ignores it), keep the answer with them, or replay the one kept for that key."""
-    small = len(body) <= INLINE_BODY_BYTES
+    # A batch bound to a dataset reads its items from Redis while staging (a blocking read): never on the loop.
+    small = len(body) <= INLINE_BODY_BYTES and b'"dataset"' not in body
     if small:
         staged = stage_batch(body, call, dry_run)
     else:

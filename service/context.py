@@ -16,6 +16,7 @@ from ragpulse.labels.desk import ReviewDesk
 from ragpulse.store.atomic import GroupCommitter
 from ragpulse.otlp.buffer import SpanBuffer
 from ragpulse.monitoring.policy_store import PolicyCache, PolicyStore
+from ragpulse.store.datasets import DatasetStore
 from ragpulse.store.review_sessions import ReviewSessions
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
@@ -43,6 +44,8 @@ class Services:
     """Human labels and the review queue."""
     review_sessions: ReviewSessions
     """The review pages' logins (service.review_auth)."""
+    datasets: DatasetStore
+    """Versioned eval datasets (service.datasets) and the batches bound to them."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
     Backlogged, BodyTimeout, IdempotencyKeyReused, OverBacklogShare,
-    Conflict, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
+    Conflict, DatasetNotFound, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
 )
@@ -40,6 +40,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     Forbidden: (403, "Forbidden"),
     JobNotFound: (404, "Job not found"),
     TraceNotFound: (404, "Trace not found"),
+    DatasetNotFound: (404, "Dataset not found"),
 }
 
 

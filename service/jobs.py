@@ -13,7 +13,7 @@ from dispatch.chunks import requeue
 from ragpulse.config import defaults
 from ragpulse.exceptions import Conflict, JobNotFound
 from ragpulse.model.calibration import Calibration
-from ragpulse.model.compare import Comparison, Correction, RunInfo
+from ragpulse.model.compare import Comparison, Correction, MismatchPolicy, RunInfo
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
 from ragpulse.reporting.compare import compare
@@ -84,16 +84,29 @@ class JobController(Controller):
             "unanswerable_hallucination_rate. Other metrics are described, not tested."))] = None,
         correction: Annotated[Correction, Parameter(description=(
             "How the family's p-values are adjusted: holm (family-wise error <= 0.05) or none."))] = "holm",
+        dataset_mismatch: Annotated[MismatchPolicy, Parameter(description=(
+            "What to do when the two jobs ran different dataset versions or different items: warn (answer, with "
+            "dataset_mismatch and a warning naming both versions and the items matched) or refuse (409 naming "
+            "query.baseline)."))] = "warn",
     ) -> Comparison:
         """Paired deltas with bootstrap intervals, the traces that got worse, slices by question type and source, and
         the oracle gap or RAG lift when the baseline is such a run. Only the tested family gets a decision (McNemar's
         exact test for proportions, a paired sign-flip permutation test for means, p-values adjusted over the
         family): the same decision `ragpulse gate` makes.
 
-        404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed; 422
-        naming `query.metrics` for an unknown metric key."""
-        return compare_jobs(call.services, call.tenant, job_id, baseline, threshold=threshold, metrics=metrics,
-                            correction=correction)
+        When the two ran different dataset versions (or different items of one), the answer says so in
+        `dataset_mismatch` and `warnings`, naming both versions and how many items matched; with
+        `dataset_mismatch=refuse` that is a 409 instead.
+
+        404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed, or
+        naming `query.baseline` for a refused dataset mismatch; 422 naming `query.metrics` for an unknown metric
+        key."""
+        comparison = compare_jobs(call.services, call.tenant, job_id, baseline, threshold=threshold,
+                                  metrics=metrics, correction=correction)
+        if dataset_mismatch == "refuse" and comparison.dataset_mismatch:
+            raise Conflict(f"the two jobs are not on the same dataset items: {comparison.dataset_mismatch}",
+                           [{"path": "query.baseline", "message": comparison.dataset_mismatch}])
+        return comparison
 
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job",
          responses={202: ResponseSpec(ReportPending, description="The job is still running; poll again."),
@@ -177,7 +190,7 @@ def _targets(store: Store, job_id: str, tenant: str) -> list[str]:
 
 
 def _run_info(job: JobView) -> RunInfo:
-    return RunInfo(job_id=job.job_id, run=job.run, variant=job.variant)
+    return RunInfo(job_id=job.job_id, run=job.run, variant=job.variant, dataset=job.dataset)
 
 
 def _pending(store: Store, job_id: str, tenant: str) -> ReportPending:

@@ -17,6 +17,8 @@ from litestar.openapi.spec import (
 
 from ragpulse.metrics.registry import metric_key_pattern
 from ragpulse.model.calibration import CalibrationRequest
+from ragpulse.model.dataset import DatasetVersionPost
+from ragpulse.model.generation import GenerateRequest, RetrievalFilterPost
 from ragpulse.model.labels import LabelRequest
 from ragpulse.model.results import Accepted
 from ragpulse.monitoring.sampling import PolicyUpdate
@@ -31,7 +33,9 @@ BEARER = "bearerAuth"
 
 BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/traces", "post"): TracesPost,
           ("/v1/calibrations", "post"): CalibrationRequest, ("/v1/labels", "post"): LabelRequest,
-          ("/v1/apps/{app}/policy", "put"): PolicyUpdate}
+          ("/v1/apps/{app}/policy", "put"): PolicyUpdate, ("/v1/datasets/{name}/versions", "post"): DatasetVersionPost,
+          ("/v1/datasets/{name}/generate", "post"): GenerateRequest,
+          ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): RetrievalFilterPost}
 """Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
 ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
@@ -54,6 +58,14 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/apps/{app}/policy", "get"): (400, 401, 503),
     ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 415, 422, 503),
     ("/v1/monitor/{app}", "get"): (400, 401, 503),
+    ("/v1/datasets", "get"): (400, 401, 503),
+    ("/v1/datasets/{name}/versions", "post"): (400, 401, 409, 413, 415, 422, 503),
+    ("/v1/datasets/{name}/versions", "get"): (400, 401, 404, 503),
+    ("/v1/datasets/{name}/versions/{version}", "get"): (400, 401, 404, 503),
+    ("/v1/datasets/{name}/generate", "post"): (400, 401, 413, 415, 422, 503),
+    ("/v1/datasets/{name}/generations/{job_id}", "get"): (400, 401, 404, 503),
+    ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): (400, 401, 404, 409, 413, 415, 422, 503),
+    ("/v1/datasets/{name}/versions/{version}/publish", "post"): (400, 401, 404, 503),
     ("/healthz", "get"): (),
     ("/readyz", "get"): (503,),
     ("/metrics", "get"): (401,),
@@ -80,7 +92,9 @@ _WHY_HERE = {
     ("/v1/jobs/{job_id}/retry", "post", 409): "The job is still queued or running; retry it once it has ended "
                                               "(`errors` names `path.job_id`).",
     ("/v1/jobs/{job_id}/compare", "get", 409): "The job or the baseline is still queued or running, or failed "
-                                                "(`errors` names `path.job_id` or `query.baseline`).",
+                                                "(`errors` names `path.job_id` or `query.baseline`); or, with "
+                                                "dataset_mismatch=refuse, the two ran different dataset versions "
+                                                "or items (`errors` names `query.baseline`).",
     ("/v1/otlp/v1/traces", "post", 400): "The body is not an OTLP ExportTraceServiceRequest in the encoding its "
                                           "Content-Type names.",
     ("/v1/otlp/v1/traces", "post", 415): "Send `application/x-protobuf` or `application/json` (OTLP/HTTP).",
@@ -103,6 +117,26 @@ _WHY_HERE = {
                                  "judge verdict (`errors` names `$.trace_id`).",
     ("/v1/labels", "get", 404): "The trace has no label and is not this tenant's (or has expired).",
     ("/v1/traces", "post", 422): POST_422,
+    ("/v1/datasets/{name}/versions", "post", 409): "The tenant's dataset storage is full (RAGPULSE_DATASETS_PER_TENANT, "
+                                                   "RAGPULSE_DATASET_VERSIONS_MAX or RAGPULSE_DATASET_ITEMS_PER_TENANT); "
+                                                   "`errors` names `path.name` or `$.items`.",
+    ("/v1/datasets/{name}/versions", "get", 404): "The tenant has no dataset of this name (another tenant's are not "
+                                                  "found either).",
+    ("/v1/datasets/{name}/generate", "post", 422): "The body breaks the schema (`errors` lists every failing path), "
+                                                   "or the judge cannot write questions: generation needs an LLM "
+                                                   "judge (anthropic or openai) configured on the service (`errors` "
+                                                   "names `$.judge`).",
+    ("/v1/datasets/{name}/generations/{job_id}", "get", 404): "No generation job with this id for this dataset and "
+                                                               "tenant, or it has expired (RAGPULSE_RESULT_TTL_SECONDS).",
+    ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post", 404): "The tenant has no such dataset or "
+                                                                               "version.",
+    ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post", 409): "The version is published: the filter "
+                                                                               "applies to drafts (`errors` names "
+                                                                               "`path.version`), or the tenant's "
+                                                                               "dataset storage is full.",
+    ("/v1/datasets/{name}/versions/{version}/publish", "post", 404): "The tenant has no such dataset or version.",
+    ("/v1/datasets/{name}/versions/{version}", "get", 404): "The tenant has no such dataset or version (another "
+                                                            "tenant's are not found either).",
     ("/v1/batches", "post", 422): POST_422,
     ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, an invalid app name, or the tenant already has the "
                                            "maximum number of app policies.",
@@ -157,7 +191,7 @@ def document_bodies(app: Litestar, schemas: dict[str, Any]) -> None:
     refs, found = msgspec.json.schema_components(list(BODIES.values()), ref_template=_REF)
     _add_date_time_formats(found, BODIES.values())
     # Trace.__post_init__ refuses both label kinds at once; say so, or a schema-valid trace would get a 422.
-    for trace in ("Trace", "PostedTrace"):
+    for trace in ("Trace", "PostedTrace", "DatasetItem"):
         found[trace]["not"] = {"required": ["gold_doc_ids", "relevance"],
                                "properties": {"gold_doc_ids": {"type": "array"}, "relevance": {"type": "object"}}}
     # BatchOptions.targets takes metric keys of the registry only (a cutoff must also be in `k`, which no schema says).

@@ -18,6 +18,7 @@ import re
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,13 +127,18 @@ class FakeAnthropic(JudgeFake):
         self.window_seconds = window_seconds
         self.admitted: deque[float] = deque()
         self.rejected = 0
+        self.tool_answers: dict[str, Callable[[str], dict[str, Any] | Fault]] = {}
+        """Tool name -> the answer to a request forcing that tool (other than record_verdicts): from the user
+        message, the tool input, or a Fault to send instead (synthetic generation's write, closed-book and verify
+        calls)."""
 
     def respond(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any]]:
         """Status, headers and JSON body for one Messages API request."""
         with self.lock:
             self.requests.append({"body": body, "headers": headers, "at": time.monotonic()})
         first = body["messages"][0]["content"]
-        fault = self.scripted.next(parse_user_message(first).get("question")) or Fault()
+        tool = (body.get("tool_choice") or {}).get("name", "record_verdicts")
+        fault = self.scripted.next(parse_user_message(first).get("question")) or self._tool_answer(tool, first)
         request_id = f"req_{uuid.uuid4().hex[:20]}"
         wait = self._over_limit()
         if wait is not None:
@@ -153,12 +159,21 @@ class FakeAnthropic(JudgeFake):
         tool_input = fault.tool_input if fault.tool_input is not None else literal_verdicts(parse_user_message(first))
         message = {
             "id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant", "model": self.model,
-            "content": [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": "record_verdicts",
+            "content": [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:20]}", "name": tool,
                          "input": tool_input}],
             "stop_reason": fault.stop_reason, "stop_sequence": None,
             "usage": {**self._input_usage(body), "output_tokens": len(json.dumps(tool_input)) // 4},
         }
         return 200, {"request-id": request_id}, message
+
+    def _tool_answer(self, tool: str, user_message: str) -> Fault:
+        """The scripted answer of a task tool, as a Fault (its tool input, or the fault to send); none scripted: the
+        default verdicts."""
+        answer = self.tool_answers.get(tool)
+        if answer is None:
+            return Fault()
+        made = answer(user_message)
+        return made if isinstance(made, Fault) else Fault(tool_input=made)
 
     def _input_usage(self, body: dict[str, Any]) -> dict[str, int]:
         """input_tokens, plus cache fields when the request marks a cacheable prefix (a creation, then reads)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,9 @@ class FakeOpenAI(JudgeFake):
         self.model = model
         self.supports_tools = supports_tools
         self.base_url = f"{self.url}/v1"
+        self.tool_answers: dict[str, Callable[[str], dict[str, Any] | Fault]] = {}
+        """Tool (or response_format schema) name -> the answer to a request for it other than record_verdicts: from
+        the user message, the structured output, or a Fault to send instead (synthetic generation's calls)."""
 
     def respond(self, path: str, body: dict[str, Any], headers: dict[str, str]
                 ) -> tuple[int, dict[str, str], dict[str, Any]]:
@@ -58,7 +62,7 @@ class FakeOpenAI(JudgeFake):
         if "tools" in body and not self.supports_tools:
             return 400, {"x-request-id": request_id}, _error(400, TOOLS_UNSUPPORTED, param="tools")
         first = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        fault = self.scripted.next(parse_user_message(first).get("question")) or Fault()
+        fault = self.scripted.next(parse_user_message(first).get("question")) or self._tool_answer(body, first)
         if fault.status != 200:
             return fault.status, {"x-request-id": request_id, **fault.headers}, _error(fault.status)
         if fault.body is not None:
@@ -77,6 +81,17 @@ class FakeOpenAI(JudgeFake):
                       "total_tokens": (len(json.dumps(body)) + len(text)) // 4},
         }
         return 200, {"x-request-id": request_id}, completion
+
+
+    def _tool_answer(self, body: dict[str, Any], user_message: str) -> Fault:
+        """The scripted answer for the tool or schema the request names, as a Fault; none scripted: the default."""
+        named = (body.get("tool_choice") or {}).get("function", {}).get("name") or \
+            (body.get("response_format") or {}).get("json_schema", {}).get("name")
+        answer = self.tool_answers.get(named or "")
+        if answer is None:
+            return Fault()
+        made = answer(user_message)
+        return made if isinstance(made, Fault) else Fault(tool_input=made)
 
 
 def _error(status: int, message: str | None = None, param: str | None = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ragpulse.reporting.build import build_report
 from ragpulse.evaluation.chunk import open_chunk, run_chunk
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
+from ragpulse.generation.job import mark_failed as mark_generation_failed, run_job as run_generation
 
 log = logging.getLogger("ragpulse.worker")
 
@@ -50,7 +51,7 @@ def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
 def finalize(store: Store, job_id: str) -> None:
     """Build and store the report, move the job to its terminal status (a failed job stays failed), count it."""
     record = store.jobs.get(job_id)
-    report = build_report(job_id, record.options, store.results.all(job_id))
+    report = build_report(job_id, record.options, store.results.all(job_id), record.dataset)
     store.results.save_report(job_id, msgspec.json.encode(report))
     if store.jobs.failure(job_id) is None:
         store.jobs.finish(job_id, "finished_with_errors" if report.counts.failed else "finished")
@@ -115,3 +116,13 @@ def chunk_failed(job, connection, exc_type, exc_value, traceback) -> None:  # no
             store.results.record(job_id, failed_result(trace, offset + i, error))
     if store.chunks.complete(job_id, chunk):
         finalize(store, job_id)
+
+
+def generate_dataset(job_id: str) -> str:
+    """Run one synthetic dataset generation job (ragpulse.generation.job); answers its final status."""
+    return run_generation(get_current_job().connection, settings(), job_id).view.status
+
+
+def generation_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's signature
+    """RQ failure callback: the generation job crashed, so its record says failed with the reason."""
+    mark_generation_failed(connection, settings(), job.args[0], f"generation failed: {exc_type.__name__}: {exc_value}")

@@ -278,6 +278,25 @@ SAMPLE_RATE = 1.0
 MAX_APPS_PER_TENANT = 100
 """Stored sampling policies per tenant, which bounds Redis growth."""
 
+DATASETS_PER_TENANT = 100
+"""Datasets a tenant may hold. Datasets persist (no TTL), so this and the two below bound their Redis growth."""
+
+DATASET_VERSIONS_MAX = 100
+"""Versions one dataset may hold; a push beyond it is 409 (versions are immutable and never dropped silently)."""
+
+DATASET_ITEMS_PER_TENANT = 1_000_000
+"""Items all a tenant's dataset versions may hold together (an unchanged item pushed again in a new version counts
+again: versions are stored whole)."""
+
+DATASET_ITEMS_PAGE_DEFAULT = 100
+"""Items per page of GET /v1/datasets/{name}/versions/{version} when `limit` is not given."""
+
+DATASET_ITEMS_PAGE_MAX = 1000
+"""The largest `limit` GET /v1/datasets/{name}/versions/{version} accepts."""
+
+MAX_ITEMS_PER_VERSION = 100_000
+"""The most items one dataset version holds (bounded like a batch's traces)."""
+
 CALLBACK_RETRY_SECONDS = (5, 30, 120, 600, 1800)
 """Waits before each retry of a failed callback delivery."""
 
@@ -419,3 +438,31 @@ little over 1 MB/s. Bounds how long a slow (or malicious) client holds a body bu
 COUNTED_WRITE_MARKER_SECONDS = 3600
 """Lifetime of the marker of an applied write of judge calls (keys.counted_write): longer than any worker holds a
 write it could not confirm (twice RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS at most; a longer budget lengthens it)."""
+
+GENERATION_MAX_CHUNKS = 2000
+"""Most corpus chunks one POST /v1/datasets/{name}/generate may send."""
+
+GENERATION_MAX_CHUNK_CHARS = 20_000
+"""Longest corpus chunk text generation accepts (as the judge's longest document)."""
+
+GENERATION_MAX_CANDIDATES = 1000
+"""Most candidate questions one generation job writes (each costs two or three LLM calls)."""
+
+GENERATION_TEST_FRACTION = 0.2
+"""Share of kept generated items assigned to the frozen `test` split (by a hash of the item id)."""
+
+GENERATION_REVIEW_SAMPLE = 20
+"""Kept generated items listed for human review before the draft is published (a deterministic sample)."""
+
+GENERATION_NEAR_DUPLICATE = 0.8
+"""Token Jaccard similarity at or above which two generated questions are near-duplicates (a heuristic)."""
+
+GENERATION_RELATED_OVERLAP = 0.2
+"""Content-token Jaccard similarity at or above which two chunks of different documents are related enough for a
+multi-hop question (a heuristic; adjacent chunks of one document are always related)."""
+
+GENERATION_JOB_TIMEOUT_SECONDS = 3600
+"""Longest a generation job may run before RQ kills it (it is then recorded failed)."""
+
+RETRIEVAL_FILTER_K = 5
+"""An item's source chunks must be in its retriever's top this-many, else it is set aside as retrieval-unanswerable."""

@@ -236,3 +236,47 @@ def counted_write(write_id: str) -> str:
     """String: the marker of one applied write of counted judge calls (evaluation.calls.CallObserver), so the same
     write sent again applies nothing; expires after defaults.COUNTED_WRITE_MARKER_SECONDS."""
     return f"{PREFIX}:counted:{write_id}"
+
+
+# Datasets are user data meant to persist: their keys carry no TTL. They are bounded instead, per tenant, by
+# settings.datasets_per_tenant, settings.dataset_versions_max and settings.dataset_items_per_tenant (store.datasets).
+# Names match model.dataset.DATASET_NAME_PATTERN (no ':'); the tenant is length-prefixed.
+
+def datasets(tenant: str) -> str:
+    """Hash: dataset name -> its latest version number (the counter a push increments, in a WATCHed transaction).
+    At most settings.datasets_per_tenant fields; no TTL (datasets persist)."""
+    return f"{PREFIX}:datasets:{len(tenant)}:{tenant}"
+
+
+def dataset_items_held(tenant: str) -> str:
+    """String: how many items all the tenant's dataset versions hold together, at most
+    settings.dataset_items_per_tenant; no TTL (datasets persist)."""
+    return f"{PREFIX}:datasets-items:{len(tenant)}:{tenant}"
+
+
+def dataset_version(tenant: str, name: str, version: int) -> str:
+    """String: msgpack DatasetVersion (name, number, content hash, status, counts); written once with its items,
+    only its status changes after (draft -> published). No TTL; at most settings.dataset_versions_max per dataset."""
+    return f"{PREFIX}:dataset:{len(tenant)}:{tenant}:{name}:{version}"
+
+
+def dataset_items(tenant: str, name: str, version: int) -> str:
+    """Hash: item_id -> msgpack DatasetItem of one version, for lookup by id; written once, never changed."""
+    return f"{PREFIX}:dataset:{len(tenant)}:{tenant}:{name}:{version}:items"
+
+
+def dataset_order(tenant: str, name: str, version: int) -> str:
+    """List: the version's item ids in push order, for paginated reading; written once, never changed."""
+    return f"{PREFIX}:dataset:{len(tenant)}:{tenant}:{name}:{version}:order"
+
+
+def generation(job_id: str) -> str:
+    """String: JSON GenerationRecord of a dataset generation job (its tenant, status and outcome); expires with jobs
+    (settings.result_ttl_seconds)."""
+    return f"{PREFIX}:generation:{job_id}"
+
+
+def generation_request(job_id: str) -> str:
+    """String: msgpack GenerateRequest of a generation job (its corpus chunks and mix), read once by the worker and
+    deleted when the job ends; else expires with jobs (settings.result_ttl_seconds)."""
+    return f"{PREFIX}:generation:{job_id}:request"

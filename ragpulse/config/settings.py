@@ -156,6 +156,17 @@ class Settings:
     max_apps_per_tenant: int = defaults.MAX_APPS_PER_TENANT
     """RAGPULSE_MAX_APPS_PER_TENANT: stored sampling policies per tenant (bounds Redis growth)."""
 
+    datasets_per_tenant: int = defaults.DATASETS_PER_TENANT
+    """RAGPULSE_DATASETS_PER_TENANT: datasets a tenant may hold (default 100). Datasets persist without a TTL; this
+    and the two settings below bound them."""
+
+    dataset_versions_max: int = defaults.DATASET_VERSIONS_MAX
+    """RAGPULSE_DATASET_VERSIONS_MAX: versions one dataset may hold (default 100); a push beyond it is 409."""
+
+    dataset_items_per_tenant: int = defaults.DATASET_ITEMS_PER_TENANT
+    """RAGPULSE_DATASET_ITEMS_PER_TENANT: items all of a tenant's dataset versions may hold together (default
+    1,000,000); a push beyond it is 409."""
+
     review_session_ttl_seconds: int = defaults.REVIEW_SESSION_TTL_SECONDS
     """RAGPULSE_REVIEW_SESSION_TTL_SECONDS: how long a review-page login lasts, from login (default 8 hours)."""
 
@@ -324,6 +335,9 @@ class Settings:
             "metrics_token": _secret(env, "RAGPULSE_METRICS_TOKEN"),
             "default_sample_rate": _rate(env, "RAGPULSE_SAMPLE_RATE", cls.default_sample_rate),
             "max_apps_per_tenant": _int(env, "RAGPULSE_MAX_APPS_PER_TENANT", cls.max_apps_per_tenant),
+            "datasets_per_tenant": _int(env, "RAGPULSE_DATASETS_PER_TENANT", cls.datasets_per_tenant),
+            "dataset_versions_max": _int(env, "RAGPULSE_DATASET_VERSIONS_MAX", cls.dataset_versions_max),
+            "dataset_items_per_tenant": _int(env, "RAGPULSE_DATASET_ITEMS_PER_TENANT", cls.dataset_items_per_tenant),
             "review_session_ttl_seconds": _int(env, "RAGPULSE_REVIEW_SESSION_TTL_SECONDS",
                                                cls.review_session_ttl_seconds),
             "review_max_sessions": _int(env, "RAGPULSE_REVIEW_MAX_SESSIONS", cls.review_max_sessions),

@@ -92,6 +92,7 @@ def skipped_result(trace: Trace, index: int, reason: str, options: BatchOptions,
 def _identity(trace: Trace, index: int) -> dict[str, Any]:
     return {"trace_id": trace.trace_id or str(index), "index": index, "app": trace.app,
             "question_type": trace.question_type, "source": trace.source, "answerable": trace.answerable,
+            "item_id": trace.item_id, "split": trace.split,
             "query_hash": None if trace.trace_id else query_hash(trace.query), "pipeline": pipeline_figures(trace)}
 
 

@@ -56,6 +56,9 @@ def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
                 detail=f"tested against the baseline ({comparison.correction} correction over "
                        f"{len(comparison.family)}, alpha {comparison.alpha:g}): {', '.join(comparison.family)}; "
                        "every other metric is described in the comparison, not tested")]
+    if comparison.dataset_mismatch:
+        rows.append(Row(metric="dataset", value=None, interval=None, threshold="same dataset items", verdict="info",
+                        detail=f"MISMATCH (warned, not refused): {comparison.dataset_mismatch}"))
     rows += [_family_row(key, delta, comparison, config.baseline.fail_on_regression)
              for key, delta in {**comparison.retrieval, **comparison.generation}.items() if delta.tested]
     for name, gap in (("oracle_gap", comparison.oracle_gap), ("rag_lift", comparison.rag_lift)):

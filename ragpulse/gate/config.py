@@ -15,6 +15,7 @@
     metrics = ["recall@5", "mrr"] # tested for a regression beside the thresholded metrics (default: DEFAULT_REGRESSION_FAMILY)
     correction = "holm"           # p-values adjusted over that family ("none": each metric alone)
     regression_threshold = 0.2    # a trace's recall@k / nDCG@k drop listed as a regression
+    dataset_mismatch = "refuse"   # runs on different dataset versions or items: exit 2 ("warn": a row, and go on)
     ignore = ["precision@10"]     # metrics left out of the tested family
 
 Without a `[thresholds]` table the documented defaults apply (DEFAULT_THRESHOLDS); with one, exactly its entries.
@@ -31,7 +32,7 @@ from msgspec import Meta
 
 from ragpulse.config import defaults
 from ragpulse.exceptions import GateConfigError
-from ragpulse.model.compare import Correction
+from ragpulse.model.compare import Correction, MismatchPolicy
 from ragpulse.model.metric_keys import did_you_mean, is_metric_key
 from ragpulse.model.trace import Base, BatchOptions, RunName, Variant
 from ragpulse.reporting.security_section import RATES
@@ -92,6 +93,10 @@ class BaselineRules(Base):
     """`options.run` of the job a `--baseline-file` is evaluated as (its other options are the candidate's)."""
     variant: Variant = "rag"
     """`options.variant` of that job: `oracle` or `no_rag` makes the comparison name the oracle gap or RAG lift."""
+    dataset_mismatch: MismatchPolicy = "refuse"
+    """When the candidate and the baseline ran different dataset versions (by content hash), or different items of
+    one: `refuse` exits 2 naming both versions and the items matched, with no verdict; `warn` says so in a row of the
+    table and on stderr, and rules on the matched items."""
 
 
 class GateConfig(Base):

@@ -12,7 +12,8 @@ MARKS = {"pass": "PASS", "fail": "FAIL", "no_data": "NO DATA", "info": "info"}
 
 def table(rows: Sequence[Row]) -> str:
     """metric, value, interval, threshold, p and adjusted p (baseline rows), verdict: one line per row; a baseline
-    row's explanation (the test, the family, why a change is not significant) on an indented line under it."""
+    row's explanation (the test, the family, why a change is not significant; a dataset mismatch) on an indented line
+    under it."""
     width = max([len(r.metric) for r in rows] + [6]) + 2
     lines = [f"{'metric':<{width}}{'value':>8}  {'95% CI':<18}{'threshold':<27}{'p':>8}{'p adj':>8}  verdict"]
     for row in rows:
@@ -21,7 +22,7 @@ def table(rows: Sequence[Row]) -> str:
         p_value, p_adjusted = (_p(row.p_value), _p(row.p_adjusted))
         lines.append(f"{row.metric:<{width}}{value:>8}  {interval:<18}{row.threshold:<27}{p_value:>8}{p_adjusted:>8}"
                      f"  {MARKS[row.verdict]}")
-        if row.p_value is not None or row.metric == "regression family":
+        if row.p_value is not None or row.metric in ("regression family", "dataset"):
             lines.append(f"{'':<{width}}  {row.detail}")
     return "\n".join(lines)
 

@@ -18,9 +18,11 @@ from ragpulse.exceptions import InputError, InvalidBody, MalformedBody, TooLarge
 from ragpulse.intake.duplicates import repeated_keys, step
 from ragpulse.intake.validate import MAX_ERRORS, collect_errors, split_message
 from ragpulse.intake.whole import whole_floats_as_ints
+from ragpulse.model.dataset import BoundBatchRequest
 from ragpulse.model.trace import BatchRequest, Trace, TracesPost
 
 _batch_decoder = msgspec.json.Decoder(BatchRequest)
+_bound_decoder = msgspec.json.Decoder(BoundBatchRequest)
 _post_decoder = msgspec.json.Decoder(TracesPost)
 _any_decoder = msgspec.json.Decoder()
 T = TypeVar("T")
@@ -38,7 +40,29 @@ def decode_batch(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_BATCH) -
     walked against the schema (`validate.collect_errors`), so the 422 lists every failing trace index and field
     path rather than the first one msgspec stops at.
     """
+    if _names_dataset(body):
+        return _decode_traces(body, _bound_decoder, BoundBatchRequest, max_traces, "batch")
     return _decode_traces(body, _batch_decoder, BatchRequest, max_traces, "batch")
+
+
+class _Head(msgspec.Struct):
+    """Just a batch's `dataset`, read past everything else (unknown fields allowed)."""
+
+    dataset: Any = None
+
+
+_head_decoder = msgspec.json.Decoder(_Head)
+
+
+def _names_dataset(body: bytes) -> bool:
+    """True when the batch names a `dataset`: then its traces may leave `query` out for an `item_id`. The substring
+    test keeps the extra read off every batch that does not; a body that cannot be read is left to the full decode."""
+    if b'"dataset"' not in body:
+        return False
+    try:
+        return _head_decoder.decode(body).dataset is not None
+    except (msgspec.DecodeError, RecursionError):
+        return False
 
 
 def decode_post(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_POST) -> TracesPost:
@@ -60,7 +84,7 @@ def _decode_traces(body: bytes, decoder: msgspec.json.Decoder, type_: type[T], m
         raise TooLarge(f"{noun} holds {len(traces)} traces; the limit is {max_traces}",
                        [{"path": "$.traces", "message": f"at most {max_traces} traces per {noun}"}])
     _check_repeated_keys(body, type_)
-    _check_traces(traces)
+    _check_traces(traces, bound=type_ is BoundBatchRequest)
     for trace in traces:
         if trace.trace_id is None:
             trace.trace_id = uuid.uuid4().hex
@@ -129,8 +153,13 @@ def _invalid(body: bytes, type_: type, first: msgspec.ValidationError, detail: s
     return InvalidBody(detail, errors, errors_truncated=found.truncated)
 
 
-def _check_traces(traces: list[Trace]) -> None:
-    """422 when a trace_id repeats within the batch, or a `metadata` value cannot be stored (_check_metadata)."""
+def _check_traces(traces: list[Trace], bound: bool = False) -> None:
+    """422 when a trace_id repeats within the batch, a `metadata` value cannot be stored (_check_metadata), or a
+    trace names a dataset item outside a batch bound to a dataset (or, inside one, names neither item nor query)."""
+    items = _check_items(traces, bound)
+    if items:
+        raise _bounded(InvalidBody, "item_id names an item of the batch's `dataset`; a trace without one needs its "
+                                    "query", items)
     seen: dict[str, int] = {}
     repeated: list[dict[str, str]] = []
     unstorable: list[dict[str, str]] = []
@@ -152,6 +181,15 @@ def _check_traces(traces: list[Trace]) -> None:
             [f"metadata must hold integers of at most 64 bits, nested at most {MAX_METADATA_DEPTH} levels"]
             if unstorable else [])
         raise _bounded(InvalidBody, "; ".join(reasons), repeated + unstorable)
+
+
+def _check_items(traces: list[Trace], bound: bool) -> list[dict[str, str]]:
+    if bound:
+        return [_error(f"$.traces[{i}].query", "required: the trace names no item_id to take it from")
+                for i, trace in enumerate(traces) if not trace.query and trace.item_id is None]
+    return [_error(f"$.traces[{i}].item_id", "names a dataset item, but the batch names no `dataset` (only a batch "
+                                             "bound to a dataset takes item_id)")
+            for i, trace in enumerate(traces) if trace.item_id is not None]
 
 
 def _check_metadata(value: dict[str, Any], path: str, errors: list[dict[str, str]]) -> None:

@@ -15,11 +15,10 @@ import anthropic
 
 from ragpulse.exceptions import JudgeNotConfigured
 from ragpulse.judges.headers import pause_from_headers
-from ragpulse.judges.prompt import (
-    EXAMPLES, SYSTEM, TOOL, TOOL_NAME, min_cacheable_tokens, prefix_cacheable, repair_message, user_message,
-)
+from ragpulse.judges.prompt import CHARS_PER_TOKEN, JUDGE_TASK, TOOL, min_cacheable_tokens, user_message
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
+from ragpulse.judges.task import ToolTask
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import JudgeObserver
 
@@ -35,7 +34,7 @@ _NOT_STRICT: set[tuple[str, str]] = set()
 it): they get the same tool without it, validated in code as before."""
 
 
-def system_blocks(model: str) -> list[dict[str, Any]]:
+def system_blocks(model: str, task: ToolTask = JUDGE_TASK) -> list[dict[str, Any]]:
     """The system prompt and the few-shot examples as two text blocks, the last marked `cache_control` when the fixed
     prefix can be cached for `model`.
 
@@ -44,10 +43,10 @@ def system_blocks(model: str) -> list[dict[str, Any]]:
     bills the tokens as plain input, so a marker there would only suggest savings that cannot happen. The estimate is
     chars / 3.5, an over-estimate, so near the minimum the marker may still be a no-op; it never costs extra.
     """
-    examples: dict[str, Any] = {"type": "text", "text": EXAMPLES}
-    if prefix_cacheable(model):
+    examples: dict[str, Any] = {"type": "text", "text": task.examples}
+    if task.fixed_chars / CHARS_PER_TOKEN >= min_cacheable_tokens(model):
         examples["cache_control"] = {"type": "ephemeral"}
-    return [{"type": "text", "text": SYSTEM}, examples]
+    return [{"type": "text", "text": task.system}, examples]
 
 
 class AnthropicProvider:
@@ -57,9 +56,10 @@ class AnthropicProvider:
     api_error = anthropic.APIError
 
     def __init__(self, client: anthropic.AsyncAnthropic, model: str, max_tokens: int,
-                 temperature: float | None) -> None:
-        self.client, self.model, self.max_tokens = client, model, max_tokens
-        self._system = system_blocks(model)
+                 temperature: float | None, task: ToolTask = JUDGE_TASK) -> None:
+        self.client, self.model, self.max_tokens, self.task = client, model, max_tokens, task
+        self._system = system_blocks(model, task)
+        self._tools = (task.tool, {**task.tool, "strict": True})
         # This SDK generation no longer types `temperature`; it still reaches the API through the request body.
         self._extra_body = {"temperature": temperature} if temperature is not None else None
 
@@ -81,13 +81,13 @@ class AnthropicProvider:
         message = await raw.parse()
         if (what := not_a_message(message)) is not None:
             raise not_the_answer("Messages API", "RAGPULSE_JUDGE_BASE_URL", await raw.text(), raw.headers, what)
-        return _reply(message, raw.headers, self.model)
+        return _reply(message, raw.headers, self.model, self.task.name)
 
     async def _create(self, turns: list[dict[str, Any]], strict: bool) -> Any:
         try:
             return await self.client.messages.with_raw_response.create(
                 model=self.model, max_tokens=self.max_tokens, system=self._system,
-                tools=[STRICT_TOOL if strict else TOOL], tool_choice={"type": "tool", "name": TOOL_NAME},
+                tools=[self._tools[strict]], tool_choice={"type": "tool", "name": self.task.name},
                 messages=turns, extra_body=self._extra_body,
             )
         except TypeError as exc:  # how this SDK says that no API key or token is configured at all
@@ -101,12 +101,12 @@ class AnthropicProvider:
         block = next((b for b in message.content if b.type == "tool_use"), None)
         if block is None:
             return [{"role": "assistant", "content": [b.model_dump() for b in message.content] or "(empty)"},
-                    {"role": "user", "content": repair_message(problem)}]
+                    {"role": "user", "content": self.task.repair_message(problem)}]
         return [
             {"role": "assistant", "content": [{"type": "tool_use", "id": block.id, "name": block.name,
                                                "input": block.input}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id, "is_error": True,
-                                          "content": repair_message(problem)}]},
+                                          "content": self.task.repair_message(problem)}]},
         ]
 
     def failure(self, exc: Exception) -> Failure:
@@ -148,14 +148,14 @@ def not_a_message(message: object) -> str | None:
     return None
 
 
-def _reply(message: anthropic.types.Message, headers: Mapping[str, str], model: str) -> Reply:
-    block = next((b for b in message.content if b.type == "tool_use" and b.name == TOOL_NAME), None)
+def _reply(message: anthropic.types.Message, headers: Mapping[str, str], model: str, tool_name: str) -> Reply:
+    block = next((b for b in message.content if b.type == "tool_use" and b.name == tool_name), None)
     tool_input = next((b.input for b in message.content if b.type == "tool_use"), None)
     problem = None
     if message.stop_reason == "max_tokens":
         problem = "the output was truncated at max_tokens"
     elif block is None:
-        problem = f"no {TOOL_NAME} tool call in the response"
+        problem = f"no {tool_name} tool call in the response"
     usage = message.usage
     return Reply(
         output=block.input if block is not None else None, problem=problem,

@@ -18,9 +18,14 @@ if TYPE_CHECKING:
     from ragpulse.model.verdicts import Judge, JudgeCall, JudgeObserver, Judgment
     from ragpulse.judges.ratelimit import JudgeLimiter
     from ragpulse.config.settings import Settings
+    from ragpulse.judges.structured import StructuredJudge
+    from ragpulse.judges.task import ToolTask
 
 JudgeFactory = Callable[["Settings", "JudgeObserver | None"], "Judge"]
 """Builds a judge from settings, inside the event loop that will use it."""
+TaskFactory = Callable[["Settings", "ToolTask", str, "JudgeObserver | None"], "StructuredJudge"]
+"""Builds an LLM client for another structured task (its tool, prompt and prompt version) on the judge's provider,
+model, rate limiter and retries, inside the event loop that will use it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +54,10 @@ class JudgeKind:
     factory: JudgeFactory | None
     """Builds the judge; None for `none`, which judges nothing."""
 
+    tasks: TaskFactory | None = None
+    """Builds an LLM client for other structured tasks (synthetic dataset generation); None for judges that are not
+    LLMs."""
+
     model: Callable[[Settings], str | None] = lambda settings: None
     """The model it judges with under these settings (what a dry run prices and self-evaluation compares)."""
 
@@ -60,17 +69,52 @@ class JudgeKind:
 
 
 def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
-    import anthropic  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
-
     from ragpulse.judges.anthropic_judge import AnthropicJudge, RetryPolicy  # noqa: PLC0415
+
+    return AnthropicJudge(_anthropic_client(settings), settings.judge_model, settings.judge_max_tokens,
+                          settings.judge_temperature, limiter=_limiter(settings, settings.judge_model),
+                          retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer)
+
+
+def _anthropic_client(settings: Settings):  # noqa: ANN202 - anthropic is imported lazily
+    import anthropic  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
 
     # api_key and base_url fall back to the SDK's own ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL. The SDK's own
     # retries are off: the judge retries itself so that a 429 can pause every worker through Redis.
-    client = anthropic.AsyncAnthropic(base_url=settings.judge_base_url, timeout=settings.judge_timeout_seconds,
-                                      max_retries=0)
-    return AnthropicJudge(client, settings.judge_model, settings.judge_max_tokens, settings.judge_temperature,
-                          limiter=_limiter(settings, settings.judge_model),
-                          retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer)
+    return anthropic.AsyncAnthropic(base_url=settings.judge_base_url, timeout=settings.judge_timeout_seconds,
+                                    max_retries=0)
+
+
+def _anthropic_tasks(settings: Settings, task: ToolTask, prompt_version: str,
+                     observer: JudgeObserver | None) -> StructuredJudge:
+    from ragpulse.judges.anthropic_judge import AnthropicProvider  # noqa: PLC0415
+    from ragpulse.judges.structured import RetryPolicy, StructuredJudge  # noqa: PLC0415
+
+    model = settings.judge_model
+    provider = AnthropicProvider(_anthropic_client(settings), model, settings.judge_max_tokens,
+                                 settings.judge_temperature, task)
+    return StructuredJudge(provider, model, settings.judge_max_tokens, limiter=_limiter(settings, model),
+                           retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer,
+                           prompt_version=prompt_version)
+
+
+def _openai_tasks(settings: Settings, task: ToolTask, prompt_version: str,
+                  observer: JudgeObserver | None) -> StructuredJudge:
+    import openai  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
+
+    from ragpulse.config.defaults import OPENAI_PLACEHOLDER_API_KEY  # noqa: PLC0415
+    from ragpulse.judges.openai_judge import OpenAIProvider  # noqa: PLC0415
+    from ragpulse.judges.structured import RetryPolicy, StructuredJudge  # noqa: PLC0415
+
+    model = settings.openai_model or ""
+    client = openai.AsyncOpenAI(api_key=settings.openai_api_key or OPENAI_PLACEHOLDER_API_KEY,
+                                base_url=settings.openai_base_url, timeout=settings.judge_timeout_seconds,
+                                max_retries=0)
+    provider = OpenAIProvider(client, model, settings.judge_max_tokens, settings.judge_temperature,
+                              settings.openai_structured, task)  # type: ignore[arg-type]  # checked by Settings
+    return StructuredJudge(provider, model, settings.judge_max_tokens, limiter=_limiter(settings, model),
+                           retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer,
+                           prompt_version=prompt_version)
 
 
 def _openai(settings: Settings, observer: JudgeObserver | None) -> Judge:
@@ -161,11 +205,12 @@ JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
     JudgeKind(name="local", billable=False, remote=False, offline=True, heuristic=True, factory=_local,
               prompt_version=_local_prompt_version),
     JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, prompt_cache=True,
-              factory=_anthropic,
+              factory=_anthropic, tasks=_anthropic_tasks,
               model=lambda settings: settings.judge_model, prompt_version=_llm_prompt_version,
               missing=lambda settings: () if settings.anthropic_credentials else ("ANTHROPIC_API_KEY",)),
     # Billable though often free: a self-hosted model has no price and costs 0 (price_known false in a dry run).
     JudgeKind(name="openai", billable=True, remote=True, offline=False, heuristic=False, factory=_openai,
+              tasks=_openai_tasks,
               model=lambda settings: settings.openai_model, prompt_version=_llm_prompt_version,
               missing=lambda settings: tuple(name for name, value in (
                   ("RAGPULSE_OPENAI_BASE_URL", settings.openai_base_url),
@@ -240,6 +285,25 @@ def model_for(name: str | None, settings: Settings) -> str | None:
 def models(settings: Settings) -> list[str]:
     """Every configured LLM judge model, once each (the `model` label values exposed before their first call)."""
     return list(dict.fromkeys(m for kind in JUDGES.values() if (m := kind.model(settings)) is not None))
+
+
+def writes(name: str | None) -> bool:
+    """True when the judge `name` is an LLM that can take other structured tasks (write synthetic questions)."""
+    return name is not None and JUDGES[name].tasks is not None
+
+
+def writers() -> tuple[str, ...]:
+    """Names of the judges that can write synthetic questions."""
+    return tuple(name for name, kind in JUDGES.items() if kind.tasks is not None)
+
+
+def make_task_client(name: str, settings: Settings, task: ToolTask, prompt_version: str,
+                     observer: JudgeObserver | None = None) -> StructuredJudge:
+    """An LLM client of the judge `name` for `task` (`writes(name)` must hold). Build it inside its event loop."""
+    factory = JUDGES[name].tasks
+    if factory is None:
+        raise ValueError(f"judge {name} cannot take structured tasks")
+    return factory(settings, task, prompt_version, observer)
 
 
 def make_judge(name: str, settings: Settings, observer: JudgeObserver | None = None) -> Judge | None:

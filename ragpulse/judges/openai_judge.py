@@ -19,11 +19,10 @@ from typing import Any, Literal
 import openai
 
 from ragpulse.judges.headers import openai_pause_from_headers
-from ragpulse.judges.prompt import (
-    EXAMPLES, SYSTEM, TOOL, TOOL_NAME, json_repair_message, repair_message, user_message,
-)
+from ragpulse.judges.prompt import EXAMPLES, JUDGE_TASK, SYSTEM, TOOL, TOOL_NAME, user_message
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
+from ragpulse.judges.task import ToolTask
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import JudgeObserver
 
@@ -42,6 +41,22 @@ RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {
     "name": TOOL_NAME, "description": TOOL["description"], "schema": TOOL["input_schema"], "strict": True}}
 """The same schema as a strict response format."""
 
+
+
+def request_parts(task: ToolTask) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The system message, the `tools` mode's arguments and the `json_schema` mode's, for `task` (the judge's are
+    SYSTEM_MESSAGE, TOOLS with TOOL_CHOICE, and RESPONSE_FORMAT)."""
+    tool = task.tool
+    function = {"name": task.name, "description": tool["description"], "parameters": tool["input_schema"],
+                "strict": True}
+    return (f"{task.system}\n\n{task.examples}",
+            {"tools": [{"type": "function", "function": function}],
+             "tool_choice": {"type": "function", "function": {"name": task.name}}},
+            {"response_format": {"type": "json_schema", "json_schema": {
+                "name": task.name, "description": tool["description"], "schema": tool["input_schema"],
+                "strict": True}}})
+
+
 _LEARNED: dict[tuple[str, str], str] = {}
 """(base URL, model) -> the mode `auto` settled on in this process, so the fallback happens once."""
 
@@ -53,8 +68,10 @@ class OpenAIProvider:
     api_error = openai.APIError
 
     def __init__(self, client: openai.AsyncOpenAI, model: str, max_tokens: int, temperature: float | None,
-                 structured: StructuredMode = "auto") -> None:
+                 structured: StructuredMode = "auto", task: ToolTask = JUDGE_TASK) -> None:
         self.client, self.model, self.max_tokens, self.structured = client, model, max_tokens, structured
+        self.task = task
+        self._system, self._tools_mode, self._schema_mode = request_parts(task)
         self._temperature = {"temperature": temperature} if temperature is not None else {}
         self._key = (str(client.base_url), model)
 
@@ -83,17 +100,16 @@ class OpenAIProvider:
         return await self._send(turns, "json_schema")
 
     async def _send(self, turns: list[dict[str, Any]], mode: str) -> Reply:
-        structured: dict[str, Any] = ({"tools": TOOLS, "tool_choice": TOOL_CHOICE} if mode == "tools"
-                                      else {"response_format": RESPONSE_FORMAT})
+        structured = self._tools_mode if mode == "tools" else self._schema_mode
         raw = await self.client.chat.completions.with_raw_response.create(
             model=self.model, max_tokens=self.max_tokens,
-            messages=[{"role": "system", "content": SYSTEM_MESSAGE}, *turns],
+            messages=[{"role": "system", "content": self._system}, *turns],
             **structured, **self._temperature,
         )
         completion = raw.parse()
         if (what := not_a_completion(completion)) is not None:
             raise not_the_answer("chat completions", "RAGPULSE_OPENAI_BASE_URL", raw.text, raw.headers, what)
-        return _reply(completion, raw.headers, self.model)
+        return _reply(completion, raw.headers, self.model, self.task.name)
 
     def repair_turns(self, reply: Reply, problem: str) -> list[dict[str, Any]]:
         """The tool call answered by a tool message, or the reply's content answered by a user message."""
@@ -101,12 +117,12 @@ class OpenAIProvider:
         call = next(iter(message.tool_calls or []), None)
         if call is None:
             return [{"role": "assistant", "content": message.content or "(empty)"},
-                    {"role": "user", "content": json_repair_message(problem)}]
+                    {"role": "user", "content": self.task.json_repair_message(problem)}]
         return [
             {"role": "assistant", "content": None, "tool_calls": [{
                 "id": call.id, "type": "function",
                 "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
-            {"role": "tool", "tool_call_id": call.id, "content": repair_message(problem)},
+            {"role": "tool", "tool_call_id": call.id, "content": self.task.repair_message(problem)},
         ]
 
     def failure(self, exc: Exception) -> Failure:
@@ -166,10 +182,10 @@ def not_a_completion(completion: object) -> str | None:
     return None
 
 
-def _reply(completion: Any, headers: Mapping[str, str], model: str) -> Reply:
+def _reply(completion: Any, headers: Mapping[str, str], model: str, tool_name: str = TOOL_NAME) -> Reply:
     choice = completion.choices[0] if completion.choices else None
     message = choice.message if choice is not None else openai.types.chat.ChatCompletionMessage(role="assistant")
-    output, problem = _structured_output(message)
+    output, problem = _structured_output(message, tool_name)
     if choice is not None and choice.finish_reason == "length":
         problem = TRUNCATED
     usage = completion.usage
@@ -181,18 +197,18 @@ def _reply(completion: Any, headers: Mapping[str, str], model: str) -> Reply:
     )
 
 
-def _structured_output(message: Any) -> tuple[Any, str | None]:
-    """The record_verdicts JSON from the tool call, or from the content when there is no tool call."""
-    call = next((c for c in message.tool_calls or [] if c.function.name == TOOL_NAME), None)
+def _structured_output(message: Any, tool_name: str) -> tuple[Any, str | None]:
+    """The tool's JSON from the tool call, or from the content when there is no tool call."""
+    call = next((c for c in message.tool_calls or [] if c.function.name == tool_name), None)
     if call is None and message.tool_calls:
-        return None, f"no {TOOL_NAME} tool call in the response"
+        return None, f"no {tool_name} tool call in the response"
     text = call.function.arguments if call is not None else message.content
     if not text:
-        return None, f"no {TOOL_NAME} tool call or JSON content in the response"
+        return None, f"no {tool_name} tool call or JSON content in the response"
     try:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
-        return None, f"the {TOOL_NAME} output is not valid JSON ({exc})"
+        return None, f"the {tool_name} output is not valid JSON ({exc})"
 
 
 def _status(exc: Exception) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ragpulse.config import defaults
 from ragpulse.judges.superseded import superseded_by
+from ragpulse.judges.task import ToolTask
 from ragpulse.judges.tool import input_schema
 from ragpulse.model.trace import RetrievedDoc, Trace
 
@@ -141,13 +142,15 @@ def _attributes(doc: RetrievedDoc, rank: int, replaced: dict[str, str | None]) -
     return "".join(f' {key}="{escape(value)}"' for key, value in attributes.items() if value is not None)
 
 
+JUDGE_TASK = ToolTask(SYSTEM, EXAMPLES, TOOL)
+"""The judge's prefix as the providers send it."""
+
+
 def repair_message(problem: str) -> str:
     """Sent once after invalid or truncated tool output."""
-    return (f"Your record_verdicts input was not usable: {problem}. Call record_verdicts again with input that "
-            "matches the schema exactly. Keep reasons and quotes short.")
+    return JUDGE_TASK.repair_message(problem)
 
 
 def json_repair_message(problem: str) -> str:
     """Sent once after invalid or truncated output in JSON-schema mode, where there is no tool to call again."""
-    return (f"Your record_verdicts JSON was not usable: {problem}. Reply again with only the record_verdicts JSON "
-            "object, matching the schema exactly. Keep reasons and quotes short.")
+    return JUDGE_TASK.json_repair_message(problem)

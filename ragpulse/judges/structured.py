@@ -16,7 +16,8 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -37,6 +38,7 @@ RETRIED = frozenset({"rate_limited", "overloaded", "server_error", "timeout", "c
 INVALID_RESPONSE = "invalid_response"
 """Observer status of a 2xx answer that is not the provider API's response (a proxy's page, a wrong base URL). Not
 retried: the same address answers the same page. Billed usage is unknown, so it counts no spend."""
+T = TypeVar("T")
 EXCERPT_CHARS = 80
 """How much of a body that is not the API's answer its trace's error quotes (whitespace collapsed)."""
 
@@ -136,8 +138,10 @@ class StructuredJudge:
     """Judge traces through one provider adapter; every call is kept as an auditable JudgeCall."""
 
     def __init__(self, provider: Provider, model: str, max_tokens: int, limiter: JudgeLimiter | None = None,
-                 retry: RetryPolicy = RetryPolicy(), observer: JudgeObserver | None = None) -> None:
+                 retry: RetryPolicy = RetryPolicy(), observer: JudgeObserver | None = None,
+                 prompt_version: str = PROMPT_VERSION) -> None:
         self.provider = provider
+        self.prompt_version = prompt_version
         self.name = provider.name
         self.model = model
         self.max_tokens = max_tokens
@@ -158,19 +162,25 @@ class StructuredJudge:
 
     async def ajudge(self, trace: Trace) -> Judgment:
         """One structured call; if its output is invalid or truncated, one repair call; then JudgeOutputInvalid."""
+        output, calls = await self.ask(self.provider.first_turns(trace), lambda reply: parse(reply, trace))
+        return Judgment(judge=self.name, model=self.model, prompt_version=PROMPT_VERSION, output=output, calls=calls)
+
+    async def ask(self, turns: list[dict[str, Any]],
+                  check: Callable[[Reply], tuple[T | None, str | None]]) -> tuple[T, list[JudgeCall]]:
+        """One structured call of the provider's task; `check` reads its output or names the problem, which one
+        repair call is asked to fix; then JudgeOutputInvalid. Every call is returned (and raised) as a JudgeCall."""
         if self._not_configured is not None:
             raise JudgeNotConfigured(self._not_configured)
-        turns = self.provider.first_turns(trace)
         calls: list[JudgeCall] = []
         reply = await self._call(turns, calls)
-        output, problem = parse(reply, trace)
+        output, problem = check(reply)
         if problem is not None:
-            turns += self.provider.repair_turns(reply, problem)
+            turns = [*turns, *self.provider.repair_turns(reply, problem)]
             reply = await self._call(turns, calls)
-            output, problem = parse(reply, trace)
+            output, problem = check(reply)
         if problem is not None or output is None:
             raise JudgeOutputInvalid(f"judge output invalid after one repair: {problem}", calls)
-        return Judgment(judge=self.name, model=self.model, prompt_version=PROMPT_VERSION, output=output, calls=calls)
+        return output, calls
 
     async def _call(self, turns: list[dict[str, Any]], calls: list[JudgeCall]) -> Reply:
         raw_input = estimate_input_tokens(len(json.dumps(turns)))
@@ -230,7 +240,7 @@ class StructuredJudge:
                               cache_read_input_tokens=usage.cache_read_input_tokens,
                               cache_creation_input_tokens=usage.cache_creation_input_tokens, reserved=reserved)
         return JudgeCall(
-            judge=self.name, model=reply.model or self.model, prompt_version=PROMPT_VERSION,
+            judge=self.name, model=reply.model or self.model, prompt_version=self.prompt_version,
             raw_output=reply.raw_output, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cache_read_input_tokens=usage.cache_read_input_tokens,
             cache_creation_input_tokens=usage.cache_creation_input_tokens, latency_ms=round(latency * 1000, 1),

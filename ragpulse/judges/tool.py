@@ -85,7 +85,13 @@ def input_schema() -> dict[str, Any]:
     msgspec writes `additionalProperties: false` on every object because JudgeWritten forbids unknown fields.
     Titles (our class names) are dropped: they tell the model nothing the descriptions do not.
     """
-    schema = msgspec.json.schema(RecordVerdicts)
+    return strict_schema(RecordVerdicts)
+
+
+def strict_schema(struct: type) -> dict[str, Any]:
+    """The JSON schema of a msgspec struct as a tool's input_schema in the strict subset (see input_schema): every
+    `$ref` inlined, every property required, defaults and titles dropped."""
+    schema = msgspec.json.schema(struct)
     definitions = schema.pop("$defs", {})
     return _inline(schema, definitions, ())
 

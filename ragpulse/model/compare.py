@@ -8,9 +8,13 @@ from typing import Literal
 import msgspec
 
 from ragpulse.model.agreement import CorrectedRate
+from ragpulse.model.dataset import DatasetBinding
 
 Change = Literal["improved", "regressed", "unchanged", "untested"]
 Correction = Literal["holm", "none"]
+MismatchPolicy = Literal["warn", "refuse"]
+"""What a comparison of runs on different dataset versions (or different items) does: answer with a loud warning,
+or refuse (compare 409, gate exit 2)."""
 
 
 class Struct(msgspec.Struct, kw_only=True):
@@ -23,6 +27,8 @@ class RunInfo(Struct):
     job_id: str
     run: str | None
     variant: str
+    dataset: DatasetBinding | None = None
+    """The dataset version the job ran, if it was bound to one."""
 
 
 class McNemar(Struct):
@@ -153,4 +159,9 @@ class Comparison(Struct):
     """hallucination_rate and unanswerable_hallucination_rate over the matched traces, each side corrected for its
     judge's measured error (the app's human labels of that judge and prompt version); filled by the service."""
     warnings: list[str] = []
-    """Why this comparison may say little (`matched: 0`: the two jobs share no trace); empty when nothing to say."""
+    """Why this comparison may say little (`matched: 0`: the two jobs share no trace; runs on different dataset
+    versions or items); empty when nothing to say."""
+    dataset_mismatch: str | None = None
+    """Set when the two runs are not on the same dataset items: different dataset versions (by content hash), one
+    bound to a dataset and the other not, or the same version with items only one run covered. Names both versions
+    and how many items matched; None when both ran the same items (or neither ran a dataset)."""

@@ -12,21 +12,19 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from ragpulse.model.trace import Base, DocId, Grade, LongText, Query, QuestionType, Source
-
-DATASET_NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$"
-"""1-64 letters, digits, `.`, `_` and `-`, not starting with a dot (a URL path segment, as app names are)."""
-DatasetName = Annotated[str, Meta(pattern=DATASET_NAME_PATTERN, description="Dataset name, e.g. `nimbus-support`.")]
-ItemId = Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$",
-                             description="The item's id, unique within a version; traces name it as `item_id`.")]
+from ragpulse.config import defaults
+# DATASET_NAME_PATTERN, DatasetName, DatasetRef, ItemId, Split and VersionNumber live beside BatchRequest and Trace,
+# which use them, and are re-exported here with the rest of the dataset schema.
+from ragpulse.model.trace import (  # noqa: F401
+    DATASET_NAME_PATTERN, Base, BatchRequest, DatasetName, DatasetRef, DocId, Grade, ItemId, LongText, Query,
+    QuestionType, Source, Split, Trace, VersionNumber,
+)
 ChunkId = Annotated[str, Meta(min_length=1, max_length=512)]
-VersionNumber = Annotated[int, Meta(ge=1, description="A dataset version, numbered from 1 in push order.")]
-Split = Literal["dev", "test"]
-"""`dev` is for tuning; `test` is the frozen portion nobody tunes on, reported apart."""
 VersionStatus = Literal["draft", "published"]
 """A pushed version is `published`; a generated one is a `draft` until its review sample is done and it is published."""
-MAX_ITEMS_PER_VERSION = 100_000
-"""The most items one version holds (bounded like a batch's traces)."""
+Origin = Literal["pushed", "generated"]
+"""How a version was made: pushed by a client, or written by a generation job."""
+MAX_ITEMS_PER_VERSION = defaults.MAX_ITEMS_PER_VERSION
 
 
 class DatasetItem(Base):
@@ -45,6 +43,10 @@ class DatasetItem(Base):
     question_type: QuestionType | None = None
     source: Source = "human"
     split: Split = "dev"
+    retrieval_answerable: bool | None = None
+    """Set by the retrieval filter on a generated draft: false when the user's retriever did not find the item's source
+    chunks in its top k. Such an item is kept and counted, but measures retrieval failure, not generation: meant to be
+    left out of generation metrics (bound runs do not read it yet). None when no retriever run covered it."""
     metadata: dict[str, str | int | float | bool | None] | None = None
 
     def __post_init__(self) -> None:
@@ -72,13 +74,6 @@ class DatasetVersionPost(Base):
             seen.add(item.item_id)
 
 
-class DatasetRef(Base):
-    """Names one version of a dataset (on a batch, a compare, a gate)."""
-
-    name: DatasetName
-    version: VersionNumber
-
-
 class DatasetCounts(msgspec.Struct, kw_only=True):
     """A version's item counts by question type, source and split (what makes two versions comparable at a glance)."""
 
@@ -101,6 +96,73 @@ class DatasetVersion(msgspec.Struct, kw_only=True):
     created_at: str
     counts: DatasetCounts
     description: str | None = None
-    origin: Literal["pushed", "generated"] = "pushed"
+    origin: Origin = "pushed"
     job_id: str | None = None
     """The generation job that wrote a generated version."""
+
+
+class DatasetSummary(msgspec.Struct, kw_only=True):
+    """One dataset of GET /v1/datasets: its name, how many versions it holds, and its latest version."""
+
+    name: str
+    versions: int
+    latest: DatasetVersion
+
+
+class DatasetList(msgspec.Struct, kw_only=True):
+    """GET /v1/datasets: the tenant's datasets, by name."""
+
+    items: list[DatasetSummary]
+
+
+class DatasetVersionList(msgspec.Struct, kw_only=True):
+    """GET /v1/datasets/{name}/versions: every version of one dataset, newest first."""
+
+    name: str
+    items: list[DatasetVersion]
+
+
+class DatasetVersionPage(msgspec.Struct, kw_only=True):
+    """GET /v1/datasets/{name}/versions/{version}: the version and one page of its items, in push order."""
+
+    version: DatasetVersion
+    items: list[DatasetItem]
+    offset: int
+    """Position of the first item of this page."""
+    next_offset: int | None
+    """Pass as `offset` for the next page; null on the last page."""
+
+
+class BoundTrace(Trace):
+    """A trace of a batch bound to a dataset: as any trace, but its `query` may be left out when it names an item
+    (intake fills it in from the item, and 422s a trace that names neither)."""
+
+    query: Query = ""
+
+
+class BoundBatchRequest(BatchRequest, kw_only=True):
+    """Body of POST /v1/batches when it names a `dataset` (decoded so only when it does, so unbound batches keep
+    msgspec's own error for a missing query)."""
+
+    traces: Annotated[list[BoundTrace], Meta(min_length=1)]
+    dataset: DatasetRef
+
+
+class DatasetBinding(msgspec.Struct, kw_only=True):
+    """What a job bound to a dataset measured: the version (with its content hash, so a re-push is told apart) and
+    how its traces spread over the version's items."""
+
+    name: str
+    version: int
+    content_hash: str
+    status: VersionStatus
+    items: int
+    """Traces that named an item (`item_id`)."""
+    unbound: int = 0
+    """Traces of the batch that named no item: measured with their own labels, not the dataset's."""
+    version_items: int
+    """Items the version holds; `items` below it means the run covered part of the dataset."""
+    splits: dict[str, int]
+    """Bound traces per split (`dev`, `test`)."""
+    sources: dict[str, int]
+    """Bound traces per item source (`human`, `synthetic`, `production`)."""

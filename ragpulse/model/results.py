@@ -6,6 +6,7 @@ from typing import Literal
 
 import msgspec
 
+from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.verdicts import Claim, Judgment, JudgeCall
 from ragpulse.model.scores import Attribution
 from ragpulse.model.scores import GenerationScores
@@ -76,6 +77,9 @@ class JobView(msgspec.Struct, kw_only=True):
     """The batch's `options.run`."""
     variant: str = "rag"
     """The batch's `options.variant`: `rag`, `no_rag` or `oracle`."""
+    dataset: DatasetBinding | None = None
+    """The dataset version the batch ran (name, version, content hash) and its traces per split and source; None for
+    a batch bound to none."""
 
 
 class Security(msgspec.Struct, kw_only=True):
@@ -125,6 +129,10 @@ class TraceResult(msgspec.Struct, kw_only=True):
     question_type: str | None = None
     source: str | None = None
     answerable: bool | None = None
+    item_id: str | None = None
+    """The dataset item the trace answered (a batch bound to a dataset); comparisons match traces by it first."""
+    split: str | None = None
+    """The item's split (`dev`, `test`)."""
     labels: LabelState
     retrieval: dict[str, float] | None
     missed_doc_ids: list[str] = []

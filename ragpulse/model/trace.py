@@ -51,6 +51,10 @@ Variant = Literal["rag", "no_rag", "oracle"]
 """What a run measures: the system as built (`rag`), the same model without context (`no_rag`: what retrieval adds)
 or with the gold passages as context (`oracle`: the ceiling better retrieval could reach)."""
 MetricKey = Annotated[str, Meta(pattern=r"^[a-z_]+(@[0-9]{1,4})?$", max_length=64)]
+ItemId = Annotated[str, Meta(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$",
+                             description="The item's id, unique within a version; traces name it as `item_id`.")]
+Split = Literal["dev", "test"]
+"""`dev` is for tuning; `test` is the frozen portion nobody tunes on, reported apart."""
 
 
 GroupName = Annotated[str, Meta(min_length=1, max_length=256)]
@@ -122,6 +126,11 @@ class Trace(Base):
     """Ranked document ids before reranking or truncation: tells "never retrieved" from "dropped by the reranker"."""
     latency_ms: StageLatency | None = None
     usage: Usage | None = None
+    item_id: ItemId | None = None
+    """The item of the batch's `dataset` this trace answers: its labels, reference answer, answerable flag, question
+    type, source and split come from the item (a trace repeating them must agree), and its `query` may be left out."""
+    split: Split | None = None
+    """The item's split, set from the dataset (`dev` or `test`)."""
 
     def __post_init__(self) -> None:
         if self.gold_doc_ids is not None and self.relevance is not None:
@@ -177,11 +186,26 @@ class BatchOptions(Base):
                 raise ValueError(f"`targets` names `{key}` but `k` is {self.k}")
 
 
+DATASET_NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$"
+"""1-64 letters, digits, `.`, `_` and `-`, not starting with a dot (a URL path segment, as app names are)."""
+DatasetName = Annotated[str, Meta(pattern=DATASET_NAME_PATTERN, description="Dataset name, e.g. `nimbus-support`.")]
+VersionNumber = Annotated[int, Meta(ge=1, description="A dataset version, numbered from 1 in push order.")]
+
+
+class DatasetRef(Base):
+    """Names one version of a dataset (on a batch, a compare, a gate)."""
+
+    name: DatasetName
+    version: VersionNumber
+
+
 class BatchRequest(Base):
     """Body of POST /v1/batches."""
 
     traces: Annotated[list[Trace], Meta(min_length=1)]
     options: BatchOptions = msgspec.field(default_factory=BatchOptions)
+    dataset: DatasetRef | None = None
+    """The dataset version the batch runs: its traces name items by `item_id` (model.dataset)."""
 
 
 class PostedTrace(Trace):

@@ -1,5 +1,6 @@
 """The `ragpulse` command: `up` runs the stack, `eval` evaluates a trace file against a running service, `gate` holds
-it to thresholds and a baseline, `wait`, `report` and `compare` follow and read jobs already created."""
+it to thresholds and a baseline, `wait`, `report` and `compare` follow and read jobs already created, `dataset` pushes
+and lists versioned eval sets."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from ragpulse.ops.eval_options import choose_options
 from ragpulse.ops.evaluate import evaluate_file, interrupted, refused_options
 from ragpulse.ops.exit_codes import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_TRACES_FAILED,
                                      EXIT_USAGE)
-from ragpulse.ops import job_commands
+from ragpulse.ops import dataset_commands, job_commands
 from ragpulse.ops.output_file import check_writable, write_output
 from ragpulse.reporting.html import failing_traces, render_html
 from ragpulse.reporting.render import render_report
@@ -87,6 +88,20 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _dataset_ref(text: str) -> dict[str, Any]:
+    """`faq:3` as a batch's `dataset` ({"name": "faq", "version": 3})."""
+    name, _, version = text.rpartition(":")
+    if not name or not version.isdigit() or int(version) < 1:
+        raise argparse.ArgumentTypeError(f"must be NAME:VERSION (e.g. faq:3), got {text!r}")
+    return {"name": name, "version": int(version)}
+
+
+def _dataset_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", type=_dataset_ref, metavar="NAME:VERSION",
+                        help="bind the batch to this dataset version: traces name items by item_id and take their "
+                             "labels from it (default: the JSON file's own \"dataset\", else none)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragpulse", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {metadata.version('ragpulse')}")
@@ -138,10 +153,37 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--html", type=Path, metavar="FILE",
                     help="also write the report as one self-contained HTML page to FILE (no script, no external URL; "
                          "default: no page)")
+    _dataset_argument(ev)
     ev.set_defaults(run=_eval)
     _gate_parser(sub)
     _job_parsers(sub)
+    _dataset_parser(sub)
     return parser
+
+
+def _dataset_parser(sub: argparse._SubParsersAction) -> None:
+    dataset = sub.add_parser(
+        "dataset", formatter_class=_HelpFormatter, help="push a JSONL eval set as a new dataset version, or list datasets",
+        description="Versioned eval datasets (POST and GET /v1/datasets). `push NAME FILE.jsonl` sends one item per "
+                    "line as the dataset's next immutable version and prints its number, content hash and counts; "
+                    "`list` prints every dataset with its latest version. Exit codes: "
+                    f"{EXIT_OK} done; {EXIT_FAILED} the service could not be reached or answered an error; "
+                    f"{EXIT_USAGE} bad arguments, or the file cannot be read or has a line that is not an item (named "
+                    f"by its line); {EXIT_REJECTED} the service rejected the items (each named with its line).")
+    actions = dataset.add_subparsers(required=True, metavar="ACTION", dest="dataset_action",
+                                     help="push (a new version from a JSONL file) or list")
+    push = actions.add_parser("push", formatter_class=_HelpFormatter, help="push FILE as the next version of NAME")
+    push.add_argument("name", metavar="NAME", help="the dataset's name (made by its first push)")
+    push.add_argument("file", type=Path, metavar="FILE", help="a .jsonl file, one item per line: item_id, query, "
+                                                              "gold_doc_ids or relevance, reference_answer or "
+                                                              "key_facts, answerable, question_type, source, split")
+    push.add_argument("--description", metavar="TEXT", help="a note kept with the version (default: none)")
+    _server_arguments(push)
+    push.set_defaults(run=_job_command, command=lambda client, args: dataset_commands.push(
+        client, args.name, args.file, args.description))
+    listing = actions.add_parser("list", formatter_class=_HelpFormatter, help="list datasets and their latest version")
+    _server_arguments(listing)
+    listing.set_defaults(run=_job_command, command=lambda client, args: dataset_commands.list_datasets(client))
 
 
 def _job_parsers(sub: argparse._SubParsersAction) -> None:
@@ -177,8 +219,8 @@ def _job_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _job_command(args: argparse.Namespace) -> int:
-    """Run `wait`, `report` or `compare` with a Client for --server and --api-key."""
-    name = f"ragpulse {args.command_name}"
+    """Run `wait`, `report`, `compare` or `dataset` with a Client for --server and --api-key."""
+    name = " ".join(["ragpulse", args.command_name, *([args.dataset_action] if "dataset_action" in args else [])])
     try:
         client = Client(server_url(args), args.api_key or os.environ.get("RAGPULSE_API_KEY"))
     except ConfigError as exc:
@@ -224,6 +266,7 @@ def _gate_parser(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--junit", type=Path, metavar="FILE", help="also write the verdicts as JUnit XML "
                                                                  "(default: none)")
     gate.add_argument("--github", action="store_true", help="also print GitHub Actions annotations")
+    _dataset_argument(gate)
     gate.set_defaults(run=_gate)
 
 
@@ -236,7 +279,7 @@ def _gate(args: argparse.Namespace) -> int:
     return run_gate(GateRequest(
         file=args.file, server=server, api_key=args.api_key or os.environ.get("RAGPULSE_API_KEY"),
         config=args.config, baseline_job=args.baseline, baseline_file=args.baseline_file,
-        batch_size=args.batch_size, junit=args.junit, github=args.github))
+        batch_size=args.batch_size, junit=args.junit, github=args.github, dataset=args.dataset))
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -278,6 +321,8 @@ def _eval(args: argparse.Namespace) -> int:
             check_writable("--html", args.html)
         server = server_url(args)
         traces = read_traces(args.file)
+        if args.dataset is not None:
+            traces.dataset = args.dataset
     except (ConfigError, TraceFileError, OutputFileError) as exc:
         print(f"ragpulse eval: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -16,6 +16,7 @@ import msgspec
 from ragpulse.config import defaults
 from ragpulse.exceptions import BadAnswer, ClientError, ServerUnreachable, TraceFileError, TracesRejected
 from ragpulse.model.compare import Comparison
+from ragpulse.model.dataset import DatasetList, DatasetVersion
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, Accepted, JobView, ResultsPage, TraceResult
 from ragpulse.sdk.transport import Backoff, retry_after
@@ -35,6 +36,9 @@ class TraceFile:
     lines: list[int] | None = None
     options: dict[str, Any] | None = None
     """A JSON file's own batch `options` (`{"traces": [...], "options": {...}}`), as POST /v1/batches takes them."""
+    dataset: dict[str, Any] | None = None
+    """The dataset version the traces name items of (`{"name": ..., "version": ...}`): a JSON file's own `dataset`,
+    or `--dataset NAME:VERSION`; posted with every batch of the file."""
 
     def where(self, index: int) -> str:
         """`trace 3 (line 5)`: a trace by its 1-based position in the file, and its line in a JSONL file."""
@@ -80,7 +84,8 @@ def read_traces(path: Path) -> TraceFile:
     options = data.get("options") if isinstance(data, dict) else None
     if options is not None and not isinstance(options, dict):
         raise TraceFileError(f"{path}: \"options\" must be an object of batch options, got {_kind(options)}")
-    return TraceFile(path, traces, options=options)
+    dataset = data.get("dataset") if isinstance(data, dict) else None
+    return TraceFile(path, traces, options=options, dataset=dataset)
 
 
 def _read_jsonl(path: Path, text: str) -> TraceFile:
@@ -131,20 +136,23 @@ class Client:
         """The absolute URL of `path` on the service (what a user can open or curl)."""
         return f"{self.http.base_url}".rstrip("/") + path
 
-    def submit(self, traces: list[dict[str, Any]], options: dict[str, Any]) -> Accepted:
-        """POST a batch; returns the 202 answer.
+    def submit(self, traces: list[dict[str, Any]], options: dict[str, Any],
+               dataset: dict[str, Any] | None = None) -> Accepted:
+        """POST a batch (bound to `dataset` when given); returns the 202 answer.
 
         Raises TracesRejected when the service rejects the traces themselves (400, 413, 422).
         """
-        return self._decode(self._post_batch(traces, options, {}), Accepted)
+        return self._decode(self._post_batch(traces, options, {}, dataset), Accepted)
 
-    def check(self, traces: list[dict[str, Any]], options: dict[str, Any]) -> None:
+    def check(self, traces: list[dict[str, Any]], options: dict[str, Any],
+              dataset: dict[str, Any] | None = None) -> None:
         """POST a batch with `?dry_run=true`: the service checks it and queues nothing. Raises as `submit` does."""
-        self._decode(self._post_batch(traces, options, {"dry_run": "true"}), dict[str, Any])
+        self._decode(self._post_batch(traces, options, {"dry_run": "true"}, dataset), dict[str, Any])
 
-    def _post_batch(self, traces: list[dict[str, Any]], options: dict[str, Any],
-                    params: dict[str, str]) -> httpx.Response:
-        response = self._request("POST", "/v1/batches", json={"traces": traces, "options": options}, params=params)
+    def _post_batch(self, traces: list[dict[str, Any]], options: dict[str, Any], params: dict[str, str],
+                    dataset: dict[str, Any] | None = None) -> httpx.Response:
+        body: dict[str, Any] = {"traces": traces, "options": options, **({"dataset": dataset} if dataset else {})}
+        response = self._request("POST", "/v1/batches", json=body, params=params)
         if response.status_code in REJECTED:
             raise TracesRejected(_describe(response, with_errors=False), response.status_code,
                                  _problem(response).errors)
@@ -202,6 +210,20 @@ class Client:
         if family is not None:
             params["metrics"] = ",".join(family)
         return self._decode(self._request("GET", f"/v1/jobs/{candidate}/compare", params=params), Comparison)
+
+    def push_dataset(self, name: str, items: list[dict[str, Any]], description: str | None) -> tuple[DatasetVersion, bool]:
+        """POST /v1/datasets/{name}/versions: the version, and whether it is new (False: the latest had these items).
+        Raises TracesRejected (with every failing path, `$.items[i]...`) when the service rejects the items."""
+        body: dict[str, Any] = {"items": items, **({"description": description} if description else {})}
+        response = self._request("POST", f"/v1/datasets/{name}/versions", json=body)
+        if response.status_code in REJECTED:
+            raise TracesRejected(_describe(response, with_errors=False), response.status_code,
+                                 _problem(response).errors)
+        return self._decode(response, DatasetVersion), response.status_code == 201
+
+    def datasets(self) -> DatasetList:
+        """GET /v1/datasets: the tenant's datasets with their latest versions."""
+        return self._decode(self._request("GET", "/v1/datasets"), DatasetList)
 
     def job(self, job_id: str) -> JobView:
         """The job's status view."""

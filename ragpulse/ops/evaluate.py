@@ -101,9 +101,9 @@ def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any
     """POST one batch; returns its job id. A rejection is reported with each error's trace and line in the file."""
     try:
         if dry_run:
-            client.check(part, options)
+            client.check(part, options, file.dataset)
             return ""
-        accepted = client.submit(part, options)
+        accepted = client.submit(part, options, file.dataset)
     except TracesRejected as exc:
         target = f"the options for {file.path}" if refused_options(exc) else str(file.path)
         print(f"the service rejected {target}: {exc}", file=sys.stderr)

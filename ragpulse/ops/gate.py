@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from ragpulse.exceptions import (ClientError, GateConfigError, Interrupted, OutputFileError, TraceFileError,
-                                 TracesRejected)
+from ragpulse.exceptions import (ClientError, DatasetMismatch, GateConfigError, Interrupted, OutputFileError,
+                                 TraceFileError, TracesRejected)
 from ragpulse.gate.checks import Row, check_comparison, check_report
 from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, junit_xml, summary, table
@@ -30,7 +30,8 @@ GATE_FAIL = 1
 GATE_BAD_INPUT = 2
 """Bad arguments, an unreadable trace file or gate config, traces the service rejected, an unknown baseline, or a
 --junit file that cannot be written (checked before anything runs; should writing fail all the same, the verdicts
-are printed and the gate exits 2, never a pass or a fail)."""
+are printed and the gate exits 2, never a pass or a fail), or a baseline run on other dataset items (different
+versions; `[baseline] dataset_mismatch = "refuse"`, the default)."""
 GATE_UNREACHABLE = 3
 """The service cannot be reached, answered a server error, or a job failed: nothing was judged."""
 GATE_INTERRUPTED = 130
@@ -50,6 +51,8 @@ class GateRequest:
     batch_size: int
     junit: Path | None
     github: bool
+    dataset: dict[str, Any] | None = None
+    """`--dataset NAME:VERSION` as the batch's `dataset` ({name, version}); None: the trace file's own, if any."""
 
 
 def run_gate(request: GateRequest) -> int:
@@ -60,6 +63,8 @@ def run_gate(request: GateRequest) -> int:
         config = load_config(request.config)
         candidate_file = read_traces(request.file)
         baseline_file = read_traces(request.baseline_file) if request.baseline_file else None
+        if request.dataset is not None:
+            candidate_file.dataset = request.dataset
     except (GateConfigError, TraceFileError, OutputFileError) as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
         return GATE_BAD_INPUT
@@ -73,6 +78,10 @@ def run_gate(request: GateRequest) -> int:
         rows = _gate(client, request, config, candidate_file, baseline_file, jobs)
     except TracesRejected:
         print("ragpulse gate: nothing was evaluated", file=sys.stderr)
+        return GATE_BAD_INPUT
+    except DatasetMismatch as exc:
+        print(f"ragpulse gate: refused, no verdict: {exc}", file=sys.stderr)
+        print(job_pages(client, jobs))
         return GATE_BAD_INPUT
     except Interrupted as exc:
         created = [job for ids in jobs.values() for job in ids if job != request.baseline_job]  # not ours to run on
@@ -128,8 +137,20 @@ def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_fi
     if comparison is not None:
         for warning in comparison.warnings:   # `matched: 0` of two unrelated runs must not pass unseen
             print(f"ragpulse gate: warning: {warning}", file=sys.stderr)
+        _check_dataset(comparison, config)
         rows += check_comparison(comparison, config)
     return rows
+
+
+def _check_dataset(comparison: Comparison, config: GateConfig) -> None:
+    """DatasetMismatch when the two runs are on other dataset items and the config refuses that; a loud warning when
+    it only warns."""
+    mismatch = comparison.dataset_mismatch
+    if mismatch is None:
+        return
+    if config.baseline.dataset_mismatch == "refuse":
+        raise DatasetMismatch(f"{mismatch} ([baseline] dataset_mismatch = \"warn\" compares them all the same)")
+    print(f"ragpulse gate: WARNING, dataset mismatch: {mismatch}", file=sys.stderr)
 
 
 def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int, want_results: bool,
@@ -184,7 +205,7 @@ def _comparison(client: Client, candidate: Evaluation, baseline: Evaluation | No
 
 
 def _info(view: JobView, job_ids: list[str | None]) -> RunInfo:
-    return RunInfo(job_id=" + ".join(map(str, job_ids)), run=view.run, variant=view.variant)
+    return RunInfo(job_id=" + ".join(map(str, job_ids)), run=view.run, variant=view.variant, dataset=view.dataset)
 
 
 def _evaluated(evaluation: Evaluation) -> bool:

@@ -17,6 +17,7 @@ from ragpulse.metrics.operational import operations
 from ragpulse.reporting.generation_section import generation_section, group_generation
 from ragpulse.reporting.security_section import attribution_section, security_section
 from ragpulse.reporting.report import CiMethods, Counts, Failure, Group, Method, Report, Target, WorstTrace
+from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.trace import BatchOptions
 
 GAIN_FORMULAS = {"linear": "gain = grade", "exponential": "gain = 2^grade - 1"}
@@ -24,8 +25,16 @@ WORST_BY: RetrievalMetric = RETRIEVAL_BY_NAME["recall"]
 """The worst traces are the labelled ones short of this metric's best value (at the largest k), worst first."""
 
 
-def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResult]) -> Report:
-    """The aggregate view of a job."""
+SUBSETS: dict[str, Callable[[TraceResult], bool]] = {
+    "human": lambda r: r.source == "human",
+    "test": lambda r: r.split == "test",
+}
+"""The subsets a dataset-bound report gives apart (the seeds' headline): human-written items, the frozen test split."""
+
+
+def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResult],
+                 dataset: DatasetBinding | None = None) -> Report:
+    """The aggregate view of a job (of the dataset version it was bound to, if any)."""
     labelled = [r for r in results if r.retrieval is not None]
     report = Report(
         job_id=job_id,
@@ -44,6 +53,9 @@ def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResu
         security=security_section(results),
         attribution=attribution_section(results),
         operations=operations(results),
+        dataset=dataset,
+        by_split=_breakdown(results, lambda r: r.split) if any(r.split for r in results) else {},
+        subsets={name: _group([r for r in results if keep(r)]) for name, keep in SUBSETS.items()} if dataset else {},
     )
     report.targets = report_targets(report, options.targets or {})
     return report

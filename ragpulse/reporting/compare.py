@@ -18,10 +18,11 @@ from ragpulse.model.scores import STAGES
 from ragpulse.model.compare import (
     Comparison, Correction, McNemar, MetricDelta, Regression, RunInfo, SliceComparison, StageDelta,
 )
+from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.results import TraceResult
 from ragpulse.reporting.baselines import baseline_gaps
 from ragpulse.reporting.build import diagnostic_k
-from ragpulse.reporting.pairing import pair_results
+from ragpulse.reporting.pairing import Pairing, pair_results
 from ragpulse.reporting.significance import decide, default_family
 
 Pair = tuple[TraceResult, TraceResult]
@@ -49,6 +50,7 @@ def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[Tr
     family_keys = decide({**retrieval, **generation}, correction)
     k = diagnostic_k(sorted({int(key.split("@")[1]) for key in retrieval if "@" in key}) or [5])
     regressions = find_regressions(pairs, k, threshold)
+    mismatch = dataset_mismatch(baseline.dataset, candidate.dataset, pairing)
     return Comparison(
         candidate=candidate, baseline=baseline, matched=len(pairs), only_in_baseline=pairing.only_in_baseline,
         only_in_candidate=pairing.only_in_candidate, retrieval=retrieval, generation=generation,
@@ -59,8 +61,34 @@ def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[Tr
         by_source=_slices(pairs, lambda r: r.source, k),
         **baseline_gaps(baseline, candidate, generation), method=METHOD, attribution=stage_deltas(pairs),
         family=family_keys, correction=correction, alpha=SIGNIFICANCE,
-        warnings=pairing_warnings(len(pairs), len(baseline_results), len(candidate_results)),
+        warnings=[*([f"DATASET MISMATCH: {mismatch}"] if mismatch else []),
+                  *pairing_warnings(len(pairs), len(baseline_results), len(candidate_results))],
+        dataset_mismatch=mismatch,
     )
+
+
+def dataset_mismatch(baseline: DatasetBinding | None, candidate: DatasetBinding | None,
+                     pairing: Pairing) -> str | None:
+    """Why the two runs are not on the same dataset items, naming both versions and the items matched; None when
+    they are (same content hash, every item in both), or when neither ran a dataset. Versions with the same content
+    hash hold the same items, so their numbers may differ."""
+    if baseline is None and candidate is None:
+        return None
+    matched = (f"{len(pairing.pairs)} items matched, {pairing.only_in_baseline} only in the baseline, "
+               f"{pairing.only_in_candidate} only in the candidate")
+    if baseline is None or candidate is None or baseline.content_hash != candidate.content_hash:
+        return (f"the baseline ran {_version(baseline)}, the candidate {_version(candidate)}; {matched}: the "
+                "difference measures the dataset change as much as the system's")
+    if pairing.only_in_baseline or pairing.only_in_candidate:
+        return (f"both ran {_version(candidate)}, but not on the same items: {matched}; the figures compare the "
+                "matched items only")
+    return None
+
+
+def _version(bound: DatasetBinding | None) -> str:
+    if bound is None:
+        return "no dataset"
+    return f"dataset {bound.name} version {bound.version} (sha256 {bound.content_hash[:12]})"
 
 
 def pairing_warnings(matched: int, baseline: int, candidate: int) -> list[str]:

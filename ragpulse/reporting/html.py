@@ -97,6 +97,7 @@ def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Ma
         "<h2>Retrieval × generation</h2>", _matrix(report.diagnostic_matrix),
         "<h2>Failure attribution</h2>", _attribution(report),
         "<h2>Security</h2>", _security(report),
+        *_dataset_sections(report, k),
         "<h2>By question type</h2>", _breakdown(report.by_question_type, k),
         "<h2>By source</h2>", _breakdown(report.by_source, k),
         "<h2>Failing traces</h2>", failing_section(report, failing, queries or {}),
@@ -104,6 +105,22 @@ def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Ma
     return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
             f"<meta name=viewport content='width=device-width, initial-scale=1'><title>ragpulse report "
             f"{escape(report.job_id)}</title><style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def _dataset_sections(report: Report, k: int) -> list[str]:
+    """The dataset version measured, its human-written subset and test split apart, and the split breakdown."""
+    bound = report.dataset
+    parts = []
+    if bound is not None:
+        splits = ", ".join(f"{escape(name)} {n}" for name, n in sorted(bound.splits.items())) or "none"
+        parts += [f"<h2>Dataset</h2><p class=meta>{escape(bound.name)} version {bound.version} ({escape(bound.status)}"
+                  f", sha256 <code>{escape(bound.content_hash)}</code>): {bound.items} of {bound.version_items} items"
+                  f"; splits {splits}" + (f"; {bound.unbound} traces named no item" if bound.unbound else "") + "</p>"]
+    if report.subsets:
+        parts += ["<h2>Human-written subset and test split</h2>", _breakdown(report.subsets, k)]
+    if report.by_split:
+        parts += ["<h2>By split</h2>", _breakdown(report.by_split, k)]
+    return parts
 
 
 def _judge_banner(report: Report) -> str:

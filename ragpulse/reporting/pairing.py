@@ -1,4 +1,5 @@
-"""Match two jobs' traces for a paired comparison: by `trace_id`, else (traces posted without one) by query text."""
+"""Match two jobs' traces for a paired comparison: by dataset item, else by `trace_id`, else (traces posted without
+one) by query text."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ class Pairing:
 
 
 def match_key(result: TraceResult) -> str:
-    """`id:<trace_id>` for a trace posted with an id, `q:<query hash>` for one posted without."""
+    """`item:<item_id>` for a trace naming a dataset item, else `id:<trace_id>` for a trace posted with an id,
+    `q:<query hash>` for one posted without."""
+    if result.item_id is not None:
+        return f"item:{result.item_id}"
     return f"q:{result.query_hash}" if result.query_hash else f"id:{result.trace_id}"
 
 

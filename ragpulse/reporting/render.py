@@ -19,6 +19,7 @@ def render_report(report: Report) -> str:
     out = [
         f"job {report.job_id}" + (f"  run {report.run}" if report.run else "")
         + (f"  variant {report.variant}" if report.variant != "rag" else ""),
+        *_dataset(report),
         f"traces: total {counts.total}, ok {counts.ok}, failed {counts.failed}, labelled {counts.labelled}, "
         f"no_relevant {counts.no_relevant}, unlabelled {counts.unlabelled}"
         + (f"; judged on cut input (RAGPULSE_JUDGE_MAX_*_CHARS) {counts.judge_input_truncated}"
@@ -35,7 +36,11 @@ def render_report(report: Report) -> str:
         *_matrix(report.diagnostic_matrix),
     ]
     out += _attribution(report) + _security(report) + _operations(report)
-    for title, groups in (("BY QUESTION TYPE", report.by_question_type), ("BY SOURCE", report.by_source)):
+    if report.subsets:
+        out += ["", "HUMAN-WRITTEN SUBSET AND TEST SPLIT (reported apart: the test split is the frozen portion)",
+                *_breakdown_table(report.subsets, diagnostic_k(method.k))]
+    for title, groups in (("BY QUESTION TYPE", report.by_question_type), ("BY SOURCE", report.by_source),
+                          *((("BY SPLIT", report.by_split),) if report.by_split else ())):
         out += ["", title, *_breakdown_table(groups, diagnostic_k(method.k))]
     out += _worst(report)
     if report.failures:
@@ -168,6 +173,17 @@ def _matrix(matrix: DiagnosticMatrix) -> list[str]:
         f"  {'retrieval poor':<18}{cell('retrieval_poor_faithful'):>14}{cell('retrieval_poor_hallucinating'):>16}",
         f"  primary issue: {matrix.primary_issue}. {matrix.next_step}",
     ]
+
+
+def _dataset(report: Report) -> list[str]:
+    """`dataset faq version 3 (sha256 1a2b3c4d5e6f) published: 40 of 50 items; splits dev 30, test 10`."""
+    bound = report.dataset
+    if bound is None:
+        return []
+    splits = ", ".join(f"{name} {n}" for name, n in sorted(bound.splits.items())) or "none"
+    unbound = f"; {bound.unbound} traces named no item" if bound.unbound else ""
+    return [f"dataset {bound.name} version {bound.version} (sha256 {bound.content_hash[:12]}) {bound.status}: "
+            f"{bound.items} of {bound.version_items} items; splits {splits}{unbound}"]
 
 
 def _breakdown_table(groups: Mapping[str, Group], k: int) -> list[str]:

@@ -13,6 +13,7 @@ import msgspec
 
 from ragpulse.model.agreement import CorrectedRate, JudgeAgreement
 from ragpulse.model.calibration import Calibration
+from ragpulse.model.dataset import DatasetBinding
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.metrics.operational import Operations
 from ragpulse.model.estimate import Estimate
@@ -141,7 +142,7 @@ GroupGeneration = msgspec.defstruct(
 
 
 class Group(Struct):
-    """One question type or source."""
+    """One question type, source, split or subset."""
 
     n: int
     n_labelled: int
@@ -261,3 +262,12 @@ class Report(Struct):
     (Rogan-Gladen from human labels; the interval carries both sampling error and the error of the judge's measured
     sensitivity and specificity); `status` says why there is no number (fewer than 30 labels in the estimation
     sample, a judge no better than chance)."""
+    dataset: DatasetBinding | None = None
+    """The dataset version the job measured (name, version, content hash), and its traces per split and source;
+    None for a batch bound to no dataset."""
+    by_split: dict[str, Group] = {}
+    """Traces per dataset split (`dev`, `test`, `unspecified` for traces naming no item); empty when no trace has a
+    split."""
+    subsets: dict[str, Group] = {}
+    """For a job bound to a dataset, the two subsets the seeds report apart: `human` (human-written items) and `test`
+    (the frozen test split nobody tunes on), each with its own figures; empty otherwise."""

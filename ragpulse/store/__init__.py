@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import redis
 
 from ragpulse.exceptions import JobNotFound
+from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.job_list import JobFilter
 from ragpulse.model.results import JobView, Progress, ResultsPage
 from ragpulse.model.trace import BatchOptions, Trace
@@ -37,12 +38,13 @@ class Store:
         self.index = JobIndex(client, ttl_seconds)
 
     def stage_job(self, pipe: redis.client.Pipeline, job_id: str, tenant: str, traces: Sequence[Trace],
-                  options: BatchOptions, warnings: list, chunk_size: int, queue: str, rq_queue: str) -> int:
+                  options: BatchOptions, warnings: list, chunk_size: int, queue: str, rq_queue: str,
+                  dataset: DatasetBinding | None = None) -> int:
         """Queue the writes that create a job onto `pipe`; returns the number of chunks."""
         chunks = chunked(traces, chunk_size)
         self.jobs.stage(pipe, job_id, tenant, total=len(traces), n_chunks=len(chunks), chunk_size=chunk_size,
                         options=options, warnings=warnings, queue=queue, rq_queue=rq_queue,
-                        apps=sorted({trace.app for trace in traces}))
+                        apps=sorted({trace.app for trace in traces}), dataset=dataset)
         self.chunks.stage(pipe, job_id, chunks)
         self.index.stage(pipe, tenant, job_id)
         return len(chunks)

@@ -11,6 +11,7 @@ import redis
 
 from ragpulse.config import keys
 from ragpulse.exceptions import JobNotFound
+from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.results import TERMINAL, CallbackState, DataWarning, JobStatus, JobView, Progress, Spend
 from ragpulse.model.trace import BatchOptions
 from ragpulse.store import scripts
@@ -43,13 +44,15 @@ class JobRecord(msgspec.Struct, kw_only=True):
     """When the current attempt's last chunk completed (epoch seconds); None until then."""
     apps: list[str] = []
     """The distinct apps its traces name, sorted; empty for jobs stored before apps were recorded."""
+    dataset: DatasetBinding | None = None
+    """The dataset version the batch was bound to (POST /v1/batches `dataset`), or None."""
 
     def view(self, progress: Progress) -> JobView:
         """The job as clients see it."""
         return JobView(job_id=self.job_id, status=self.status, queue=self.queue, progress=progress,
                        created_at=self.created_at, started_at=self.started_at, finished_at=self.finished_at,
                        error=self.error, warnings=self.warnings, spend=self.spend, callback=self.callback,
-                       run=self.options.run, variant=self.options.variant)
+                       run=self.options.run, variant=self.options.variant, dataset=self.dataset)
 
 
 class JobRecords:
@@ -62,13 +65,14 @@ class JobRecords:
 
     def stage(self, pipe: redis.client.Pipeline, job_id: str, tenant: str, *, total: int, n_chunks: int,
               chunk_size: int, options: BatchOptions, warnings: list, queue: str, rq_queue: str,
-              apps: list[str]) -> None:
+              apps: list[str], dataset: DatasetBinding | None = None) -> None:
         """Queue the writes creating the job record onto `pipe`, and watch the job."""
         pipe.hset(keys.job(job_id), mapping={
             "tenant": tenant, "status": "queued", "created_at": utcnow(), "queue": queue, "rq_queue": rq_queue,
             "attempt": 0, "total": total, "n_chunks": n_chunks, "chunk_size": chunk_size,
             "options": msgspec.json.encode(options), "warnings": msgspec.json.encode(warnings),
             "apps": msgspec.json.encode(apps),
+            **({"dataset": msgspec.json.encode(dataset)} if dataset is not None else {}),
         })
         pipe.zadd(keys.active_jobs(), {job_id: time.time()})
         for key in (keys.job(job_id), keys.active_jobs()):
@@ -178,6 +182,7 @@ def _record(job_id: str, fields: dict[str, str]) -> JobRecord:
         spend=_spend(fields), callback=_callback(fields),
         finalizing_since=int(finalizing) if finalizing is not None else None,
         apps=msgspec.json.decode(fields.get("apps", "[]"), type=list[str]),
+        dataset=msgspec.json.decode(fields["dataset"], type=DatasetBinding) if "dataset" in fields else None,
     )
 
 

@@ -1,0 +1,69 @@
+"""Generation jobs in Redis: the request the worker reads, and the record (tenant, status, outcome) clients poll.
+
+The API writes both when it accepts a request; the one worker running the job rewrites the record as the job
+starts and ends. Both expire with jobs (settings.result_ttl_seconds). A generated draft itself is a dataset version
+(store.datasets), which does not expire.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import redis
+
+from ragpulse.config import keys
+from ragpulse.exceptions import JobNotFound
+from ragpulse.model.generation import GenerateRequest, GenerationView
+
+_JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+class GenerationRecord(msgspec.Struct, kw_only=True):
+    """A generation job as stored: whose it is, and what clients see of it."""
+
+    tenant: str
+    view: GenerationView
+
+
+_encode_record = msgspec.json.Encoder().encode
+_decode_record = msgspec.json.Decoder(GenerationRecord).decode
+_encode_request = msgspec.msgpack.Encoder().encode
+_decode_request = msgspec.msgpack.Decoder(GenerateRequest).decode
+
+
+class Generations:
+    """Generation job records and requests; every key written carries a TTL."""
+
+    def __init__(self, client: redis.Redis, ttl_seconds: int) -> None:
+        self.redis = client
+        self.ttl = ttl_seconds
+
+    def stage(self, pipe: redis.client.Pipeline, record: GenerationRecord, request: GenerateRequest) -> None:
+        """Queue the writes creating a job's record and request onto `pipe`."""
+        job_id = record.view.job_id
+        pipe.set(keys.generation(job_id), _encode_record(record), ex=self.ttl)
+        pipe.set(keys.generation_request(job_id), _encode_request(request), ex=self.ttl)
+
+    def save(self, record: GenerationRecord) -> None:
+        """Rewrite a job's record (its status or outcome changed)."""
+        self.redis.set(keys.generation(record.view.job_id), _encode_record(record), ex=self.ttl)
+
+    def get(self, job_id: str, tenant: str | None = None) -> GenerationRecord:
+        """A job's record; JobNotFound when absent, malformed as an id, or another tenant's."""
+        raw = self.redis.get(keys.generation(job_id)) if _JOB_ID.match(job_id) else None
+        record = _decode_record(raw) if raw is not None else None
+        if record is None or (tenant is not None and record.tenant != tenant):
+            raise JobNotFound(job_id)
+        return record
+
+    def forget_request(self, job_id: str) -> None:
+        """Drop a job's request once the job has ended (its corpus chunks are not needed again)."""
+        self.redis.delete(keys.generation_request(job_id))
+
+    def request(self, job_id: str) -> GenerateRequest:
+        """A job's request; JobNotFound once it has expired."""
+        raw = self.redis.get(keys.generation_request(job_id))
+        if raw is None:
+            raise JobNotFound(job_id)
+        return _decode_request(raw)

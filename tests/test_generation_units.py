@@ -1,0 +1,182 @@
+"""Synthetic generation's pure parts: the plan, related pairs, duplicates, ids and splits, the retrieval filter."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from ragpulse.generation.assign import item_id, review_sample, split_of
+from ragpulse.generation.dedupe import duplicate_of, normalize
+from ragpulse.generation.plan import plan, type_counts
+from ragpulse.generation.related import related_pairs
+from ragpulse.generation.retrieval_filter import retrieval_filter
+from ragpulse.model.dataset import DatasetItem
+from ragpulse.model.generation import CorpusChunk, GenerateRequest, RetrieverRun
+
+CHUNKS = [
+    {"doc_id": "refunds", "chunk_id": "r1", "text": "Refunds on annual plans are issued within 14 days."},
+    {"doc_id": "refunds", "chunk_id": "r2", "text": "Refunds are paid back to the original card."},
+    {"doc_id": "exports", "chunk_id": "e1", "text": "Exports are capped at 10,000 rows per file."},
+    {"doc_id": "limits", "chunk_id": "l1", "text": "Each export file holds at most 10,000 rows."},
+]
+
+
+def request(**fields: object) -> GenerateRequest:
+    return msgspec.convert({"chunks": CHUNKS, **fields}, GenerateRequest)
+
+
+def test_fractions_of_a_total_round_by_largest_remainder() -> None:
+    # 7 * (0.5, 0.3, 0.2) = 3.5, 2.1, 1.4 -> floors 3, 2, 1 (6); the one left goes to the largest remainder (0.5)
+    counts = type_counts(request(mix={"single_fact": 0.5, "multi_hop": 0.3, "unanswerable": 0.2}, total=7))
+    assert counts == {"single_fact": 4, "multi_hop": 2, "unanswerable": 1}
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"mix": {"single_fact": 0.5}}, "give `total` too"),
+    ({"mix": {"single_fact": 0.5, "unanswerable": 0.2}, "total": 5}, "must sum to 1"),
+    ({"mix": {"single_fact": 1001}}, "at most 1000"),
+    ({"mix": {"single_fact": 1}, "chunks": [CHUNKS[0], CHUNKS[0]]}, r"`chunks\[1\].chunk_id`"),
+])
+def test_bad_requests_name_the_field(fields: dict, message: str) -> None:
+    with pytest.raises(msgspec.ValidationError, match=message):
+        msgspec.convert({"chunks": CHUNKS, **fields}, GenerateRequest)
+
+
+def test_related_pairs_adjacent_first_then_overlap() -> None:
+    chunks = [msgspec.convert(c, CorpusChunk) for c in CHUNKS]
+    pairs = [(a.chunk_id, b.chunk_id) for a, b in related_pairs(chunks)]
+    # r1-r2: adjacent in one document. e1-l1: words of 4+ letters {exports, capped, rows, file} and {each, export,
+    # file, holds, most, rows} share 2 of 8 = 0.25 >= 0.2. r1-e1 share none.
+    assert pairs == [("r1", "r2"), ("e1", "l1")]
+
+
+def test_plan_binds_types_to_chunks_pairs_and_windows() -> None:
+    candidates = plan(request(mix={"single_fact": 5, "multi_hop": 1, "unanswerable": 1}))
+    assert [(c.question_type, c.chunk_ids) for c in candidates] == [
+        ("single_fact", ["r1"]), ("single_fact", ["r2"]), ("single_fact", ["e1"]), ("single_fact", ["l1"]),
+        ("single_fact", ["r1"]), ("multi_hop", ["r1", "r2"]), ("unanswerable", ["r1", "r2", "e1"])]
+
+
+def test_plan_without_related_pairs_plans_no_multi_hop() -> None:
+    lone = [CHUNKS[0], CHUNKS[2]]
+    candidates = plan(msgspec.convert({"chunks": lone, "mix": {"multi_hop": 3}}, GenerateRequest))
+    assert candidates == []
+
+
+def test_duplicates_exact_and_near() -> None:
+    assert normalize("What is the row LIMIT of an export file?") == "what is the row limit of an export file"
+    earlier = ["What is the row limit of an export file?"]
+    assert duplicate_of("what is the row limit of an export file", earlier) == earlier[0]
+    # tokens differ in one word of nine each: 8 shared / 10 in all = 0.8, at the threshold
+    assert duplicate_of("What is the row limit of each export file?", earlier) == earlier[0]
+    # 7 shared / 11 = 0.64: a different question
+    assert duplicate_of("What's the row limit of one export file?", earlier) is None
+
+
+def test_ids_splits_and_samples_are_deterministic() -> None:
+    assert item_id("single_fact", "What is X?") == item_id("single_fact", "what is x")
+    ids = [f"syn-single_fact-{n:04d}" for n in range(1000)]
+    test_share = sum(split_of(i, 0.2) == "test" for i in ids) / len(ids)
+    assert 0.15 < test_share < 0.25
+    assert all(split_of(i, 0.0) == "dev" for i in ids) and all(split_of(i, 1.0) == "test" for i in ids)
+    assert review_sample(ids, 5) == review_sample(list(reversed(ids)), 5)
+    assert len(set(review_sample(ids, 5))) == 5
+
+
+def _item(item_id_: str, chunks: list[str] | None, answerable: bool = True) -> DatasetItem:
+    return DatasetItem(item_id=item_id_, query="q", answerable=answerable, gold_chunk_ids=chunks,
+                       gold_doc_ids=["d"] if chunks else None, source="synthetic")
+
+
+def test_retrieval_filter_sets_aside_items_whose_chunks_miss_the_top_k() -> None:
+    items = [_item("one", ["c1"]), _item("two", ["c2"]), _item("hop", ["c1", "c3"]), _item("unrun", ["c4"]),
+             _item("none", None, answerable=False)]
+    ranked = [{"doc_id": "d", "chunk_id": f"x{n}"} for n in range(4)]
+    runs = [msgspec.convert(r, RetrieverRun) for r in [
+        {"item_id": "one", "retrieved": [{"doc_id": "d", "chunk_id": "c1"}, *ranked]},
+        {"item_id": "two",
+         "retrieved": [*ranked, {"doc_id": "e", "chunk_id": "x9"}, {"doc_id": "d", "chunk_id": "c2"}]},
+        {"item_id": "hop", "retrieved": [{"doc_id": "d", "chunk_id": "c3"}, {"doc_id": "d", "chunk_id": "c1"}]},
+        {"item_id": "ghost", "retrieved": []},
+    ]]
+    flagged, outcome = retrieval_filter(items, runs, k=5)
+    # "two": c2 is 6th, outside the top 5; "hop" needs both c1 and c3, both in the top 2
+    assert outcome.set_aside == ["two"] and outcome.found == 2 and outcome.checked == 3
+    assert outcome.not_run == ["unrun"] and outcome.unknown_items == ["ghost"]
+    assert [i.retrieval_answerable for i in flagged] == [True, False, True, None, None]
+    _, wider = retrieval_filter(items, runs, k=6)
+    assert wider.set_aside == []
+
+
+def test_retrieval_filter_matches_documents_when_the_retriever_names_no_chunks() -> None:
+    item = DatasetItem(item_id="a", query="q", gold_chunk_ids=["c1"], gold_doc_ids=["refunds"])
+    run = msgspec.convert({"item_id": "a", "retrieved": [{"doc_id": "other"}, {"doc_id": "refunds"}]}, RetrieverRun)
+    assert retrieval_filter([item], [run], k=2)[1].found == 1
+    assert retrieval_filter([item], [run], k=1)[1].set_aside == ["a"]
+
+
+def _asker(calls: list[str]):  # noqa: ANN202 - a scripted stand-in for the LLM, in process
+    from ragpulse.generation.outputs import ClosedBook, Verdict, Written  # noqa: PLC0415
+
+    async def ask(task, message, kind):  # noqa: ANN001, ANN202
+        calls.append(task.name)
+        if kind is Written:
+            return Written(question=f"What does {message[-30:]} say?", answer="It says so.", key_facts=[])
+        if kind is ClosedBook:
+            return ClosedBook(answer=None)
+        if kind is Verdict:
+            return Verdict(passage_answers=True, closed_book_correct=False, reason="ok")
+        raise AssertionError(kind)
+
+    return ask
+
+
+def test_a_spent_budget_sends_nothing_more_and_every_unsent_call_is_a_failure() -> None:
+    import asyncio  # noqa: PLC0415
+
+    from ragpulse.generation.run import Generation  # noqa: PLC0415
+
+    calls: list[str] = []
+    left = iter([None, None])   # two calls fit, then the job budget is spent
+
+    async def budget() -> str | None:
+        return next(left, "job budget of $0.0100 spent ($0.0100)")
+
+    outcome = asyncio.run(Generation(request(mix={"single_fact": 2}), _asker(calls), budget, 1, {}).run())
+    # the two writes are sent; every check call after them is not, and neither item is kept without its checks
+    assert calls == ["write_question", "write_question"]
+    assert outcome.items == [] and len(outcome.failures) == 2
+    assert all(f.stage == "closed_book" and f.error.startswith("not sent: job budget") for f in outcome.failures)
+
+
+def test_a_credentials_error_ends_the_generation() -> None:
+    import asyncio  # noqa: PLC0415
+
+    from ragpulse.exceptions import JudgeAuthError  # noqa: PLC0415
+    from ragpulse.generation.run import Generation  # noqa: PLC0415
+
+    async def refused(task, message, kind):  # noqa: ANN001, ANN202
+        raise JudgeAuthError("401 invalid x-api-key")
+
+    async def no_budget() -> None:
+        return None
+
+    with pytest.raises(JudgeAuthError):
+        asyncio.run(Generation(request(mix={"single_fact": 1}), refused, no_budget, 1, {}).run())
+
+
+def test_kept_items_keep_their_chunk_as_gold_and_a_deterministic_split() -> None:
+    import asyncio  # noqa: PLC0415
+
+    from ragpulse.generation.run import Generation  # noqa: PLC0415
+
+    async def no_budget() -> None:
+        return None
+
+    calls: list[str] = []
+    outcome = asyncio.run(Generation(request(mix={"single_fact": 2}, test_fraction=1.0), _asker(calls), no_budget, 4,
+                                     {"generation_job": "j"}).run())
+    assert calls.count("verify_question") == 2 and calls.count("answer_closed_book") == 2
+    assert [(i.gold_chunk_ids, i.gold_doc_ids, i.split) for i in outcome.items] == [
+        (["r1"], ["refunds"], "test"), (["r2"], ["refunds"], "test")]
+    assert all(i.source == "synthetic" and i.metadata == {"generation_job": "j"} for i in outcome.items)
