@@ -21,8 +21,8 @@ class Struct(msgspec.Struct, kw_only=True):
     """Base of every comparison struct."""
 
 
-class RunInfo(Struct):
-    """One side of the comparison."""
+class RunInfo(Struct, omit_defaults=True):
+    """One side of the comparison (`dataset` left out when the job ran none)."""
 
     job_id: str
     run: str | None
