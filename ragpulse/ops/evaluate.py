@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from ragpulse.exceptions import Interrupted, TracesRejected
+from ragpulse.model.dataset import DatasetBinding
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import JobView, TraceResult
 from ragpulse.model.trace import BatchOptions
@@ -92,8 +94,21 @@ def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: in
         evaluation.report = client.report(posted[0][1])
     else:
         evaluation.report = build_report(" + ".join(job_id for _, job_id in posted),
-                                         msgspec.convert(options, BatchOptions), evaluation.results)
+                                         msgspec.convert(options, BatchOptions), evaluation.results,
+                                         merged_binding(evaluation.jobs))
     return evaluation
+
+
+def merged_binding(jobs: list[JobView]) -> DatasetBinding | None:
+    """The dataset binding of a file posted as several jobs of one dataset version: their counts added up."""
+    bound = [job.dataset for job in jobs]
+    first = bound[0] if bound else None
+    if first is None or any(b is None or b.content_hash != first.content_hash for b in bound):
+        return None
+    return msgspec.structs.replace(
+        first, items=sum(b.items for b in bound), unbound=sum(b.unbound for b in bound),  # type: ignore[union-attr]
+        splits=dict(sum((Counter(b.splits) for b in bound), Counter())),  # type: ignore[union-attr]
+        sources=dict(sum((Counter(b.sources) for b in bound), Counter())))  # type: ignore[union-attr]
 
 
 def _post(client: Client, file: TraceFile, offset: int, part: list[dict[str, Any]], options: dict[str, Any],
