@@ -455,7 +455,8 @@ def test_the_job_id_is_printed_when_created_and_ctrl_c_says_how_to_follow_it(com
 
 def test_ctrl_c_during_a_post_says_its_job_may_exist_all_the_same(tmp_path: Path) -> None:
     class PostInterrupted(Client):
-        def submit(self, traces: list[dict[str, object]], options: dict[str, object]) -> Accepted:
+        def submit(self, traces: list[dict[str, object]], options: dict[str, object],
+                   dataset: object = None) -> Accepted:
             raise KeyboardInterrupt
 
     with pytest.raises(Interrupted) as caught:
