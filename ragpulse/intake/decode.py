@@ -184,6 +184,7 @@ def _check_traces(traces: list[Trace], bound: bool = False) -> None:
 
 
 def _check_items(traces: list[Trace], bound: bool) -> list[dict[str, str]]:
+    """In a bound batch, traces with neither query nor item_id; elsewhere, traces naming an item_id."""
     if bound:
         return [_error(f"$.traces[{i}].query", "required: the trace names no item_id to take it from")
                 for i, trace in enumerate(traces) if not trace.query and trace.item_id is None]
