@@ -84,7 +84,8 @@ class JobController(Controller):
             "unanswerable_hallucination_rate. Other metrics are described, not tested."))] = None,
         correction: Annotated[Correction, Parameter(description=(
             "How the family's p-values are adjusted: holm (family-wise error <= 0.05) or none."))] = "holm",
-        dataset_mismatch: Annotated[MismatchPolicy, Parameter(description=(
+        # Not `dataset_mismatch`: Litestar files a parameter whose name starts with "data" under the body in its errors.
+        on_mismatch: Annotated[MismatchPolicy, Parameter(description=(
             "What to do when the two jobs ran different dataset versions or different items: warn (answer, with "
             "dataset_mismatch and a warning naming both versions and the items matched) or refuse (409 naming "
             "query.baseline)."))] = "warn",
@@ -96,14 +97,14 @@ class JobController(Controller):
 
         When the two ran different dataset versions (or different items of one), the answer says so in
         `dataset_mismatch` and `warnings`, naming both versions and how many items matched; with
-        `dataset_mismatch=refuse` that is a 409 instead.
+        `on_mismatch=refuse` that is a 409 instead.
 
         404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed, or
         naming `query.baseline` for a refused dataset mismatch; 422 naming `query.metrics` for an unknown metric
         key."""
         comparison = compare_jobs(call.services, call.tenant, job_id, baseline, threshold=threshold,
                                   metrics=metrics, correction=correction)
-        if dataset_mismatch == "refuse" and comparison.dataset_mismatch:
+        if on_mismatch == "refuse" and comparison.dataset_mismatch:
             raise Conflict(f"the two jobs are not on the same dataset items: {comparison.dataset_mismatch}",
                            [{"path": "query.baseline", "message": comparison.dataset_mismatch}])
         return comparison

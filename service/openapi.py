@@ -93,7 +93,7 @@ _WHY_HERE = {
                                               "(`errors` names `path.job_id`).",
     ("/v1/jobs/{job_id}/compare", "get", 409): "The job or the baseline is still queued or running, or failed "
                                                 "(`errors` names `path.job_id` or `query.baseline`); or, with "
-                                                "dataset_mismatch=refuse, the two ran different dataset versions "
+                                                "on_mismatch=refuse, the two ran different dataset versions "
                                                 "or items (`errors` names `query.baseline`).",
     ("/v1/otlp/v1/traces", "post", 400): "The body is not an OTLP ExportTraceServiceRequest in the encoding its "
                                           "Content-Type names.",

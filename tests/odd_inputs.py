@@ -905,7 +905,56 @@ OTLP_CASES = [
     handed_over("otlp-service-name-empty", "done", service="", app="default"),
 ]
 
+# -- /v1/datasets and batches bound to a dataset -----------------------------------------------------------------------
+
+PUSH = "POST /v1/datasets/odd-inputs/versions"
+
+
+def item(**fields: Any) -> dict[str, Any]:
+    return {"item_id": "i1", "query": "How do I reset it?", **fields}
+
+
+def items(*listed: dict[str, Any]) -> bytes:
+    return dumps({"items": list(listed)})
+
+
+DATASET_CASES = [
+    Odd("dataset-body-a-list", PUSH, b"[]", 422, "$"),
+    Odd("dataset-items-missing", PUSH, b"{}", 422, "$"),
+    Odd("dataset-items-null", PUSH, b'{"items": null}', 422, "$.items"),
+    Odd("dataset-items-empty", PUSH, b'{"items": []}', 422, "$.items"),
+    Odd("dataset-item-a-string", PUSH, b'{"items": ["q"]}', 422, "$.items[0]"),
+    Odd("dataset-item-no-query", PUSH, items({"item_id": "i1"}), 422, "$.items[0]"),
+    Odd("dataset-item-id-nul", PUSH, items(item(item_id="a\u0000b")), 422, "$.items[0].item_id"),
+    Odd("dataset-item-id-repeated", PUSH, items(item(), item()), 422),
+    Odd("dataset-item-both-label-kinds", PUSH, items(item(gold_doc_ids=["d"], relevance={"d": 1})), 422,
+        "$.items[0]"),
+    Odd("dataset-item-grade-4", PUSH, items(item(relevance={"d": 4})), 422),
+    Odd("dataset-item-split-unknown", PUSH, items(item(split="train")), 422, "$.items[0].split"),
+    Odd("dataset-item-source-unknown", PUSH, items(item(source="crowd")), 422, "$.items[0].source"),
+    Odd("dataset-description-over-2048", PUSH, dumps({"items": [item()], "description": long(2049)}), 422,
+        "$.description"),
+    Odd("dataset-not-json-content", PUSH, items(item()), 415, content_type="text/plain"),
+    Odd("dataset-name-dot-led", "POST /v1/datasets/.x/versions", items(item()), 400, "path.name"),
+    Odd("dataset-name-over-64", f"GET /v1/datasets/{long(65)}/versions", None, 400, "path.name"),
+    Odd("dataset-version-zero", "GET /v1/datasets/odd-inputs/versions/0", None, 400, "path.version"),
+    Odd("dataset-unknown", "GET /v1/datasets/no-such-dataset-here/versions", None, 404),
+    Odd("dataset-offset-negative", "GET /v1/datasets/odd-inputs/versions/1?offset=-1", None, 400, "query.offset"),
+    Odd("dataset-limit-over-1000", "GET /v1/datasets/odd-inputs/versions/1?limit=1001", None, 400, "query.limit"),
+    Odd("batch-dataset-a-string", BATCH, batch(trace(), dataset="faq"), 422, "$.dataset"),
+    Odd("batch-dataset-version-zero", BATCH, batch(trace(), dataset={"name": "faq", "version": 0}), 422,
+        "$.dataset.version"),
+    Odd("batch-dataset-unknown", BATCH, batch({"item_id": "i1"}, dataset={"name": "no-such-dataset-here",
+                                                                          "version": 1}), 422, "$.dataset"),
+    Odd("batch-item-id-without-dataset", BATCH, batch(trace(item_id="i1")), 422, "$.traces[0].item_id"),
+    Odd("batch-bound-trace-neither-query-nor-item", BATCH,
+        batch({"answer": "a"}, dataset={"name": "no-such-dataset-here", "version": 1}), 422, "$.traces[0].query"),
+    Odd("online-item-id", TRACES, dumps({"traces": [trace(item_id="i1")]}), 422, "$.traces[0].item_id"),
+    Odd("compare-on-mismatch-unknown", COMPARE + "&on_mismatch=maybe", None, 400, "query.on_mismatch"),
+]
+
 ODD_INPUT: list[Odd] = [*TOP_LEVEL, *SYNTAX, *DUPLICATES, *TRACE_FIELDS, *DOCUMENTS, *OPTIONS, *ACCEPTED, *ONLINE,
-                        *CALIBRATIONS, *LABEL_CASES, *POLICY_CASES, *HEADERS, *HTTP, *QUERIES, *OTLP_CASES]
+                        *CALIBRATIONS, *LABEL_CASES, *POLICY_CASES, *HEADERS, *HTTP, *QUERIES, *OTLP_CASES,
+                        *DATASET_CASES]
 """Every case, in the order sent."""
 assert len({case.id for case in ODD_INPUT}) == len(ODD_INPUT), "case ids must be unique"

@@ -83,7 +83,7 @@ def test_push_run_report_and_gate(stack: LiveStack, client: httpx.Client, tmp_pa
     assert f"dataset {name} version 1" in mismatch and f"dataset {name} version 2" in mismatch
     assert "8 items matched" in mismatch and comparison["warnings"][0].startswith("DATASET MISMATCH")
     refused = client.get(f"/v1/jobs/{second['job_id']}/compare",
-                         params={"baseline": job["job_id"], "dataset_mismatch": "refuse"})
+                         params={"baseline": job["job_id"], "on_mismatch": "refuse"})
     assert refused.status_code == 409 and refused.json()["errors"][0]["path"] == "query.baseline"
 
     candidate = jsonl(tmp_path / "candidate.jsonl", traces({0, 2, 4, 5, 6}))
