@@ -87,6 +87,9 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     batch = decode_batch(body, settings.max_traces)
     dataset = bind_dataset(batch, call.tenant, call.services.datasets)
     options = batch.options
+    if dataset is not None and options.queue is None:
+        # An eval set run is a batch, judged whole, even when its items came from production queries.
+        options.queue = "batch"
     if options.callback_url:
         check_callback_url(options.callback_url, settings)
     named, options.judge = options.judge, options.judge or settings.default_judge

@@ -125,6 +125,11 @@ def test_binding_errors_name_their_paths(client: httpx.Client) -> None:
         assert path in [e["path"] for e in response.json()["errors"]], (path, response.text)
     agreeing = post([{"item_id": "q1", "query": " What is fact  number 1? ", "relevance": {"d1": 1}, "split": "test"}])
     assert agreeing.status_code == 202, agreeing.text
+    production = f"prod-{uuid.uuid4().hex[:8]}"   # items from production queries: still a batch, judged whole
+    assert client.post(f"/v1/datasets/{production}/versions",
+                       json={"items": [{**ITEMS[0], "source": "production"}]}).status_code == 201
+    job = post([{"item_id": "q0"}], {"name": production, "version": 1}).json()
+    assert client.get(f"/v1/jobs/{job['job_id']}").json()["queue"] == "batch"
     dry = client.post("/v1/batches", params={"dry_run": "true"},
                       json={"traces": [{"item_id": "q2"}], "dataset": ref, "options": {"judge": "local"}})
     assert dry.status_code == 200 and dry.json()["trace_count"] == 1
