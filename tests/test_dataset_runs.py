@@ -136,3 +136,20 @@ def test_binding_errors_name_their_paths(client: httpx.Client) -> None:
     with httpx.Client(base_url=str(client.base_url), timeout=30) as http:   # the online path takes no items
         online = http.post("/v1/traces", json={"traces": [{"query": "q", "item_id": "q0"}]})
         assert online.status_code == 422 and online.json()["errors"][0]["path"] == "$.traces[0].item_id"
+
+
+def test_items_the_retrieval_filter_set_aside_are_not_judged(client: httpx.Client) -> None:
+    name = f"filtered-{uuid.uuid4().hex[:8]}"
+    flagged = [{**item, "retrieval_answerable": int(item["item_id"][1:]) not in (3, 7)} for item in ITEMS]
+    assert client.post(f"/v1/datasets/{name}/versions", json={"items": flagged}).status_code == 201
+    job = run(client, name, 1, hits={0, 1, 2, 4, 5, 6})
+    assert job["dataset"]["retrieval_unanswerable"] == 2
+    results = {r["item_id"]: r for r in client.get(f"/v1/jobs/{job['job_id']}/results").json()["items"]}
+    assert results["q3"]["generation"] is None and results["q3"]["sample_reason"] == "set_aside:retrieval_unanswerable"
+    assert results["q3"]["retrieval"]["recall@5"] == 0.0                      # kept and counted: retrieval only
+    assert results["q0"]["generation"] is not None and results["q0"]["sampled"] is True
+    report = client.get(f"/v1/jobs/{job['job_id']}/report").json()
+    assert report["generation"]["n_judged"] == 6 and report["counts"]["total"] == 8
+    wrong = client.post("/v1/batches", json={"traces": [{"item_id": "q3", "retrieval_answerable": True}],
+                                             "dataset": {"name": name, "version": 1}, "options": {"judge": "none"}})
+    assert wrong.status_code == 422 and wrong.json()["errors"][0]["path"] == "$.traces[0].retrieval_answerable"

@@ -48,6 +48,10 @@ from ragpulse.store.aio import AsyncJobStore
 from ragpulse.store.atomic import WriteQueue
 from ragpulse.store.connection import RETRIED_ERRORS, OutageBackoff, worker_async_client
 
+SET_ASIDE = "set_aside:retrieval_unanswerable"
+"""The sample reason of a trace whose dataset item the retrieval filter flagged: it measures retrieval failure, not
+generation, so it is never judged (kept, counted, its retrieval metrics reported)."""
+
 log = logging.getLogger("ragpulse.evaluation.chunk")
 T = TypeVar("T")
 
@@ -170,6 +174,8 @@ class ChunkRun:
         sampled, reason = (True, "all") if self.options.sample != "policy" else judge_for_injection(
             *sampling_decision(trace, policy, checks), policy.always_judge.injection_docs,
             bool(security.injection_docs))
+        if trace.retrieval_answerable is False:   # a dataset item the retrieval filter set aside: never judged
+            sampled, reason = False, SET_ASIDE
         judge = self.judge if (trace.answer and sampled) else None
         result = await self._judged(index, trace, judge, security)
         if self.judge is not None:

@@ -18,7 +18,7 @@ from ragpulse.model.dataset import DatasetBinding, DatasetItem
 from ragpulse.model.trace import BatchRequest, Trace
 from ragpulse.store.datasets import DatasetStore
 
-COPIED = ("answerable", "question_type", "source", "split")
+COPIED = ("answerable", "question_type", "source", "split", "retrieval_answerable")
 """Item fields a trace takes as they are (after the agreement check)."""
 
 
@@ -54,7 +54,8 @@ def bind_dataset(batch: BatchRequest, tenant: str, datasets: DatasetStore) -> Da
     return DatasetBinding(name=ref.name, version=ref.version, content_hash=version.content_hash, status=version.status,
                           items=len(bound), unbound=len(batch.traces) - len(bound),
                           version_items=version.counts.items, splits=dict(Counter(i.split for i in bound)),
-                          sources=dict(Counter(i.source for i in bound)))
+                          sources=dict(Counter(i.source for i in bound)),
+                          retrieval_unanswerable=sum(i.retrieval_answerable is False for i in bound))
 
 
 def fill(trace: Trace, item: DatasetItem, path: str) -> list[dict[str, str]]:

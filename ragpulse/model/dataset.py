@@ -46,7 +46,8 @@ class DatasetItem(Base):
     retrieval_answerable: bool | None = None
     """Set by the retrieval filter on a generated draft: false when the user's retriever did not find the item's source
     chunks in its top k. Such an item is kept and counted, but measures retrieval failure, not generation: meant to be
-    left out of generation metrics (bound runs do not read it yet). None when no retriever run covered it."""
+    left out of generation metrics: a run bound to the dataset does not judge it. None when no retriever run covered
+    it."""
     metadata: dict[str, str | int | float | bool | None] | None = None
 
     def __post_init__(self) -> None:
@@ -166,3 +167,6 @@ class DatasetBinding(msgspec.Struct, kw_only=True):
     """Bound traces per split (`dev`, `test`)."""
     sources: dict[str, int]
     """Bound traces per item source (`human`, `synthetic`, `production`)."""
+    retrieval_unanswerable: int = 0
+    """Bound traces whose item the retrieval filter flagged (`retrieval_answerable: false`): set aside from judging,
+    so out of every generation metric, their retrieval metrics kept."""

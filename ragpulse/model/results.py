@@ -144,7 +144,8 @@ class TraceResult(msgspec.Struct, kw_only=True):
     sampled: bool | None = None
     """Whether the sampling policy sent this trace to the judge (None: no judge was asked for)."""
     sample_reason: str | None = None
-    """`sampled`, `not_sampled`, `all` (offline batch) or `always:<rule>`."""
+    """`sampled`, `not_sampled`, `all` (offline batch), `always:<rule>`, or `set_aside:retrieval_unanswerable` (a
+    dataset item the retrieval filter flagged: never judged)."""
     checks: list[str] = []
     """Cheap programmatic checks that flagged this trace (run on every trace, judged or not)."""
     judge_input_truncated: list[str] = []

@@ -131,6 +131,9 @@ class Trace(Base):
     type, source and split come from the item (a trace repeating them must agree), and its `query` may be left out."""
     split: Split | None = None
     """The item's split, set from the dataset (`dev` or `test`)."""
+    retrieval_answerable: bool | None = None
+    """The item's retrieval-filter flag, set from the dataset: false sets the trace aside from judging (it measures
+    retrieval failure, not generation), its retrieval metrics kept."""
 
     def __post_init__(self) -> None:
         if self.gold_doc_ids is not None and self.relevance is not None:

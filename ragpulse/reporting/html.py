@@ -115,7 +115,9 @@ def _dataset_sections(report: Report, k: int) -> list[str]:
         splits = ", ".join(f"{escape(name)} {n}" for name, n in sorted(bound.splits.items())) or "none"
         parts += [f"<h2>Dataset</h2><p class=meta>{escape(bound.name)} version {bound.version} ({escape(bound.status)}"
                   f", sha256 <code>{escape(bound.content_hash)}</code>): {bound.items} of {bound.version_items} items"
-                  f"; splits {splits}" + (f"; {bound.unbound} traces named no item" if bound.unbound else "") + "</p>"]
+                  f"; splits {splits}" + (f"; {bound.unbound} traces named no item" if bound.unbound else "")
+                  + (f"; {bound.retrieval_unanswerable} set aside as retrieval-unanswerable (retrieval metrics only, "
+                     "not judged)" if bound.retrieval_unanswerable else "") + "</p>"]
     if report.subsets:
         parts += ["<h2>Human-written subset and test split</h2>", _breakdown(report.subsets, k)]
     if report.by_split:

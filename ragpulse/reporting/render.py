@@ -182,6 +182,9 @@ def _dataset(report: Report) -> list[str]:
         return []
     splits = ", ".join(f"{name} {n}" for name, n in sorted(bound.splits.items())) or "none"
     unbound = f"; {bound.unbound} traces named no item" if bound.unbound else ""
+    if bound.retrieval_unanswerable:
+        unbound += (f"; {bound.retrieval_unanswerable} set aside as retrieval-unanswerable (retrieval metrics only, "
+                    "not judged)")
     return [f"dataset {bound.name} version {bound.version} (sha256 {bound.content_hash[:12]}) {bound.status}: "
             f"{bound.items} of {bound.version_items} items; splits {splits}{unbound}"]
 
