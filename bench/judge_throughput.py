@@ -55,7 +55,7 @@ import httpx  # noqa: E402
 import msgspec  # noqa: E402
 import redis  # noqa: E402
 
-from ragpulse.judges.prompt import estimate_input_tokens  # noqa: E402 - the judge's own estimate
+from ragpulse.judges.prompt import JUDGE_TASK  # noqa: E402 - the judge's own estimate
 from ragpulse.ops.redis_server import PrivateRedis  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 from tests.support import Proc, children_of, start_api, start_worker  # noqa: E402
@@ -143,7 +143,7 @@ def input_tokens(body: dict[str, Any]) -> int:
 
 def estimated_tokens(body: dict[str, Any]) -> int:
     """The judge's pre-call estimate for this request (AnthropicJudge._call), which the limiter charges."""
-    return int(estimate_input_tokens(len(json.dumps(body["messages"]))))
+    return int(JUDGE_TASK.estimate_input_tokens(len(json.dumps(body["messages"]))))
 
 
 def mean_estimate(traces: list[dict[str, Any]]) -> float:

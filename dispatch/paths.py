@@ -40,3 +40,14 @@ GENERATE_DATASET = "worker.jobs.generate_dataset"
 
 GENERATION_FAILED = "worker.jobs.generation_failed"
 """Dotted path of the RQ failure callback of a generation job."""
+
+JUDGE_PAIRWISE = "worker.jobs.judge_pairwise"
+"""Dotted path of the worker function that runs one pairwise A/B run."""
+
+PAIRWISE_FAILED = "worker.jobs.pairwise_failed"
+"""Dotted path of the RQ failure callback of a pairwise run."""
+
+
+def pairwise_job_id(run_id: str) -> str:
+    """RQ job id of a pairwise run."""
+    return f"pairwise-{run_id}"

@@ -8,6 +8,8 @@
     │   │   └── IdempotencyKeyReused  the Idempotency-Key was sent before with another body (422)
     │   ├── InvalidParameter   a query or path parameter is out of range (400)
     │   ├── Conflict           the request conflicts with the job's state, e.g. retrying a running job (409)
+    │   ├── Unsupported        well formed, but asks for what this service cannot do: pairwise judging with a heuristic
+    │   │                      judge, or with a judge not configured here (422)
     │   ├── TooLarge           the body or the batch exceeds a limit (413)
     │   ├── BodyTimeout        the body did not arrive within RAGPULSE_BODY_READ_TIMEOUT_SECONDS (408)
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
@@ -92,6 +94,11 @@ class InvalidParameter(InputError):
 
 class Conflict(InputError):
     """The request is well formed but conflicts with the current state of its target (retrying a running job)."""
+
+
+class Unsupported(InputError):
+    """The request is well formed but asks for something this service cannot do as asked (pairwise judging with the
+    local heuristic, which cannot compare two answers); `errors` names the input to change."""
 
 
 class TooLarge(InputError):

@@ -20,7 +20,7 @@ from ragpulse.exceptions import (
     Backlogged, BodyTimeout, IdempotencyKeyReused, OverBacklogShare,
     Conflict, DatasetNotFound, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, StoreRefused, StoreUnavailable,
-    TooLarge, TraceNotFound, Unauthorized, UnsupportedMediaType,
+    TooLarge, TraceNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
 
@@ -31,6 +31,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     MalformedBody: (400, "Malformed JSON"),
     InvalidParameter: (400, "Invalid parameter"),
     Conflict: (409, "Conflict"),
+    Unsupported: (422, "Unprocessable request"),
     IdempotencyKeyReused: (422, "Idempotency key reused"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),

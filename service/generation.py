@@ -37,9 +37,9 @@ def writer_judge(named: str | None, settings: Settings) -> str:
     is not an LLM (generation needs one) or is not configured here."""
     judge = named or settings.default_judge
     whose = "" if named else f"the service's default judge (RAGPULSE_JUDGE) is {judge}, and "
-    if not kinds.writes(judge):
+    if not kinds.takes_tasks(judge):
         reason = (f"{whose}judge {judge} cannot write questions: generation needs an LLM; set `judge` to one of "
-                  f"{', '.join(kinds.writers())}")
+                  f"{', '.join(kinds.task_judges())}")
         raise InvalidBody("generation needs an LLM judge", [{"path": "$.judge", "message": reason}])
     missing = kinds.unconfigured(judge, settings)
     if missing is not None:

@@ -14,6 +14,8 @@ from ragpulse.config import defaults
 from ragpulse.exceptions import Conflict, JobNotFound
 from ragpulse.model.calibration import Calibration
 from ragpulse.model.compare import Comparison, Correction, MismatchPolicy, RunInfo
+from ragpulse.model.pairwise import PairwisePending
+from ragpulse.model.trace import JudgeName
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
 from ragpulse.reporting.compare import compare
@@ -21,6 +23,7 @@ from ragpulse.reporting.significance import default_family, parse_family
 from ragpulse.reporting.html import FAILING_SHOWN, failing_traces, pending_page, render_html
 from ragpulse.store import Store
 from service.context import Call, Services
+from service.pairwise import pairwise_result
 
 
 class ReportPending(msgspec.Struct, kw_only=True):
@@ -72,7 +75,9 @@ class JobController(Controller):
             requeue(store, call.services.enqueuer, job_id, chunks)
         return store.job(job_id, tenant)
 
-    @get("/{job_id:str}/compare", sync_to_thread=True, summary="Compare this job against a baseline job")
+    @get("/{job_id:str}/compare", sync_to_thread=True, summary="Compare this job against a baseline job",
+         responses={202: ResponseSpec(PairwisePending, description=(
+             "pairwise=true and the pairwise run is queued or running; poll the same URL again."))})
     def compare(
         self, job_id: JobId, call: Call,
         baseline: Annotated[str, Parameter(max_length=64, description="The baseline's job id (yours, finished).")],
@@ -89,7 +94,16 @@ class JobController(Controller):
             "What to do when the two jobs ran different dataset versions or different items: warn (answer, with "
             "dataset_mismatch and a warning naming both versions and the items matched) or refuse (409 naming "
             "query.baseline)."))] = "warn",
-    ) -> Comparison:
+        pairwise: Annotated[bool, Parameter(description=(
+            "Also ask an LLM judge, for each matched item, which answer is better grounded and more correct, twice "
+            "with the order swapped. This runs as a job: the answer is 202 with its progress until it has ended, "
+            "then 200 with the comparison and its pairwise section (win rate, ties and position consistency with "
+            "intervals). Asking again finds the same run; nothing is judged twice."))] = False,
+        judge: Annotated[JudgeName | None, Parameter(description=(
+            "With pairwise=true: the LLM judge that compares, anthropic or openai. Default: the candidate batch's "
+            "judge, else the service's default judge. local (a heuristic) cannot compare two answers: 422 naming "
+            "query.judge."))] = None,
+    ) -> Response[Comparison]:
         """Paired deltas with bootstrap intervals, the traces that got worse, slices by question type and source, and
         the oracle gap or RAG lift when the baseline is such a run. Only the tested family gets a decision (McNemar's
         exact test for proportions, a paired sign-flip permutation test for means, p-values adjusted over the
@@ -99,15 +113,25 @@ class JobController(Controller):
         `dataset_mismatch` and `warnings`, naming both versions and how many items matched; with
         `on_mismatch=refuse` that is a 409 instead.
 
+        With `pairwise=true`, the judge's preference between the two runs' answers too (see the parameter); 202 with
+        the pairwise run's progress until it has ended.
+
         404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed, or
-        naming `query.baseline` for a refused dataset mismatch; 422 naming `query.metrics` for an unknown metric
-        key."""
+        naming `query.baseline` for a refused dataset mismatch; 400 naming `query.metrics` for an unknown metric
+        key; 422 naming `query.judge` when pairwise judging is asked of a judge that cannot compare two answers or is
+        not configured here."""
         comparison = compare_jobs(call.services, call.tenant, job_id, baseline, threshold=threshold,
                                   metrics=metrics, correction=correction)
         if on_mismatch == "refuse" and comparison.dataset_mismatch:
             raise Conflict(f"the two jobs are not on the same dataset items: {comparison.dataset_mismatch}",
                            [{"path": "query.baseline", "message": comparison.dataset_mismatch}])
-        return comparison
+        if not pairwise:
+            return Response(comparison)
+        section = pairwise_result(call.services, call.tenant, job_id, baseline, judge)
+        if isinstance(section, PairwisePending):
+            return Response(section, status_code=202)  # type: ignore[arg-type]
+        comparison.pairwise = section
+        return Response(comparison)
 
     @get("/{job_id:str}/report", sync_to_thread=True, summary="Aggregate report of a job",
          responses={202: ResponseSpec(ReportPending, description="The job is still running; poll again."),

@@ -49,7 +49,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/jobs/{job_id}/retry", "post"): (400, 401, 404, 409, 503),
     ("/v1/jobs/{job_id}/report", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/report.html", "get"): (400, 401, 404, 503),
-    ("/v1/jobs/{job_id}/compare", "get"): (400, 401, 404, 409, 503),
+    ("/v1/jobs/{job_id}/compare", "get"): (400, 401, 404, 409, 422, 503),
     ("/v1/calibrations", "post"): (400, 401, 404, 409, 413, 415, 422, 503),
     ("/v1/labels", "post"): (400, 401, 404, 413, 415, 422, 503),
     ("/v1/labels", "get"): (400, 401, 404, 503),
@@ -95,6 +95,9 @@ _WHY_HERE = {
                                                 "(`errors` names `path.job_id` or `query.baseline`); or, with "
                                                 "on_mismatch=refuse, the two ran different dataset versions "
                                                 "or items (`errors` names `query.baseline`).",
+    ("/v1/jobs/{job_id}/compare", "get", 422): "pairwise=true asks a judge that cannot compare two answers (local, a "
+                                                "heuristic, or none) or is not configured on this service (`errors` "
+                                                "names `query.judge`).",
     ("/v1/otlp/v1/traces", "post", 400): "The body is not an OTLP ExportTraceServiceRequest in the encoding its "
                                           "Content-Type names.",
     ("/v1/otlp/v1/traces", "post", 415): "Send `application/x-protobuf` or `application/json` (OTLP/HTTP).",

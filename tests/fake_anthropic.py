@@ -24,11 +24,14 @@ from typing import Any
 
 from tests.loopback import JudgeFake, json_handler
 
-_BLOCK = re.compile(r"<(question|answer|reference)>(.*?)</\1>", re.S)
+_BLOCK = re.compile(r"<(question|answer|reference|answer_1|answer_2)>(.*?)</\1>", re.S)
+_ANY_DOC = re.compile(r'<document id="([^"]*)"[^>]*>(.*?)</document>', re.S)
 _DOC = re.compile(r'<document id="([^"]*)"(?: chunk="([^"]*)")? rank="(\d+)"(?P<rest>[^>]*)>(.*?)</document>', re.S)
 _ATTRIBUTE = re.compile(r' (\w+)="([^"]*)"')
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 ABSTAIN = ("don't know", "do not know", "not covered", "cannot answer", "can't answer", "no information")
+PAIRWISE_TOOL = "record_preference"
+"""The pairwise comparison's tool, answered by a fake's `prefer`."""
 ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error", 500: "api_error",
                529: "overloaded_error", 400: "invalid_request_error"}
 
@@ -103,6 +106,31 @@ def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def parse_comparison(text: str) -> dict[str, Any]:
+    """Recover a pairwise comparison from its blocks: question, reference, answer_1, answer_2 and `docs` (texts)."""
+    blocks = {name: html.unescape(body) for name, body in _BLOCK.findall(text)}
+    return {**blocks, "docs": [html.unescape(body) for _, body in _ANY_DOC.findall(text)]}
+
+
+def supported_sentences(answer: str, docs: list[str]) -> int:
+    """Sentences of `answer` found verbatim (case-folded) in a document."""
+    sentences = [s.rstrip(".!?").strip().lower() for s in _SENTENCE.split(answer.strip()) if s.strip()]
+    return sum(any(s in doc.lower() for doc in docs) for s in sentences if s)
+
+
+def grounded_preference(item: dict[str, Any]) -> dict[str, Any]:
+    """record_preference as a literal-minded judge writes it: the answer with more sentences a document states wins,
+    whatever its position; a tie when they have as many."""
+    first, second = (supported_sentences(item.get(k, ""), item["docs"]) for k in ("answer_1", "answer_2"))
+    preferred = "tie" if first == second else "1" if first > second else "2"
+    return {"reasoning": f"ANSWER 1 has {first} supported sentences, ANSWER 2 has {second}.", "preferred": preferred}
+
+
+def always_first(item: dict[str, Any]) -> dict[str, Any]:
+    """A judge with pure position bias: whatever stands first wins."""
+    return {"reasoning": "ANSWER 1 reads better.", "preferred": "1"}
+
+
 def cached_prefix(body: dict[str, Any]) -> list[Any] | None:
     """Tools, then system blocks, up to and including the last block marked `cache_control`; None when unmarked."""
     system = body.get("system")
@@ -115,10 +143,13 @@ class FakeAnthropic(JudgeFake):
     """Start with `with FakeAnthropic() as fake:`; point the SDK at `fake.url`."""
 
     def __init__(self, model: str = "claude-sonnet-4-6", latency: float = 0.0, rpm: int = 0,
-                 window_seconds: float = 60.0, cache_min_tokens: int = 1024, supports_strict: bool = True) -> None:
+                 window_seconds: float = 60.0, cache_min_tokens: int = 1024, supports_strict: bool = True,
+                 prefer: Callable[[dict[str, Any]], dict[str, Any]] = grounded_preference) -> None:
         super().__init__(json_handler(lambda handler, body: self.respond(
             body, {k.lower(): v for k, v in handler.headers.items()})))
         self.model = model
+        self.prefer = prefer
+        """How it answers a pairwise comparison (record_preference), given parse_comparison's item."""
         self.cache_min_tokens = cache_min_tokens
         self.supports_strict = supports_strict
         self.cached_prefixes: set[str] = set()
@@ -127,10 +158,11 @@ class FakeAnthropic(JudgeFake):
         self.window_seconds = window_seconds
         self.admitted: deque[float] = deque()
         self.rejected = 0
-        self.tool_answers: dict[str, Callable[[str], dict[str, Any] | Fault]] = {}
+        self.tool_answers: dict[str, Callable[[str], dict[str, Any] | Fault]] = {
+            PAIRWISE_TOOL: lambda text: self.prefer(parse_comparison(text))}
         """Tool name -> the answer to a request forcing that tool (other than record_verdicts): from the user
         message, the tool input, or a Fault to send instead (synthetic generation's write, closed-book and verify
-        calls)."""
+        calls; a pairwise comparison, answered by `prefer`)."""
 
     def respond(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any]]:
         """Status, headers and JSON body for one Messages API request."""

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fake_anthropic import literal_verdicts, parse_user_message
+from tests.fake_anthropic import (
+    PAIRWISE_TOOL, grounded_preference, literal_verdicts, parse_comparison, parse_user_message,
+)
 from tests.loopback import JudgeFake, json_handler
 
 ERROR_TYPES = {401: "invalid_api_key", 403: "permission_denied", 429: "rate_limit_exceeded", 500: "server_error",
@@ -41,15 +43,20 @@ class Fault:
 class FakeOpenAI(JudgeFake):
     """Start with `with FakeOpenAI() as fake:`; point the SDK at `fake.base_url` (`.../v1`)."""
 
-    def __init__(self, model: str = "qwen2.5:14b", supports_tools: bool = True) -> None:
+    def __init__(self, model: str = "qwen2.5:14b", supports_tools: bool = True,
+                 prefer: Callable[[dict[str, Any]], dict[str, Any]] = grounded_preference) -> None:
         super().__init__(json_handler(lambda handler, body: self.respond(
             handler.path, body, {k.lower(): v for k, v in handler.headers.items()})))
         self.model = model
         self.supports_tools = supports_tools
+        self.prefer = prefer
+        """How it answers a pairwise comparison (record_preference), given parse_comparison's item."""
         self.base_url = f"{self.url}/v1"
-        self.tool_answers: dict[str, Callable[[str], dict[str, Any] | Fault]] = {}
+        self.tool_answers: dict[str, Callable[[str], dict[str, Any] | Fault]] = {
+            PAIRWISE_TOOL: lambda text: self.prefer(parse_comparison(text))}
         """Tool (or response_format schema) name -> the answer to a request for it other than record_verdicts: from
-        the user message, the structured output, or a Fault to send instead (synthetic generation's calls)."""
+        the user message, the structured output, or a Fault to send instead (synthetic generation's calls; a
+        pairwise comparison, answered by `prefer`)."""
 
     def respond(self, path: str, body: dict[str, Any], headers: dict[str, str]
                 ) -> tuple[int, dict[str, str], dict[str, Any]]:

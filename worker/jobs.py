@@ -14,14 +14,16 @@ from rq import get_current_job
 from dispatch.callbacks import enqueue_callback
 from ragpulse.reporting.callbacks import deliver
 from ragpulse.evaluation.trace import failed_result
-from ragpulse.exceptions import CallbackRejected, DeliveryFailed
+from ragpulse.exceptions import CallbackRejected, DeliveryFailed, JobNotFound
 from ragpulse.monitoring.catalog import JOB_DURATION
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.reporting.build import build_report
 from ragpulse.evaluation.chunk import open_chunk, run_chunk
 from ragpulse.config.settings import Settings
+from ragpulse.evaluation.pairwise import base_section, expired_section, open_run, run_pairwise
 from ragpulse.store import Store
 from ragpulse.generation.job import mark_failed as mark_generation_failed, run_job as run_generation
+from ragpulse.store.pairwise import PairwiseRuns
 
 log = logging.getLogger("ragpulse.worker")
 
@@ -126,3 +128,36 @@ def generate_dataset(job_id: str) -> str:
 def generation_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's signature
     """RQ failure callback: the generation job crashed, so its record says failed with the reason."""
     mark_generation_failed(connection, settings(), job.args[0], f"generation failed: {exc_type.__name__}: {exc_value}")
+
+
+def pairwise_runs(store: Store) -> PairwiseRuns:
+    """The pairwise runs on the store's connection."""
+    return PairwiseRuns(store.redis, settings().pairwise_ttl_seconds)
+
+
+def judge_pairwise(run_id: str) -> dict[str, str]:
+    """Run one pairwise A/B run and store its result (a run whose record expired is left alone)."""
+    store = store_for()
+    runs = pairwise_runs(store)
+    record = runs.get(run_id)
+    if record is None:
+        return {"run": run_id, "status": "expired"}
+    try:
+        work = open_run(store, runs, settings(), record)
+    except JobNotFound as exc:
+        section = expired_section(record, exc)
+    else:
+        section = asyncio.run(run_pairwise(settings(), work))
+    runs.finish(record, section.status, msgspec.json.encode(section), section.error)
+    return {"run": run_id, "status": section.status}
+
+
+def pairwise_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's signature
+    """RQ failure callback: the run crashed or lost its worker; it is failed with the reason, and the next ask starts
+    a new one."""
+    runs = pairwise_runs(store_for(connection))
+    record = runs.get(job.args[0])
+    if record is None:
+        return
+    error = f"pairwise run failed: {exc_type.__name__}: {exc_value}"
+    runs.finish(record, "failed", msgspec.json.encode(base_section(record, "failed", error)), error)

@@ -94,6 +94,23 @@ COMPARE_REGRESSION_THRESHOLD = 0.2
 COMPARE_REGRESSIONS_MAX = 100
 """At most how many regressed traces a comparison lists, worst first (`regressions_total` counts all)."""
 
+PAIRWISE_MAX_PAIRS = 200
+"""At most how many matched items a pairwise A/B run sends to the judge (each asked twice: 400 calls); past it, the
+items whose match key hashes lowest."""
+
+PAIRWISE_MAX_PAIRS_LIMIT = 10_000
+"""The largest RAGPULSE_PAIRWISE_MAX_PAIRS accepted."""
+
+PAIRWISE_TTL_SECONDS = 7 * 24 * 3600
+"""How long a pairwise run and its result stay in Redis (the jobs it compares live as long by default)."""
+
+PAIRWISE_FAILED_KEEP_SECONDS = 60
+"""How long a failed pairwise run still answers its compare request (with its error) before the next request starts a
+new run."""
+
+PAIRWISE_TIMEOUT_SECONDS = 3 * 3600
+"""RQ timeout of one pairwise run (a few hundred judge calls under a shared rate limit)."""
+
 BOOTSTRAP_RESAMPLES = 1000
 """Resamples for bootstrap confidence intervals of means."""
 

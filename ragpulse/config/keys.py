@@ -280,3 +280,16 @@ def generation_request(job_id: str) -> str:
     """String: msgpack GenerateRequest of a generation job (its corpus chunks and mix), read once by the worker and
     deleted when the job ends; else expires with jobs (settings.result_ttl_seconds)."""
     return f"{PREFIX}:generation:{job_id}:request"
+
+
+def pairwise_run(run_id: str) -> str:
+    """Hash: one pairwise A/B run (tenant, the two jobs, judge, model, prompt version, status, progress counts, its
+    JSON result once done); expires after settings.pairwise_ttl_seconds."""
+    return f"{PREFIX}:pairwise:{run_id}"
+
+
+def pairwise_find(tenant: str, candidate: str, baseline: str, judge: str, version: str, model: str) -> str:
+    """String: the id of the pairwise run of these two jobs by this judge, model and prompt version, so asking again
+    finds it instead of paying again; expires with the run (a failed run's a minute after it failed, so the next ask
+    starts afresh). The tenant is length-prefixed; the model, which may hold ':', comes last."""
+    return f"{PREFIX}:pairwise-find:{len(tenant)}:{tenant}:{candidate}:{baseline}:{judge}:{version}:{model}"

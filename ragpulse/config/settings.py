@@ -208,6 +208,13 @@ class Settings:
     judge_max_retries: int = defaults.JUDGE_MAX_RETRIES
     """RAGPULSE_JUDGE_MAX_RETRIES: SDK retries of 429/529/5xx/timeouts, with backoff honouring retry-after (default 4)."""
 
+    pairwise_max_pairs: int = defaults.PAIRWISE_MAX_PAIRS
+    """RAGPULSE_PAIRWISE_MAX_PAIRS: matched items a pairwise A/B run judges at most, each in both orders (default 200;
+    at most 10,000); the others are counted as not judged."""
+
+    pairwise_ttl_seconds: int = defaults.PAIRWISE_TTL_SECONDS
+    """RAGPULSE_PAIRWISE_TTL_SECONDS: lifetime of a pairwise run and its result in Redis (default 7 days)."""
+
     judge_temperature: float | None = defaults.JUDGE_TEMPERATURE
     """RAGPULSE_JUDGE_TEMPERATURE: sampling temperature of the judge (default 0); `none` omits it for models that reject it."""
 
@@ -351,6 +358,9 @@ class Settings:
             "judge_max_tokens": _int(env, "RAGPULSE_JUDGE_MAX_TOKENS", cls.judge_max_tokens),
             "judge_timeout_seconds": _float(env, "RAGPULSE_JUDGE_TIMEOUT_SECONDS", cls.judge_timeout_seconds),
             "judge_max_retries": _int(env, "RAGPULSE_JUDGE_MAX_RETRIES", cls.judge_max_retries),
+            "pairwise_max_pairs": _int(env, "RAGPULSE_PAIRWISE_MAX_PAIRS", cls.pairwise_max_pairs,
+                                       most=defaults.PAIRWISE_MAX_PAIRS_LIMIT),
+            "pairwise_ttl_seconds": _int(env, "RAGPULSE_PAIRWISE_TTL_SECONDS", cls.pairwise_ttl_seconds),
             "judge_base_url": env.get("RAGPULSE_JUDGE_BASE_URL") or None,
             "judge_temperature": _temperature(env),
             "openai_base_url": _base_url(env, "RAGPULSE_OPENAI_BASE_URL"),

@@ -51,8 +51,7 @@ class TaskClients:
 
     def __init__(self, judge: str, settings: Settings, calls: GenerationCalls) -> None:
         self.clients: dict[str, StructuredJudge] = {
-            task.name: kinds.make_task_client(judge, settings, task, prompts.PROMPT_VERSION, calls)
-            for task in prompts.TASKS}
+            task.name: kinds.make_task_client(judge, settings, task, calls) for task in prompts.TASKS}
 
     async def ask(self, task: ToolTask, message: str, kind: type[T]) -> T:
         """One call of `task` with `message`; its output decoded as `kind` (one repair when it does not decode)."""

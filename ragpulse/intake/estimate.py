@@ -9,7 +9,7 @@ import msgspec
 
 from ragpulse.config.prices import call_cost
 from ragpulse.judges import kinds
-from ragpulse.judges.prompt import FIXED_PROMPT_TOKENS, estimate_input_tokens, prefix_cacheable, user_message
+from ragpulse.judges.prompt import JUDGE_TASK, user_message
 from ragpulse.model.trace import BatchOptions, Trace
 
 OUTPUT_TOKENS_BASE = 120
@@ -43,7 +43,7 @@ class Estimate(msgspec.Struct, kw_only=True):
 
 def estimate_trace_tokens(trace: Trace) -> tuple[int, int]:
     """(input, output) tokens one judge call on this trace is expected to use; input includes the fixed prefix."""
-    input_tokens = int(estimate_input_tokens(len(user_message(trace))))
+    input_tokens = int(JUDGE_TASK.estimate_input_tokens(len(user_message(trace))))
     sentences = max(1, len(_SENTENCE.findall(trace.answer or "")))
     output = OUTPUT_TOKENS_BASE + OUTPUT_TOKENS_PER_CLAIM * sentences + OUTPUT_TOKENS_PER_DOC * len(trace.retrieved_docs)
     return input_tokens, output
@@ -57,7 +57,7 @@ def cache_split(calls: int, input_tokens: int, cached: bool) -> tuple[int, int, 
     """
     if not cached or not calls:
         return input_tokens, 0, 0
-    prefix = int(FIXED_PROMPT_TOKENS)
+    prefix = int(JUDGE_TASK.fixed_tokens)
     return input_tokens - prefix * calls, prefix * (calls - 1), prefix
 
 
@@ -72,7 +72,7 @@ def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str | 
     if not kinds.is_billable(judge):
         return Estimate(judge=judge, model=None, judge_calls=calls, input_tokens=0, output_tokens=0,
                         cost_usd=0.0, price_known=True)
-    cached = kinds.caches_prompt(judge) and model is not None and prefix_cacheable(model)
+    cached = kinds.caches_prompt(judge) and model is not None and JUDGE_TASK.cacheable(model)
     uncached, reads, writes = cache_split(calls, sum(i for i, _ in tokens) * options.repeats, cached)
     output_tokens = sum(o for _, o in tokens) * options.repeats
     # A model without a price (a self-hosted one, unless RAGPULSE_JUDGE_PRICES names it) is counted at 0 when it

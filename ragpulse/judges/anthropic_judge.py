@@ -15,20 +15,17 @@ import anthropic
 
 from ragpulse.exceptions import JudgeNotConfigured
 from ragpulse.judges.headers import pause_from_headers
-from ragpulse.judges.prompt import CHARS_PER_TOKEN, JUDGE_TASK, TOOL, min_cacheable_tokens, user_message
+from ragpulse.judges.prompt import JUDGE_TASK, user_message
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
 from ragpulse.judges.task import ToolTask
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import JudgeObserver
 
-__all__ = ["AnthropicJudge", "AnthropicProvider", "RetryPolicy", "min_cacheable_tokens", "system_blocks"]
+__all__ = ["AnthropicJudge", "AnthropicProvider", "RetryPolicy", "system_blocks"]
 
 log = logging.getLogger(__name__)
 NOT_CONFIGURED = "judge not configured: set ANTHROPIC_API_KEY (or use judge=local)"
-STRICT_TOOL: dict[str, Any] = {**TOOL, "strict": True}
-"""record_verdicts sent strict: the API constrains the tool input to the schema (anthropic.types.ToolParam.strict;
-the schema is already in the subset strict mode accepts, see ragpulse.judges.tool.input_schema)."""
 _NOT_STRICT: set[tuple[str, str]] = set()
 """(base URL, model) pairs whose API refused `strict` in this process (an older model, a gateway that does not know
 it): they get the same tool without it, validated in code as before."""
@@ -44,7 +41,7 @@ def system_blocks(model: str, task: ToolTask = JUDGE_TASK) -> list[dict[str, Any
     chars / 3.5, an over-estimate, so near the minimum the marker may still be a no-op; it never costs extra.
     """
     examples: dict[str, Any] = {"type": "text", "text": task.examples}
-    if task.fixed_chars / CHARS_PER_TOKEN >= min_cacheable_tokens(model):
+    if task.cacheable(model):
         examples["cache_control"] = {"type": "ephemeral"}
     return [{"type": "text", "text": task.system}, examples]
 
@@ -59,6 +56,8 @@ class AnthropicProvider:
                  temperature: float | None, task: ToolTask = JUDGE_TASK) -> None:
         self.client, self.model, self.max_tokens, self.task = client, model, max_tokens, task
         self._system = system_blocks(model, task)
+        # Sent strict, the API constrains the tool input to the schema (anthropic.types.ToolParam.strict; the task's
+        # schema is already in the subset strict mode accepts, see ragpulse.judges.tool.strict_schema).
         self._tools = (task.tool, {**task.tool, "strict": True})
         # This SDK generation no longer types `temperature`; it still reaches the API through the request body.
         self._extra_body = {"temperature": temperature} if temperature is not None else None

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 JudgeFactory = Callable[["Settings", "JudgeObserver | None"], "Judge"]
 """Builds a judge from settings, inside the event loop that will use it."""
-TaskFactory = Callable[["Settings", "ToolTask", str, "JudgeObserver | None"], "StructuredJudge"]
-"""Builds an LLM client for another structured task (its tool, prompt and prompt version) on the judge's provider,
-model, rate limiter and retries, inside the event loop that will use it."""
+TaskFactory = Callable[["Settings", "ToolTask", "JudgeObserver | None"], "StructuredJudge"]
+"""Builds an LLM client for another structured task (its tool, prompt and version) on the judge's provider, model,
+rate limiter and retries, inside the event loop that will use it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +55,9 @@ class JudgeKind:
     """Builds the judge; None for `none`, which judges nothing."""
 
     tasks: TaskFactory | None = None
-    """Builds an LLM client for other structured tasks (synthetic dataset generation); None for judges that are not
-    LLMs."""
+    """Builds an LLM client for other structured tasks (synthetic dataset generation, pairwise A/B comparison of two
+    answers); None for judges that are not LLMs (the local heuristic, which cannot write or compare answers and must
+    not pretend to)."""
 
     model: Callable[[Settings], str | None] = lambda settings: None
     """The model it judges with under these settings (what a dry run prices and self-evaluation compares)."""
@@ -85,8 +86,7 @@ def _anthropic_client(settings: Settings):  # noqa: ANN202 - anthropic is import
                                     max_retries=0)
 
 
-def _anthropic_tasks(settings: Settings, task: ToolTask, prompt_version: str,
-                     observer: JudgeObserver | None) -> StructuredJudge:
+def _anthropic_tasks(settings: Settings, task: ToolTask, observer: JudgeObserver | None) -> StructuredJudge:
     from ragpulse.judges.anthropic_judge import AnthropicProvider  # noqa: PLC0415
     from ragpulse.judges.structured import RetryPolicy, StructuredJudge  # noqa: PLC0415
 
@@ -94,12 +94,10 @@ def _anthropic_tasks(settings: Settings, task: ToolTask, prompt_version: str,
     provider = AnthropicProvider(_anthropic_client(settings), model, settings.judge_max_tokens,
                                  settings.judge_temperature, task)
     return StructuredJudge(provider, model, settings.judge_max_tokens, limiter=_limiter(settings, model),
-                           retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer,
-                           prompt_version=prompt_version)
+                           retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer)
 
 
-def _openai_tasks(settings: Settings, task: ToolTask, prompt_version: str,
-                  observer: JudgeObserver | None) -> StructuredJudge:
+def _openai_tasks(settings: Settings, task: ToolTask, observer: JudgeObserver | None) -> StructuredJudge:
     import openai  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
 
     from ragpulse.config.defaults import OPENAI_PLACEHOLDER_API_KEY  # noqa: PLC0415
@@ -113,8 +111,7 @@ def _openai_tasks(settings: Settings, task: ToolTask, prompt_version: str,
     provider = OpenAIProvider(client, model, settings.judge_max_tokens, settings.judge_temperature,
                               settings.openai_structured, task)  # type: ignore[arg-type]  # checked by Settings
     return StructuredJudge(provider, model, settings.judge_max_tokens, limiter=_limiter(settings, model),
-                           retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer,
-                           prompt_version=prompt_version)
+                           retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer)
 
 
 def _openai(settings: Settings, observer: JudgeObserver | None) -> Judge:
@@ -287,23 +284,26 @@ def models(settings: Settings) -> list[str]:
     return list(dict.fromkeys(m for kind in JUDGES.values() if (m := kind.model(settings)) is not None))
 
 
-def writes(name: str | None) -> bool:
-    """True when the judge `name` is an LLM that can take other structured tasks (write synthetic questions)."""
+def takes_tasks(name: str | None) -> bool:
+    """True when the judge `name` is an LLM that can take other structured tasks (write synthetic questions, compare
+    two answers pairwise)."""
     return name is not None and JUDGES[name].tasks is not None
 
 
-def writers() -> tuple[str, ...]:
-    """Names of the judges that can write synthetic questions."""
-    return tuple(name for name, kind in JUDGES.items() if kind.tasks is not None)
+def task_judges() -> tuple[str, ...]:
+    """Names of the judges that can take other structured tasks (the values generation and pairwise judging
+    accept)."""
+    return tuple(name for name in JUDGES if takes_tasks(name))
 
 
-def make_task_client(name: str, settings: Settings, task: ToolTask, prompt_version: str,
+def make_task_client(name: str, settings: Settings, task: ToolTask,
                      observer: JudgeObserver | None = None) -> StructuredJudge:
-    """An LLM client of the judge `name` for `task` (`writes(name)` must hold). Build it inside its event loop."""
+    """An LLM client of the judge `name` for `task`, its calls carrying `task.version` (`takes_tasks(name)` must
+    hold). Build it inside its event loop."""
     factory = JUDGES[name].tasks
     if factory is None:
         raise ValueError(f"judge {name} cannot take structured tasks")
-    return factory(settings, task, prompt_version, observer)
+    return factory(settings, task, observer)
 
 
 def make_judge(name: str, settings: Settings, observer: JudgeObserver | None = None) -> Judge | None:

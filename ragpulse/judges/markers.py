@@ -92,3 +92,16 @@ def strip_markers(text: str) -> str:
         position = marker.end
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+def cite_by_id(text: str, doc_ids: Sequence[str]) -> str:
+    """`text` with each marker's labels rewritten as the ids of the documents they name (`[1]` -> `[doc-a]` when
+    doc-a was retrieved first); a label naming none is kept as written. Two answers cited against different rankings
+    then name documents the same way."""
+    pieces, position = [], 0
+    for marker in find_markers(text):
+        labels = [resolve(label, doc_ids) or label for label in marker.labels]
+        pieces += [text[position:marker.start], f"[{', '.join(labels)}]"]
+        position = marker.end
+    pieces.append(text[position:])
+    return "".join(pieces)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import openai
 
 from ragpulse.judges.headers import openai_pause_from_headers
-from ragpulse.judges.prompt import EXAMPLES, JUDGE_TASK, SYSTEM, TOOL, TOOL_NAME, user_message
+from ragpulse.judges.prompt import JUDGE_TASK, user_message
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
 from ragpulse.judges.task import ToolTask
@@ -30,22 +30,14 @@ log = logging.getLogger(__name__)
 StructuredMode = Literal["tools", "json_schema", "auto"]
 TRUNCATED = "the output was truncated at max_tokens"
 
-SYSTEM_MESSAGE = f"{SYSTEM}\n\n{EXAMPLES}"
-"""The rules, then the few-shot examples: one fixed prefix, which OpenAI's automatic prompt caching can hold."""
-TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
-    "name": TOOL_NAME, "description": TOOL["description"], "parameters": TOOL["input_schema"], "strict": True}}]
-"""The record_verdicts tool as an OpenAI function tool: the same schema as the Anthropic tool's input_schema, strict
-(every property required, nullable ones as anyOf null), so servers that enforce it decode only valid output."""
-TOOL_CHOICE = {"type": "function", "function": {"name": TOOL_NAME}}
-RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {
-    "name": TOOL_NAME, "description": TOOL["description"], "schema": TOOL["input_schema"], "strict": True}}
-"""The same schema as a strict response format."""
-
-
 
 def request_parts(task: ToolTask) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """The system message, the `tools` mode's arguments and the `json_schema` mode's, for `task` (the judge's are
-    SYSTEM_MESSAGE, TOOLS with TOOL_CHOICE, and RESPONSE_FORMAT)."""
+    """The system message, the `tools` mode's arguments and the `json_schema` mode's, for `task`.
+
+    The system message is the rules, then the few-shot examples: one fixed prefix, which OpenAI's automatic prompt
+    caching can hold. The tool is an OpenAI function tool with the same schema as the Anthropic tool's input_schema,
+    strict (every property required, nullable ones as anyOf null), so servers that enforce it decode only valid
+    output; the response format is the same schema, strict."""
     tool = task.tool
     function = {"name": task.name, "description": tool["description"], "parameters": tool["input_schema"],
                 "strict": True}
@@ -182,7 +174,7 @@ def not_a_completion(completion: object) -> str | None:
     return None
 
 
-def _reply(completion: Any, headers: Mapping[str, str], model: str, tool_name: str = TOOL_NAME) -> Reply:
+def _reply(completion: Any, headers: Mapping[str, str], model: str, tool_name: str) -> Reply:
     choice = completion.choices[0] if completion.choices else None
     message = choice.message if choice is not None else openai.types.chat.ChatCompletionMessage(role="assistant")
     output, problem = _structured_output(message, tool_name)

@@ -8,7 +8,6 @@ import html
 import json
 from typing import Any
 
-from ragpulse.config import defaults
 from ragpulse.judges.superseded import superseded_by
 from ragpulse.judges.task import ToolTask
 from ragpulse.judges.tool import input_schema
@@ -91,28 +90,10 @@ PROMPT_VERSION = hashlib.sha256(
 """Hash of everything that shapes the judge's behaviour; stored with every judgment."""
 
 
-CHARS_PER_TOKEN = 3.5
-"""Conservative characters-per-token ratio for estimating a judge call's input tokens before it is made."""
-FIXED_PROMPT_CHARS = len(SYSTEM) + len(EXAMPLES) + len(json.dumps(TOOL))
-"""Characters every judge call sends besides its messages: the system prompt, the examples and the tool schema."""
-FIXED_PROMPT_TOKENS = FIXED_PROMPT_CHARS / CHARS_PER_TOKEN
-"""Estimated tokens of the fixed prefix (tool, system prompt and examples), the part a prompt cache can hold."""
-
-
-def min_cacheable_tokens(model: str) -> int:
-    """The provider's minimum cacheable prompt length for `model`."""
-    return next((n for key, n in defaults.MIN_CACHEABLE_TOKENS.items() if key in model),
-                defaults.DEFAULT_MIN_CACHEABLE_TOKENS)
-
-
-def prefix_cacheable(model: str) -> bool:
-    """Whether the fixed prefix reaches `model`'s minimum cacheable length (by the over-estimate chars / 3.5)."""
-    return FIXED_PROMPT_TOKENS >= min_cacheable_tokens(model)
-
-
-def estimate_input_tokens(message_chars: int) -> float:
-    """Input tokens of a judge call whose messages serialise to `message_chars` characters (an over-estimate)."""
-    return (FIXED_PROMPT_CHARS + message_chars) / CHARS_PER_TOKEN
+JUDGE_TASK = ToolTask(SYSTEM, EXAMPLES, TOOL, PROMPT_VERSION)
+"""The judge's prefix as the providers send it, with the version every judgment carries. Its size decides the
+prefix's cache marker (`JUDGE_TASK.cacheable(model)`) and the input-token estimates (`JUDGE_TASK.fixed_tokens`,
+`JUDGE_TASK.estimate_input_tokens`) of the judge, a dry run and the throughput bench."""
 
 
 def escape(text: str) -> str:
@@ -140,17 +121,3 @@ def _attributes(doc: RetrievedDoc, rank: int, replaced: dict[str, str | None]) -
         newer = replaced[doc.id]
         attributes.update({"superseded_by": newer} if newer is not None else {"superseded": "true"})
     return "".join(f' {key}="{escape(value)}"' for key, value in attributes.items() if value is not None)
-
-
-JUDGE_TASK = ToolTask(SYSTEM, EXAMPLES, TOOL)
-"""The judge's prefix as the providers send it."""
-
-
-def repair_message(problem: str) -> str:
-    """Sent once after invalid or truncated tool output."""
-    return JUDGE_TASK.repair_message(problem)
-
-
-def json_repair_message(problem: str) -> str:
-    """Sent once after invalid or truncated output in JSON-schema mode, where there is no tool to call again."""
-    return JUDGE_TASK.json_repair_message(problem)

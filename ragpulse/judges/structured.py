@@ -14,9 +14,8 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -25,8 +24,8 @@ from ragpulse.exceptions import (
     JudgeAuthError, JudgeError, JudgeNotConfigured, JudgeOutputInvalid, JudgeResponseInvalid, JudgeUnavailable,
 )
 from ragpulse.judges.headers import retry_after
-from ragpulse.judges.prompt import PROMPT_VERSION, estimate_input_tokens
 from ragpulse.judges.ratelimit import JudgeLimiter
+from ragpulse.judges.task import ToolTask
 from ragpulse.judges.tool import RecordVerdicts, problems, to_output
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import JudgeCall, JudgeObserver, JudgeOutput, Judgment, NullObserver
@@ -38,9 +37,11 @@ RETRIED = frozenset({"rate_limited", "overloaded", "server_error", "timeout", "c
 INVALID_RESPONSE = "invalid_response"
 """Observer status of a 2xx answer that is not the provider API's response (a proxy's page, a wrong base URL). Not
 retried: the same address answers the same page. Billed usage is unknown, so it counts no spend."""
-T = TypeVar("T")
 EXCERPT_CHARS = 80
 """How much of a body that is not the API's answer its trace's error quotes (whitespace collapsed)."""
+T = TypeVar("T")
+Reader = Callable[["Reply"], tuple[T | None, str | None]]
+"""Reads a reply into its validated output, or the problem to send back in the repair turn."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ class Provider(Protocol):
     name: str
     api_error: type[Exception]
     """Base class of the SDK's errors; `failure` classifies each."""
+    task: ToolTask
+    """What every call asks: the fixed prompt, the one tool and the version its calls carry."""
 
     def first_turns(self, trace: Trace) -> list[dict[str, Any]]:
         """The conversation of the first call (the fixed system prompt and tool are added by `send`)."""
@@ -138,10 +141,8 @@ class StructuredJudge:
     """Judge traces through one provider adapter; every call is kept as an auditable JudgeCall."""
 
     def __init__(self, provider: Provider, model: str, max_tokens: int, limiter: JudgeLimiter | None = None,
-                 retry: RetryPolicy = RetryPolicy(), observer: JudgeObserver | None = None,
-                 prompt_version: str = PROMPT_VERSION) -> None:
+                 retry: RetryPolicy = RetryPolicy(), observer: JudgeObserver | None = None) -> None:
         self.provider = provider
-        self.prompt_version = prompt_version
         self.name = provider.name
         self.model = model
         self.max_tokens = max_tokens
@@ -160,13 +161,18 @@ class StructuredJudge:
         if self.limiter is not None:
             await self.limiter.aclose()
 
-    async def ajudge(self, trace: Trace) -> Judgment:
-        """One structured call; if its output is invalid or truncated, one repair call; then JudgeOutputInvalid."""
-        output, calls = await self.ask(self.provider.first_turns(trace), lambda reply: parse(reply, trace))
-        return Judgment(judge=self.name, model=self.model, prompt_version=PROMPT_VERSION, output=output, calls=calls)
+    @property
+    def prompt_version(self) -> str:
+        """The version of the task this judge sends (stored with every call and judgment)."""
+        return self.provider.task.version
 
-    async def ask(self, turns: list[dict[str, Any]],
-                  check: Callable[[Reply], tuple[T | None, str | None]]) -> tuple[T, list[JudgeCall]]:
+    async def ajudge(self, trace: Trace) -> Judgment:
+        """Judge one trace (the judge's task, prompt.JUDGE_TASK): see `ask`."""
+        output, calls = await self.ask(self.provider.first_turns(trace), lambda reply: parse(reply, trace))
+        return Judgment(judge=self.name, model=self.model, prompt_version=self.prompt_version, output=output,
+                        calls=calls)
+
+    async def ask(self, turns: list[dict[str, Any]], check: Reader[T]) -> tuple[T, list[JudgeCall]]:
         """One structured call of the provider's task; `check` reads its output or names the problem, which one
         repair call is asked to fix; then JudgeOutputInvalid. Every call is returned (and raised) as a JudgeCall."""
         if self._not_configured is not None:
@@ -183,7 +189,7 @@ class StructuredJudge:
         return output, calls
 
     async def _call(self, turns: list[dict[str, Any]], calls: list[JudgeCall]) -> Reply:
-        raw_input = estimate_input_tokens(len(json.dumps(turns)))
+        raw_input = self.provider.task.estimate_input_tokens(len(json.dumps(turns)))
         estimate = (int(raw_input * self._input_scale), self._output_estimate)
         for attempt in range(self.retry.max_retries + 1):
             if self.limiter is not None:

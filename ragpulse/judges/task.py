@@ -1,12 +1,29 @@
-"""What a structured call asks besides its conversation: the system prompt, the examples and the one tool the model
-must call. The judge's is `JUDGE_TASK`; synthetic dataset generation sends others through the same providers, rate
-limiter, retries and spend reservations (ragpulse.generation)."""
+"""What a structured call asks besides its conversation: the system prompt, the examples, the one tool the model
+must call, and the version every call's record carries. The provider adapters (anthropic_judge, openai_judge) and
+the loop (structured) send whatever task they are given: the trace judgment (`prompt.JUDGE_TASK`), the side-by-side
+comparison of pairwise A/B judging (`pairwise_prompt.PAIRWISE`), and the writers and checkers of synthetic dataset
+generation (ragpulse.generation.prompts), all through the same providers, rate limiter, retries and spend
+reservations. Everything that depends on the prompt's size (the cache marker, the input-token estimate) is computed
+from the task.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from ragpulse.config import defaults
+
+CHARS_PER_TOKEN = 3.5
+"""Conservative characters-per-token ratio for estimating a call's input tokens before it is made."""
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The provider's minimum cacheable prompt length for `model`."""
+    return next((n for key, n in defaults.MIN_CACHEABLE_TOKENS.items() if key in model),
+                defaults.DEFAULT_MIN_CACHEABLE_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -17,6 +34,19 @@ class ToolTask:
     examples: str
     tool: dict[str, Any]
     """name, description and input_schema (a JSON schema in the subset strict tool use accepts)."""
+    version: str = ""
+    """The prompt version every call's JudgeCall carries. Default: a hash of system, examples and tool; a task whose
+    user messages also shape its behaviour (the judge's, the pairwise comparison's) names a version that covers
+    them."""
+    fixed_chars: int = field(init=False)
+    """Characters every call sends besides its messages: system, examples and the tool schema."""
+
+    def __post_init__(self) -> None:
+        tool = json.dumps(self.tool)
+        object.__setattr__(self, "fixed_chars", len(self.system) + len(self.examples) + len(tool))
+        if not self.version:
+            digest = hashlib.sha256(json.dumps([self.system, self.examples, self.tool], sort_keys=True).encode())
+            object.__setattr__(self, "version", f"{self.name}-{digest.hexdigest()[:12]}")
 
     @property
     def name(self) -> str:
@@ -24,9 +54,17 @@ class ToolTask:
         return str(self.tool["name"])
 
     @property
-    def fixed_chars(self) -> int:
-        """Characters every call sends besides its messages."""
-        return len(self.system) + len(self.examples) + len(json.dumps(self.tool))
+    def fixed_tokens(self) -> float:
+        """Estimated tokens of the fixed prefix, the part a prompt cache can hold."""
+        return self.fixed_chars / CHARS_PER_TOKEN
+
+    def cacheable(self, model: str) -> bool:
+        """Whether the fixed prefix reaches `model`'s minimum cacheable length (by the over-estimate chars / 3.5)."""
+        return self.fixed_tokens >= min_cacheable_tokens(model)
+
+    def estimate_input_tokens(self, message_chars: int) -> float:
+        """Input tokens of a call whose messages serialise to `message_chars` characters (an over-estimate)."""
+        return (self.fixed_chars + message_chars) / CHARS_PER_TOKEN
 
     def repair_message(self, problem: str) -> str:
         """Sent once after invalid or truncated tool output."""

@@ -9,6 +9,7 @@ import msgspec
 
 from ragpulse.model.agreement import CorrectedRate
 from ragpulse.model.dataset import DatasetBinding
+from ragpulse.model.pairwise import Pairwise
 
 Change = Literal["improved", "regressed", "unchanged", "untested"]
 Correction = Literal["holm", "none"]
@@ -165,3 +166,6 @@ class Comparison(Struct):
     """Set when the two runs are not on the same dataset items: different dataset versions (by content hash), one
     bound to a dataset and the other not, or the same version with items only one run covered. Names both versions
     and how many items matched; None when both ran the same items (or neither ran a dataset)."""
+    pairwise: Pairwise | None = None
+    """With `pairwise=true`, once its run has ended: the judge's preference between the two runs' answers, each
+    matched item asked in both orders (absent otherwise)."""
