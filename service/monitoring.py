@@ -14,6 +14,7 @@ from prometheus_client.registry import Collector
 from rq import Worker
 
 from dispatch.queues import queue_named
+from ragpulse.config.defaults import MONITORED_ENVIRONMENT
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.intake.decode import decode_body
 from ragpulse.monitoring.catalog import GAUGES, ONLINE_BACKLOG, ONLINE_LAG, OTLP_HANDOVER_LAG, QUEUE_DEPTH, WORKERS
@@ -21,6 +22,7 @@ from ragpulse.online.post import stream_key
 from ragpulse.online.stream import backlog
 from ragpulse.otlp.buffer import handover_lag
 from ragpulse.model.prometheus import MetricDef
+from ragpulse.model.environment import ENVIRONMENTS
 from ragpulse.model.trace import APP_NAME_PATTERN
 from ragpulse.monitoring.sampling import PolicyInForce, PolicyUpdate
 from ragpulse.monitoring.rolling import WINDOWS, monitor_view, window_totals
@@ -68,7 +70,12 @@ class MonitorController(Controller):
     @get("/{app:str}", sync_to_thread=True, summary="Rolling hallucination rate and friends")
     def monitor(self, app: AppName, call: Call, window: Annotated[str, Parameter(
             max_length=8, description=f"The window: {', '.join(WINDOWS)}.",
-            schema_extra={"enum": list(WINDOWS)})] = "1h") -> dict:   # checked below, to name the allowed values
+            schema_extra={"enum": list(WINDOWS)})] = "1h",   # checked below, to name the allowed values
+            environment: Annotated[str, Parameter(
+                max_length=16, description=(
+                    "Whose traces to count: production (the default, what the alerts read), staging or evaluation "
+                    "(batches unless their options say otherwise). Each environment has windows of its own."),
+                schema_extra={"enum": list(ENVIRONMENTS)})] = MONITORED_ENVIRONMENT) -> dict:
         """Judged traces, hallucination rate (Wilson 95%), unanswerable hallucination rate, mean faithfulness,
         abstention rate, judge error rate, and the sample rate in force, over the window; `corrected`: each
         hallucination rate corrected for the online judge's measured error (from the app's human labels; a status
@@ -76,19 +83,27 @@ class MonitorController(Controller):
 
         hallucination_rate is the report's definition: hallucinated among judged traces that made claims (`answered`,
         its n); abstentions and claim-less answers are out. Prometheus computes the same rate as
-        ragpulse_traces_hallucinated_total / ragpulse_traces_answered_total."""
+        ragpulse_traces_hallucinated_total / ragpulse_traces_answered_total.
+
+        Production traces only, unless `environment` names another: evaluation runs (batches, by default) never move
+        this view, as they never move the production series or the alerts."""
         if window not in WINDOWS:
             allowed = ", ".join(WINDOWS)
             raise InvalidParameter(f"window {window!r} is not one of {allowed}",
                                    [{"path": "query.window", "message": f"use one of {allowed}"}])
-        return monitor_window(call.services, call.tenant, app, window)
+        if environment not in ENVIRONMENTS:
+            allowed = ", ".join(ENVIRONMENTS)
+            raise InvalidParameter(f"environment {environment!r} is not one of {allowed}",
+                                   [{"path": "query.environment", "message": f"use one of {allowed}"}])
+        return monitor_window(call.services, call.tenant, app, window, environment)
 
 
-def monitor_window(services: Services, tenant: str, app: str, window: str) -> dict:
-    """GET /v1/monitor/{app}?window= for one of WINDOWS: the rolling view, judge-corrected (also the web UI's app
-    page, one per window)."""
-    totals = window_totals(services.store.redis, tenant, app, WINDOWS[window])
-    view = monitor_view(totals, app, window, services.policies.get(tenant, app).sample_rate)
+def monitor_window(services: Services, tenant: str, app: str, window: str,
+                   environment: str = MONITORED_ENVIRONMENT) -> dict:
+    """GET /v1/monitor/{app}?window=&environment= for one of WINDOWS: the rolling view of one environment,
+    judge-corrected (also the web UI's app page, production, one per window)."""
+    totals = window_totals(services.store.redis, tenant, app, WINDOWS[window], environment=environment)
+    view = monitor_view(totals, app, window, services.policies.get(tenant, app).sample_rate, environment)
     return services.reviews.correct_monitor(tenant, app, view)
 
 

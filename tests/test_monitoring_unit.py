@@ -66,16 +66,16 @@ def result(app: str, generation: GenerationScores | None, status: str = "ok") ->
 def test_redis_metrics_reach_a_fresh_registry(redis_client) -> None:
     app, tenant = f"app-{uuid.uuid4().hex[:6]}", f"t-{uuid.uuid4().hex[:6]}"
     batch = MetricsBatch({app}, {tenant})
-    batch.inc(catalog.TRACES_JUDGED, {**batch.per_app(tenant, app), "judge": "anthropic"}, 3)
-    batch.inc(catalog.TRACES_JUDGED, {**batch.per_app(tenant, "unlisted"), "judge": "anthropic"})
-    batch.observe(catalog.FAITHFULNESS, batch.per_app(tenant, app), 0.35)
+    batch.inc(catalog.TRACES_JUDGED, {**batch.per_app(tenant, app, "production"), "judge": "anthropic"}, 3)
+    batch.inc(catalog.TRACES_JUDGED, {**batch.per_app(tenant, "unlisted", "production"), "judge": "anthropic"})
+    batch.observe(catalog.FAITHFULNESS, batch.per_app(tenant, app, "production"), 0.35)
     batch.flush(redis_client)
     registry = CollectorRegistry()
     registry.register(RedisMetricsCollector(redis_client))
     value = registry.get_sample_value
-    mine = {"tenant": tenant, "app": app}
+    mine = {"tenant": tenant, "app": app, "environment": "production"}
     assert value("ragpulse_traces_judged_total", {**mine, "judge": "anthropic"}) == 3
-    assert value("ragpulse_traces_judged_total", {"tenant": tenant, "app": "other", "judge": "anthropic"}) == 1
+    assert value("ragpulse_traces_judged_total", {**mine, "app": "other", "judge": "anthropic"}) == 1
     assert value("ragpulse_faithfulness_bucket", {**mine, "le": "0.3"}) == 0
     assert value("ragpulse_faithfulness_bucket", {**mine, "le": "0.4"}) == 1      # cumulative from 0.4 up
     assert value("ragpulse_faithfulness_bucket", {**mine, "le": "+Inf"}) == 1
@@ -98,20 +98,20 @@ def test_two_tenants_naming_an_app_alike_get_separate_series(redis_client) -> No
     registry = CollectorRegistry()
     registry.register(RedisMetricsCollector(redis_client, apps={app}))
     value = registry.get_sample_value
-    labels = lambda tenant: {"tenant": tenant, "app": app, "judge": "anthropic"}  # noqa: E731
+    labels = lambda tenant: {"tenant": tenant, "app": app, "environment": "production", "judge": "anthropic"}  # noqa: E731
     assert value("ragpulse_traces_hallucinated_total", labels(t1)) == 0          # t1's series, at 0
     assert value("ragpulse_traces_answered_total", labels(t1)) == 1
     assert value("ragpulse_traces_hallucinated_total", labels(t2)) == 3
     assert value("ragpulse_traces_answered_total", labels(t2)) == 3
     assert value("ragpulse_traces_hallucinated_total", labels("other")) >= 1
     # Security series start at 0 too, PII's per kind: the alerts' increase() must see a first leak.
-    assert value("ragpulse_security_acl_leaks_total", {"tenant": t1, "app": app}) == 0
-    assert value("ragpulse_security_injection_followed_total", {"tenant": t1, "app": app}) == 0
+    assert value("ragpulse_security_acl_leaks_total", {"tenant": t1, "app": app, "environment": "production"}) == 0
+    assert value("ragpulse_security_injection_followed_total", {"tenant": t1, "app": app, "environment": "production"}) == 0
     for kind in ("email", "phone", "payment_card", "iban", "us_ssn"):
-        assert value("ragpulse_security_pii_answers_total", {"tenant": t1, "app": app, "kind": kind}) == 0
+        assert value("ragpulse_security_pii_answers_total", {"tenant": t1, "app": app, "environment": "production", "kind": kind}) == 0
     assert value("ragpulse_traces_hallucinated_total", labels(stranger)) is None
-    assert value("ragpulse_faithfulness_count", {"tenant": t2, "app": app}) == 3
-    assert value("ragpulse_claims_total", {"tenant": t1, "app": app, "verdict": "unsupported"}) == 0
+    assert value("ragpulse_faithfulness_count", {"tenant": t2, "app": app, "environment": "production"}) == 3
+    assert value("ragpulse_claims_total", {"tenant": t1, "app": app, "environment": "production", "verdict": "unsupported"}) == 0
 
 
 def test_unanswerable_counts_carry_the_judge_and_older_unlabelled_fields_do_not_break_the_scrape(redis_client) -> None:
@@ -133,7 +133,7 @@ def test_unanswerable_counts_carry_the_judge_and_older_unlabelled_fields_do_not_
     registry = CollectorRegistry()
     registry.register(RedisMetricsCollector(redis_client, apps={app}))
     value = lambda name, judge: registry.get_sample_value(  # noqa: E731
-        name, {"tenant": tenant, "app": app, "judge": judge})
+        name, {"tenant": tenant, "app": app, "environment": "production", "judge": judge})
     assert value("ragpulse_unanswerable_traces_total", "anthropic") == 1
     assert value("ragpulse_unanswerable_hallucinations_total", "anthropic") == 1
     assert value("ragpulse_unanswerable_traces_total", "local") == 2

@@ -31,6 +31,13 @@ DATA_LOCK_WAIT_SECONDS = 10.0
 DEFAULT_KS = (1, 3, 5, 10)
 """Retrieval cutoffs computed when a batch does not name its own."""
 
+ONLINE_ENVIRONMENT = "production"
+"""The environment of a trace posted to /v1/traces or exported over OTLP that names none."""
+MONITORED_ENVIRONMENT = "production"
+"""The environment the monitor shows unless asked for another, and the one whose series the alert rules read."""
+LEGACY_ENVIRONMENT = "production"
+"""The environment of a trace stored before traces had one: it was counted as production then, and still is."""
+
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Largest request body the API accepts (413 above it)."""
 

@@ -92,9 +92,12 @@ def metrics() -> str:
     return f"{PREFIX}:metrics"
 
 
-def monitor_bucket(tenant: str, app: str, minute: int) -> str:
-    """Hash: one minute of an app's judged-trace counts, for rolling windows; expires after 25 hours."""
-    return f"{PREFIX}:monitor:{tenant}:{app}:{minute}"
+def monitor_bucket(tenant: str, app: str, minute: int, environment: str = "production") -> str:
+    """Hash: one minute of an app's judged-trace counts in one environment, for rolling windows; expires after 25
+    hours. Production keeps the key it had before traces had an environment."""
+    if environment == "production":
+        return f"{PREFIX}:monitor:{tenant}:{app}:{minute}"
+    return f"{PREFIX}:monitor:{tenant}:{app}:{minute}:{environment}"
 
 
 def app_policy(tenant: str, app: str) -> str:

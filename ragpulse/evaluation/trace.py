@@ -8,6 +8,7 @@ from typing import Any
 from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
 from ragpulse.exceptions import JudgeAuthError, JudgeError
 from ragpulse.metrics.attribution import attribute
+from ragpulse.model.environment import environment_of
 from ragpulse.model.scores import Attribution
 from ragpulse.metrics.operational import pipeline_figures
 from ragpulse.model.results import Security, TraceResult
@@ -93,6 +94,7 @@ def _identity(trace: Trace, index: int) -> dict[str, Any]:
     return {"trace_id": trace.trace_id or str(index), "index": index, "app": trace.app,
             "question_type": trace.question_type, "source": trace.source, "answerable": trace.answerable,
             "item_id": trace.item_id, "split": trace.split,
+            "environment": environment_of(trace.environment),
             "query_hash": None if trace.trace_id else query_hash(trace.query), "pipeline": pipeline_figures(trace)}
 
 

@@ -41,8 +41,11 @@ def decode_batch(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_BATCH) -
     path rather than the first one msgspec stops at.
     """
     if _names_dataset(body):
-        return _decode_traces(body, _bound_decoder, BoundBatchRequest, max_traces, "batch")
-    return _decode_traces(body, _batch_decoder, BatchRequest, max_traces, "batch")
+        batch = _decode_traces(body, _bound_decoder, BoundBatchRequest, max_traces, "batch")
+    else:
+        batch = _decode_traces(body, _batch_decoder, BatchRequest, max_traces, "batch")
+    _take_job_environment(batch)
+    return batch
 
 
 class _Head(msgspec.Struct):
@@ -151,6 +154,19 @@ def _invalid(body: bytes, type_: type, first: msgspec.ValidationError, detail: s
     if found.truncated:
         detail += f"; the first {len(errors)} errors are listed"
     return InvalidBody(detail, errors, errors_truncated=found.truncated)
+
+
+def _take_job_environment(batch: BatchRequest) -> None:
+    """Give every trace of a batch the job's environment; 422 naming each trace that names another: a job is in one
+    environment, which its status and report show and its counts are labelled with."""
+    job = batch.options.environment
+    others = [{"path": f"$.traces[{i}].environment",
+               "message": f"the batch's environment is {job!r} ($.options.environment); a trace may only repeat it"}
+              for i, trace in enumerate(batch.traces) if trace.environment not in (None, job)]
+    if others:
+        raise _bounded(InvalidBody, "a trace names another environment than its batch", others)
+    for trace in batch.traces:
+        trace.environment = job
 
 
 def _check_traces(traces: list[Trace], bound: bool = False) -> None:

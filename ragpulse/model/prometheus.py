@@ -15,8 +15,11 @@ COST_BUCKETS = (0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 """For an app's own cost per query, in US dollars."""
 TOKEN_BUCKETS = (250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0, 64000.0, 128000.0)
 """For context length per query, in tokens."""
-PER_APP = ("tenant", "app")
-"""The labels of every per-app family: an app is named by its tenant, so tenants never share a series."""
+TENANT_APP = ("tenant", "app")
+"""An app is named by its tenant, so tenants never share a series."""
+PER_APP = (*TENANT_APP, "environment")
+"""The labels of every per-app family counted from traces: the app, and the environment the traces came from
+(ragpulse.model.environment), so evaluation runs have series of their own that the alert rules do not read."""
 
 
 @dataclass(frozen=True)

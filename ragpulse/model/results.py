@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from ragpulse.model.dataset import DatasetBinding
+from ragpulse.model.environment import Environment
 from ragpulse.model.verdicts import Claim, Judgment, JudgeCall
 from ragpulse.model.scores import Attribution
 from ragpulse.model.scores import GenerationScores
@@ -80,6 +81,8 @@ class JobView(msgspec.Struct, kw_only=True):
     dataset: DatasetBinding | None = None
     """The dataset version the batch ran (name, version, content hash) and its traces per split and source; None for
     a batch bound to none."""
+    environment: Environment = "evaluation"
+    """The batch's `options.environment`: only a `production` job's traces count in the production monitor."""
 
 
 class Security(msgspec.Struct, kw_only=True):
@@ -133,6 +136,8 @@ class TraceResult(msgspec.Struct, kw_only=True):
     """The dataset item the trace answered (a batch bound to a dataset); comparisons match traces by it first."""
     split: str | None = None
     """The item's split (`dev`, `test`)."""
+    environment: Environment = "production"
+    """Where the trace was produced: only `production` results count in the monitor and the series alerts read."""
     labels: LabelState
     retrieval: dict[str, float] | None
     missed_doc_ids: list[str] = []

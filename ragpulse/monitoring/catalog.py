@@ -5,7 +5,9 @@ Counters are written by any process (API, workers, RQ work-horses, on any machin
 exposed by the API's /metrics, so one scrape target sees everything and forked work-horses lose nothing.
 Label values come from small fixed sets. Every per-app family is labelled by `tenant` and `app` together, so two
 tenants that name an app alike never share a series: `tenant` is limited to the tenants of the configured API keys
-(`default` when the API serves open) plus `other`, `app` to the configured apps plus `other`.
+(`default` when the API serves open) plus `other`, `app` to the configured apps plus `other`. The per-app families
+counted from traces are labelled by `environment` too (`production`, `staging`, `evaluation`): the alert rules read
+`production` only, so an evaluation run never pages.
 
 The gauges (GAUGES) are not stored in Redis: the API's QueueCollector reads them from RQ at scrape time, so they
 stay out of ALL and BY_NAME, which list the Redis-stored families.
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 from ragpulse.metrics.registry import GENERATION_BY_NAME, prometheus_families
 from ragpulse.model.prometheus import (
-    COST_BUCKETS, JOB_DURATION_BUCKETS, LATENCY_BUCKETS, PER_APP, PIPELINE_LATENCY_BUCKETS, TOKEN_BUCKETS, MetricDef,
+    COST_BUCKETS, JOB_DURATION_BUCKETS, LATENCY_BUCKETS, PER_APP, PIPELINE_LATENCY_BUCKETS, TENANT_APP, TOKEN_BUCKETS,
+    MetricDef,
 )
 
 TRACES_RECEIVED = MetricDef("ragpulse_traces_received", "counter", "Traces posted to the API.", PER_APP)
@@ -132,11 +135,11 @@ JUDGE_AGREEMENT_LABELS = MetricDef(
     "Human-labelled traces (labels younger than RAGPULSE_AGREEMENT_WINDOW_DAYS) by the human's call and the judge's "
     "(`hallucinated` | `faithful`) and by how the trace was picked for review (`uniform`: the estimation sample; "
     "`targeted`: hallucinations, disagreements, traces near a threshold): the 2x2 counts that JudgeAgreementLow reads.",
-    (*PER_APP, "judge", "prompt_version", "sample", "human", "judge_verdict"))
+    (*TENANT_APP, "judge", "prompt_version", "sample", "human", "judge_verdict"))
 JUDGE_LABELS_LAST = MetricDef(
     "ragpulse_judge_labels_last_timestamp_seconds", "gauge",
     "Unix time of the newest human label of the app's traces judged by this judge and prompt version.",
-    (*PER_APP, "judge", "prompt_version"))
+    (*TENANT_APP, "judge", "prompt_version"))
 JUDGE_CURRENT = MetricDef(
     "ragpulse_judge_current_prompt", "gauge",
     "1 for the prompt version each judge of this deployment uses now (JudgeUnvalidated joins on it).",

@@ -10,6 +10,7 @@ import redis
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ragpulse.config.defaults import MONITORED_ENVIRONMENT
 from ragpulse.judges.kinds import judging_names
 from ragpulse.model.results import TRUNCATED_PARTS
 from ragpulse.monitoring.catalog import ALL, MetricDef
@@ -26,10 +27,12 @@ KNOWN_LABEL_VALUES: dict[str, tuple[str, ...]] = {
     "status": ("ok",),
     "part": TRUNCATED_PARTS,
     "kind": PII_KINDS,
+    "environment": (MONITORED_ENVIRONMENT,),
 }
 """Label values whose series are exposed at 0 before their first increment, so `increase()` sees the first one.
 (`kind` is PII's: without it the first answer with a new kind of personal data would create its series at 1, and the
-PIIInAnswers alert would not see it. `check` and `stage` are not here: two families each use them, with other values.)"""
+PIIInAnswers alert would not see it. Only the production `environment` starts at 0: the alerts read no other, and the
+others would triple every per-app family's exposition for series nobody pages on. `check` and `stage` are not here: two families each use them, with other values.)"""
 
 
 class RedisMetricsCollector(Collector):

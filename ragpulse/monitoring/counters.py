@@ -48,9 +48,10 @@ class MetricsBatch:
         """The bounded `tenant` label: a tenant of the configured API keys, else `other`."""
         return tenant if tenant in self.tenants else OTHER
 
-    def per_app(self, tenant: str, app: str) -> dict[str, str]:
-        """The `tenant` and `app` labels of a per-app series, both bounded."""
-        return {"tenant": self.tenant(tenant), "app": self.app(app)}
+    def per_app(self, tenant: str, app: str, environment: str) -> dict[str, str]:
+        """The `tenant`, `app` and `environment` labels of a per-app series, all bounded (`environment` is one of the
+        wire schema's few values)."""
+        return {"tenant": self.tenant(tenant), "app": self.app(app), "environment": environment}
 
     def inc(self, metric: MetricDef, labels: Mapping[str, str], value: float = 1.0) -> None:
         """Add to a counter."""

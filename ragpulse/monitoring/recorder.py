@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ragpulse.config.prices import call_cost
 from ragpulse.store.atomic import WriteQueue
 from ragpulse.model.results import Pipeline, Security, TraceResult
+from ragpulse.model.environment import environment_of
 from ragpulse.model.trace import Trace
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.monitoring import catalog as m
@@ -17,7 +18,7 @@ from ragpulse.monitoring.rolling import queue_bucket, queue_received
 
 def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
     """Metric increments for one newly stored trace result of `tenant`."""
-    app = batch.per_app(tenant, result.app)
+    app = batch.per_app(tenant, result.app, result.environment)
     if result.sampled is not None:
         batch.inc(m.TRACES_SAMPLED if result.sampled else m.TRACES_NOT_SAMPLED, app)
     for check in result.checks:
@@ -114,13 +115,13 @@ def queue_result_counts(pipe: WriteQueue, apps: frozenset[str], tenants: frozens
 
 def queue_received_counts(pipe: WriteQueue, apps: frozenset[str], tenants: frozenset[str], tenant: str,
                           traces: Sequence[Trace]) -> None:
-    """Queue the writes counting traces the API accepted, per app: ragpulse_traces_received_total and `received` in
-    the app's minute bucket (online posts and batches alike)."""
+    """Queue the writes counting traces the API accepted, per app and environment: ragpulse_traces_received_total and
+    `received` in the app's minute bucket of that environment (online posts and batches alike)."""
     received = MetricsBatch(apps, tenants)
-    per_app = {traces[0].app: 1} if len(traces) == 1 else Counter(trace.app for trace in traces)
-    for app, count in per_app.items():
-        received.inc(m.TRACES_RECEIVED, received.per_app(tenant, app), count)
-        queue_received(pipe, tenant, app, count)
+    per_app = Counter((trace.app, environment_of(trace.environment)) for trace in traces)
+    for (app, environment), count in per_app.items():
+        received.inc(m.TRACES_RECEIVED, received.per_app(tenant, app, environment), count)
+        queue_received(pipe, tenant, app, environment, count)
     received.queue_onto(pipe)
 
 

@@ -1,4 +1,6 @@
-"""Rolling windows per app: per-minute counts in Redis, summed on read into a monitor view."""
+"""Rolling windows per app and environment: per-minute counts in Redis, summed on read into a monitor view.
+
+Each environment has buckets of its own, so evaluation runs never move the production monitor."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 
 import redis
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 from ragpulse.store.atomic import WriteQueue
 from ragpulse.metrics.registry import GENERATION_BY_NAME
 from ragpulse.model.results import TraceResult
@@ -55,26 +57,28 @@ def bucket_increments(result: TraceResult) -> dict[str, float]:
 
 
 def queue_bucket(pipe: WriteQueue, tenant: str, result: TraceResult, at: float | None = None) -> None:
-    """Add one result's counts to the current minute of its app."""
-    key = keys.monitor_bucket(tenant, result.app, minute(at))
+    """Add one result's counts to the current minute of its app, in its environment."""
+    key = keys.monitor_bucket(tenant, result.app, minute(at), result.environment)
     for name, value in bucket_increments(result).items():
         pipe.hincrbyfloat(key, name, value)
     pipe.expire(key, BUCKET_TTL_SECONDS)
 
 
-def queue_received(pipe: WriteQueue, tenant: str, app: str, count: int, at: float | None = None) -> None:
-    """Count `count` traces of `app` accepted by the API in the current minute."""
-    key = keys.monitor_bucket(tenant, app, minute(at))
+def queue_received(pipe: WriteQueue, tenant: str, app: str, environment: str, count: int,
+                   at: float | None = None) -> None:
+    """Count `count` traces of `app` in `environment` accepted by the API in the current minute."""
+    key = keys.monitor_bucket(tenant, app, minute(at), environment)
     pipe.hincrbyfloat(key, "received", count)
     pipe.expire(key, BUCKET_TTL_SECONDS)
 
 
-def window_totals(client: redis.Redis, tenant: str, app: str, minutes: int, now: float | None = None) -> dict:
-    """Sums of every field over the last `minutes` minute buckets (the current one included)."""
+def window_totals(client: redis.Redis, tenant: str, app: str, minutes: int, now: float | None = None,
+                  environment: str = defaults.MONITORED_ENVIRONMENT) -> dict:
+    """Sums of every field over the last `minutes` minute buckets of one environment (the current one included)."""
     last = minute(now)
     with client.pipeline(transaction=False) as pipe:
         for m in range(last - minutes + 1, last + 1):
-            pipe.hmget(keys.monitor_bucket(tenant, app, m), FIELDS)
+            pipe.hmget(keys.monitor_bucket(tenant, app, m, environment), FIELDS)
         rows = [_legacy(row) for row in pipe.execute()]
     return {name: sum(float(row[i] or 0) for row in rows) for i, name in enumerate(FIELDS)}
 
@@ -88,7 +92,8 @@ def _legacy(row: list) -> list:
     return row
 
 
-def monitor_view(totals: dict[str, float], app: str, window: str, sample_rate: float) -> dict[str, Any]:
+def monitor_view(totals: dict[str, float], app: str, window: str, sample_rate: float,
+                 environment: str = defaults.MONITORED_ENVIRONMENT) -> dict[str, Any]:
     """Rates with Wilson 95% intervals; a rate over zero traces is null, never 0.
 
     hallucination_rate is the report's: hallucinated among judged traces that made claims (`answered`);
@@ -96,7 +101,7 @@ def monitor_view(totals: dict[str, float], app: str, window: str, sample_rate: f
     """
     judged = int(totals["judged"])
     return {
-        "app": app, "window": window, "traces_received": int(totals["received"]),
+        "app": app, "environment": environment, "window": window, "traces_received": int(totals["received"]),
         "traces_processed": int(totals["processed"]), "judged": judged, "answered": int(totals["answered"]),
         "sample_rate": sample_rate, "sampled": int(totals["sampled"]), "not_sampled": int(totals["not_sampled"]),
         "hallucination_rate": _rate(totals["hallucinated"], totals["answered"]),

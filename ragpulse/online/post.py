@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import msgspec
 from ragpulse.config import defaults, keys
 from ragpulse.config.settings import Settings
+from ragpulse.model.environment import environment_of
 from ragpulse.model.trace import Trace
 from ragpulse.monitoring.recorder import queue_received_counts
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
@@ -75,7 +76,8 @@ def decide(trace: Trace, policy: SamplingPolicy) -> Decision:
 
 def pending_record(trace: Trace, decision: Decision, received_at: str) -> OnlineTrace:
     """The record of a trace not processed yet."""
-    return OnlineTrace(trace_id=trace.trace_id or "", app=trace.app, status="pending", sampled=decision.sampled,
+    return OnlineTrace(trace_id=trace.trace_id or "", app=trace.app, environment=environment_of(trace.environment),
+                       status="pending", sampled=decision.sampled,
                        sample_reason=decision.reason, checks=decision.checks, received_at=received_at)
 
 
@@ -90,8 +92,11 @@ class StagedPost:
 def stage_post(pipe: Writes, settings: Settings, tenant: str, traces: Sequence[Trace],
                policies: Mapping[str, SamplingPolicy], received_at: str) -> StagedPost:
     """Queue onto `pipe` the writes that accept a post: the stream entry and the tenant's count of posts held, a
-    `pending` record per sampled trace, and the received counts (Prometheus and the app's minute bucket). `policies`
+    `pending` record per sampled trace, and the received counts (Prometheus and the app's minute bucket). A trace that
+names no environment is given `production`. `policies`
     holds the policy of every app posted. The group they go in opens with room_for(settings, tenant)."""
+    for trace in traces:
+        trace.environment = trace.environment or defaults.ONLINE_ENVIRONMENT
     decisions = [decide(trace, policies[trace.app]) for trace in traces]
     post = Post(tenant=tenant, received_at=received_at, traces=list(traces), decisions=decisions)
     stream = stream_key(settings)

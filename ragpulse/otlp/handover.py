@@ -14,7 +14,7 @@ import logging
 
 import msgspec
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import Backlogged, RagpulseError
 from ragpulse.model.trace import Trace
@@ -114,7 +114,7 @@ class Handover:
     async def _apply(self, writes: Writes, tenant: str, app: str, outcome: str, member: str) -> str | None:
         """Apply the trace's writes, its count and its buffer's release as one group; None when it must wait."""
         counts = MetricsBatch(self.settings.apps, self.settings.tenants)
-        counts.inc(m.OTLP_TRACES, {**counts.per_app(tenant, app), "outcome": outcome})
+        counts.inc(m.OTLP_TRACES, {**counts.per_app(tenant, app, defaults.ONLINE_ENVIRONMENT), "outcome": outcome})
         counts.queue_onto(writes)
         group = [*writes.group, *self.buffer.release_commands(member)]
         if outcome == "accepted":

@@ -50,6 +50,7 @@ def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResu
                   for r in results if r.status != "ok"][: defaults.WORST_TRACES],
         run=options.run,
         variant=options.variant,
+        environment=options.environment,
         security=security_section(results),
         attribution=attribution_section(results),
         operations=operations(results),

@@ -11,6 +11,7 @@ import redis
 
 from ragpulse.config import keys
 from ragpulse.exceptions import TraceNotFound
+from ragpulse.model.environment import Environment
 from ragpulse.model.results import TraceResult
 
 OnlineStatus = Literal["pending", "done", "failed", "incomplete", "invalid"]
@@ -21,6 +22,8 @@ class OnlineTrace(msgspec.Struct, kw_only=True):
 
     trace_id: str
     app: str
+    environment: Environment = "production"
+    """Where it was produced (the trace's `environment`; `production` when it named none)."""
     status: OnlineStatus
     """`pending` until a worker has processed it; `done`; `failed` (the judge failed, a budget ran out, or the
     evaluation could not run: `error` says which); or `incomplete`: an OpenTelemetry trace (POST /v1/otlp/v1/traces)

@@ -52,7 +52,8 @@ class JobRecord(msgspec.Struct, kw_only=True):
         return JobView(job_id=self.job_id, status=self.status, queue=self.queue, progress=progress,
                        created_at=self.created_at, started_at=self.started_at, finished_at=self.finished_at,
                        error=self.error, warnings=self.warnings, spend=self.spend, callback=self.callback,
-                       run=self.options.run, variant=self.options.variant, dataset=self.dataset)
+                       run=self.options.run, variant=self.options.variant, dataset=self.dataset,
+                       environment=self.options.environment)
 
 
 class JobRecords:
