@@ -73,15 +73,16 @@ def test_hallucination_spike_fires_the_alert(cluster_factory, tmp_path: Path) ->
     app = f"spike{uuid.uuid4().hex[:6]}"
     with FakeAnthropic() as fake:
         cluster = cluster_factory(fake, 1, RAGPULSE_APPS=app)
+        production = {"environment": "production"}              # batches are evaluation runs unless they say so
         prometheus, proc = start_prometheus(tmp_path, cluster.url.removeprefix("http://"))
         try:
             for n in range(3):                                   # a grounded baseline
-                wait_for_job(cluster.http, cluster.post(traces(app, 12, f"base{n}", hallucinate=False)))
+                wait_for_job(cluster.http, cluster.post(traces(app, 12, f"base{n}", hallucinate=False), **production))
                 time.sleep(4)
             assert not firing(prometheus, app)
             time.sleep(12)                                       # the baseline leaves the short window
             for n in range(3):                                   # then a spike of invented answers
-                wait_for_job(cluster.http, cluster.post(traces(app, 10, f"spike{n}", hallucinate=True)))
+                wait_for_job(cluster.http, cluster.post(traces(app, 10, f"spike{n}", hallucinate=True), **production))
                 time.sleep(2)
             deadline = time.monotonic() + 60
             while not firing(prometheus, app):

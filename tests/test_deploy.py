@@ -123,6 +123,7 @@ def dashboard_targets() -> Iterator[tuple[dict, dict]]:
 def as_promql(expr: str, app: str = ".*", tenant: str = "t1") -> str:
     """A dashboard query with its Grafana variables filled in, as Prometheus would receive it."""
     return (expr.replace("$tenant", tenant).replace("$app", app).replace("$window", "1h")
+            .replace("$environment", "production")
             .replace("$__rate_interval", "1m"))
 
 
@@ -259,8 +260,8 @@ def test_every_hallucination_rate_divides_by_answered_traces_as_the_report_does(
         assert "ragpulse_traces_answered_total" in expr and "ragpulse_traces_judged_total" not in expr, legend
 
 
-PAGING_SELECTOR = '{judge!="local"}'
-"""How the hallucination alerts read their counters (alerts.yml's header): LLM-judged traces only."""
+PAGING_SELECTOR = '{environment="production",judge!="local"}'
+"""How the hallucination alerts read their counters (alerts.yml's header): production traces judged by an LLM."""
 HALLUCINATION_COUNTERS = ("ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total",
                           "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total")
 
@@ -283,6 +284,38 @@ def test_the_hallucination_alerts_read_llm_judged_traces_only() -> None:
     left_out = set(re.findall(r'judge!="(\w+)"', PAGING_SELECTOR))
     assert left_out == {name for name, kind in JUDGES.items() if kind.heuristic}
     assert PAGING_SELECTOR in (DEPLOY / "README.md").read_text(), "the runbook says how to change it"
+
+
+def test_the_rules_read_production_series_only_and_the_dashboard_one_environment() -> None:
+    """Issue 26: an eval run never pages. Every read of a family labelled by `environment` in the rules selects
+    `environment="production"`, and no rule keeps the label past its `max by` (alerts carry no environment: they are
+    all production's); every dashboard query of such a family selects the one environment the dashboard shows."""
+    from ragpulse.monitoring.catalog import ALL
+
+    by_environment = {m.name + ("_total" if m.kind == "counter" else "") for m in ALL if "environment" in m.labels}
+    assert {"ragpulse_traces_hallucinated_total", "ragpulse_security_acl_leaks_total"} <= by_environment
+    rules = [rule for group in load_yaml(PROMETHEUS / "alerts.yml")["groups"] for rule in group["rules"]]
+    reads = 0
+    for rule in rules:
+        name = rule.get("record") or rule["alert"]
+        for metric, selector in re.findall(r"\b(ragpulse_\w+)(\{[^}]*\})?", rule["expr"]):
+            if metric in by_environment:
+                reads += 1
+                assert 'environment="production"' in selector, f"{name} reads {metric}{selector}"
+        outer = re.findall(r"\bby \(([^)]*)\)", rule["expr"])
+        kept = [labels for labels in outer if "environment" in labels]
+        assert len(kept) == rule["expr"].count("max by (tenant, app, environment"), f"{name} keeps environment"
+        assert "environment" not in rule.get("labels", {}), name
+    assert reads >= 15
+    queries = [(panel["title"], target["expr"]) for panel, target in dashboard_targets()]
+    for title, expr in queries:
+        for metric, selector in re.findall(r"\b(ragpulse_\w+?)(?:_bucket|_sum|_count)?(\{[^}]*\})?(?=\[|\)|\s|$)",
+                                           expr):
+            if metric in by_environment | {"ragpulse_faithfulness", "ragpulse_pipeline_latency_seconds"} and selector:
+                assert 'environment="$environment"' in selector, f"{title}: {metric}{selector}"
+    variables = {v["name"]: v for v in json.loads(DASHBOARD.read_text())["templating"]["list"]}
+    assert variables["environment"]["current"]["value"] == "production"
+    assert variables["environment"]["multi"] is False and variables["environment"]["includeAll"] is False
 
 
 def test_rules_and_dashboard_keep_tenant_wherever_they_keep_app() -> None:
@@ -393,23 +426,27 @@ def test_dashboard_wilson_band_matches_the_report_wilson_interval(promtool: str,
     for app, (h_rate, n_rate) in WILSON_CASES.items():
         hallucinated, answered = round(h_rate * 60), round(n_rate * 60)
         lower, upper = wilson_interval(hallucinated, answered)
-        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="anthropic"}}',
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",environment="production",judge="anthropic"}}',
                        "values": f"0+{n_rate}x120"})
         # judged traces that made no claim (abstentions) are no part of the rate
-        series.append({"series": f'ragpulse_traces_judged_total{{tenant="t1",app="{app}",judge="anthropic"}}',
+        series.append({"series": f'ragpulse_traces_judged_total{{tenant="t1",app="{app}",environment="production",judge="anthropic"}}',
                        "values": f"0+{2 * n_rate}x120"})
         # another tenant's app of the same name, all hallucinated: no part of t1's band
-        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t2",app="{app}",judge="anthropic"}}',
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t2",app="{app}",environment="production",judge="anthropic"}}',
                        "values": "0+5x120"})
-        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t2",app="{app}",judge="anthropic"}}',
+        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t2",app="{app}",environment="production",judge="anthropic"}}',
                        "values": "0+5x120"})
         if h_rate:  # wil-none has no hallucinated series at all, as before a first hallucination
-            series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="anthropic"}}',
+            series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",environment="production",judge="anthropic"}}',
                            "values": f"0+{h_rate}x120"})
+        # an eval run of the same app, all hallucinated: no part of the production band
+        for family in ("answered", "hallucinated"):
+            series.append({"series": f'ragpulse_traces_{family}_total{{tenant="t1",app="{app}",environment="evaluation",'
+                                     f'judge="anthropic"}}', "values": "0+4x120"})
         # the offline heuristic judging the same app, all hallucinated: no part of the band (it never pages)
-        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_answered_total{{tenant="t1",app="{app}",environment="production",judge="local"}}',
                        "values": "0+3x120"})
-        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",judge="local"}}',
+        series.append({"series": f'ragpulse_traces_hallucinated_total{{tenant="t1",app="{app}",environment="production",judge="local"}}',
                        "values": "0+3x120"})
         for legend, expected in {"95% lower": lower, "95% upper": upper,
                                  "hallucination rate": hallucinated / answered}.items():

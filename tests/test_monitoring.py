@@ -76,7 +76,7 @@ def test_production_traces_are_sampled_by_policy(client: httpx.Client) -> None:
     client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5})
     traces = production(app, 40, app)
     traces[1]["metadata"] = {"feedback": "thumbs_down"}
-    accepted = client.post("/v1/batches", json={"traces": traces}).json()
+    accepted = client.post("/v1/batches", json={"traces": traces, "options": {"environment": "production"}}).json()
     job = wait_for_job(client, accepted["job_id"])
     assert job["queue"] == "online"
     items = client.get(f"/v1/jobs/{accepted['job_id']}/results", params={"limit": 100}).json()["items"]
@@ -96,11 +96,11 @@ def test_metrics_add_up_across_two_workers(cluster_factory) -> None:
         cluster = cluster_factory(fake, 2, RAGPULSE_APPS=app, RAGPULSE_CHUNK_SIZE="4")
         abstaining = [{**t, "trace_id": f"{app}-abstain-{i}", "answer": "I don't know."}
                       for i, t in enumerate(production(app, 8, app))]
-        job_id = cluster.post(production(app, 40, app) + abstaining, queue="batch")
+        job_id = cluster.post(production(app, 40, app) + abstaining, queue="batch", environment="production")
         assert wait_for_job(cluster.http, job_id, timeout=120)["status"] == "finished"
         assert all("evaluate_chunk" in w.output() for w in cluster.workers)      # both workers took chunks
         text = cluster.http.get("/metrics").text
-        mine = {"tenant": "default", "app": app}                                   # open access: tenant default
+        mine = {"tenant": "default", "app": app, "environment": "production"}     # open access: tenant default
         assert sample(text, "ragpulse_traces_received_total", **mine) == 48
         assert sample(text, "ragpulse_traces_judged_total", **mine, judge="anthropic") == 48
         assert sample(text, "ragpulse_traces_answered_total", **mine, judge="anthropic") == 40   # abstentions out
@@ -127,7 +127,8 @@ def test_two_tenants_naming_an_app_alike_get_separate_series(cluster_factory) ->
         posted = {}
         for tenant, n in (("t1", 4), ("t2", 10)):
             response = clients[tenant].post("/v1/batches", json={"traces": production(app, n, f"{app}-{tenant}"),
-                                                                 "options": {"judge": "anthropic"}})
+                                                                 "options": {"judge": "anthropic",
+                                                                             "environment": "production"}})
             assert response.status_code == 202, response.text
             posted[tenant] = response.json()["job_id"]
         for tenant, job_id in posted.items():
@@ -135,7 +136,7 @@ def test_two_tenants_naming_an_app_alike_get_separate_series(cluster_factory) ->
             clients[tenant].close()
         text = cluster.http.get("/metrics").text
     for tenant, n in (("t1", 4), ("t2", 10)):
-        mine = {"tenant": tenant, "app": app}
+        mine = {"tenant": tenant, "app": app, "environment": "production"}
         assert sample(text, "ragpulse_traces_received_total", **mine) == n
         assert sample(text, "ragpulse_traces_judged_total", **mine, judge="anthropic") == n
         assert sample(text, "ragpulse_traces_answered_total", **mine, judge="anthropic") == n
@@ -163,7 +164,7 @@ def test_a_worker_cuts_what_its_judge_sees_and_says_so(cluster_factory) -> None:
     assert results[f"{app}-1"]["judge_input_truncated"] == []
     assert results[f"{app}-0"]["claims"][0]["verdict"] == "supported"             # judged on what was left
     assert report["counts"]["judge_input_truncated"] == 1
-    mine = {"tenant": "default", "app": app}
+    mine = {"tenant": "default", "app": app, "environment": "evaluation"}             # a batch: an evaluation run
     assert sample(text, "ragpulse_judge_input_truncated_total", **mine, part="answer") == 1
     assert sample(text, "ragpulse_judge_input_truncated_total", **mine, part="documents") == 0
 
@@ -191,4 +192,5 @@ def test_every_metric_the_rules_and_dashboard_use_is_exposed(client: httpx.Clien
     exposed = {name + "_total" if name + "_total" in METRICS else name for name in declared}
     assert {gauge.name for gauge in AGREEMENT_GAUGES} <= exposed          # the review loop's, read at scrape time
     assert METRICS <= exposed, sorted(METRICS - exposed)
-    assert 'ragpulse_traces_judged_total{app="default",judge="anthropic",tenant="default"}' in text   # at 0 before any
+    assert ('ragpulse_traces_judged_total{app="default",environment="production",judge="anthropic",tenant="default"}'
+            in text)                                                                                  # at 0 before any

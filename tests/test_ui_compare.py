@@ -41,8 +41,9 @@ def traces(app: str, candidate: bool) -> list[dict]:
 
 
 def submit(http: httpx.Client, app: str, candidate: bool) -> str:
-    accepted = http.post("/v1/batches", json={"traces": traces(app, candidate),
-                                              "options": {"judge": "none", "run": "cand" if candidate else "base"}})
+    # production, so that the app page (the production monitor) has the tenants' traces to show
+    accepted = http.post("/v1/batches", json={"traces": traces(app, candidate), "options": {
+        "judge": "none", "run": "cand" if candidate else "base", "environment": "production"}})
     assert accepted.status_code == 202, accepted.text
     job_id = accepted.json()["job_id"]
     assert wait_for_job(http, job_id)["status"] == "finished"

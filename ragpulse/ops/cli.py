@@ -17,6 +17,7 @@ from ragpulse.config.settings import Settings, log_level
 from ragpulse.exceptions import (ClientError, ConfigError, Interrupted, OutputFileError, TraceFileError,
                                  TracesRejected)
 from ragpulse.judges import kinds
+from ragpulse.model.environment import ENVIRONMENTS
 from ragpulse.ops.gate import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE, GateRequest, run_gate
 from ragpulse.ops.client import Client, TraceFile, read_traces
 from ragpulse.ops.data_dir import default_data_dir
@@ -148,6 +149,9 @@ def _parser() -> argparse.ArgumentParser:
                          "`local`, an offline heuristic)")
     ev.add_argument("--repeats", type=int, choices=[1, 2],
                     help="2 judges every trace twice and reports agreement (default: 1)")
+    ev.add_argument("--environment", choices=ENVIRONMENTS,
+                    help="where the traces were produced (default: evaluation: counted apart, never in the app's "
+                         "production monitor or alerts; production only to replay traffic never sent to the service)")
     ev.add_argument("--batch-size", type=_positive_int, default=defaults.MAX_TRACES_PER_BATCH, metavar="N",
                     help="traces per POST; a larger file is posted as several jobs and still gets one report")
     ev.add_argument("--html", type=Path, metavar="FILE",
@@ -314,7 +318,7 @@ def _data_dir(args: argparse.Namespace, settings: Settings, redis_url: str | Non
 
 
 def _eval(args: argparse.Namespace) -> int:
-    flags: dict[str, Any] = {name: getattr(args, name) for name in ("k", "gain", "judge", "repeats")
+    flags: dict[str, Any] = {name: getattr(args, name) for name in ("k", "gain", "judge", "repeats", "environment")
                              if getattr(args, name)}
     try:
         if args.html is not None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-FLAGS = {"k": "--k", "gain": "--gain", "judge": "--judge", "repeats": "--repeats"}
+FLAGS = {"k": "--k", "gain": "--gain", "judge": "--judge", "repeats": "--repeats", "environment": "--environment"}
 """Batch option -> the `ragpulse eval` flag that sets it."""
 
 

@@ -74,7 +74,8 @@ def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Ma
     k = diagnostic_k(report.method.k)
     parts = [
         nav,
-        f"<h1>ragpulse report</h1><p class=meta>job {escape(report.job_id)} · {report.counts.total} traces "
+        f"<h1>ragpulse report</h1><p class=meta>job {escape(report.job_id)} · environment "
+        f"<span data-environment>{escape(report.environment)}</span> · {report.counts.total} traces "
         f"({report.counts.ok} ok, {report.counts.failed} failed; {report.counts.labelled} with retrieval labels"
         + (f"; {report.counts.judge_input_truncated} judged on cut input" if report.counts.judge_input_truncated
            else "") + ") · "

@@ -18,7 +18,7 @@ def render_report(report: Report) -> str:
     counts = report.counts
     out = [
         f"job {report.job_id}" + (f"  run {report.run}" if report.run else "")
-        + (f"  variant {report.variant}" if report.variant != "rag" else ""),
+        + (f"  variant {report.variant}" if report.variant != "rag" else "") + f"  environment {report.environment}",
         *_dataset(report),
         f"traces: total {counts.total}, ok {counts.ok}, failed {counts.failed}, labelled {counts.labelled}, "
         f"no_relevant {counts.no_relevant}, unlabelled {counts.unlabelled}"
