@@ -426,6 +426,12 @@ ACCEPTED = [   # near misses, accepted by design: each shows the input is taken 
 
 ONLINE = [
     Odd("online-empty-body", TRACES, b"", 400),
+    Odd("online-environment-unknown", TRACES, b'{"traces": [{"query": "q", "environment": "prod"}]}', 422,
+        "$.traces[0].environment"),
+    Odd("batch-trace-environment-not-the-jobs", BATCH,
+        b'{"traces": [{"query": "q"}, {"query": "q", "environment": "production"}]}', 422, "$.traces[1].environment"),
+    Odd("batch-environment-unknown", BATCH, b'{"traces": [{"query": "q"}], "options": {"environment": 1}}', 422,
+        "$.options.environment"),
     Odd("online-top-level-array", TRACES, b'[{"query": "q"}]', 422, "$"),
     Odd("online-traces-empty", TRACES, b'{"traces": []}', 422, "$.traces"),
     Odd("online-options-not-allowed", TRACES, batch(options={}), 422, "$"),
@@ -694,6 +700,9 @@ QUERIES = [
     Odd("compare-baseline-unknown", "GET /v1/jobs/{job}/compare?baseline=" + "0" * 32, None, 404),
     Odd("monitor-window-unknown", "GET /v1/monitor/default?window=7d", None, 400, "query.window"),
     Odd("monitor-app-dot-led", "GET /v1/monitor/.x", None, 400, "path.app"),
+    Odd("monitor-environment-unknown", "GET /v1/monitor/default?environment=prod", None, 400, "query.environment"),
+    Odd("monitor-environment-over-16-chars", "GET /v1/monitor/default?environment=" + "e" * 17, None, 400,
+        "query.environment"),
     Odd("review-n-zero", "GET /v1/apps/default/review?n=0", None, 400, "query.n"),
     Odd("review-n-over-50", "GET /v1/apps/default/review?n=51", None, 400, "query.n"),
     Odd("review-reviewer-bad", "GET /v1/apps/default/review?reviewer=a%20b", None, 400, "query.reviewer"),
