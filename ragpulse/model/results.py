@@ -7,7 +7,7 @@ from typing import Literal
 import msgspec
 
 from ragpulse.model.dataset import DatasetBinding
-from ragpulse.model.environment import Environment
+from ragpulse.model.environment import StoredEnvironment
 from ragpulse.model.verdicts import Claim, Judgment, JudgeCall
 from ragpulse.model.scores import Attribution
 from ragpulse.model.scores import GenerationScores
@@ -81,7 +81,7 @@ class JobView(msgspec.Struct, kw_only=True):
     dataset: DatasetBinding | None = None
     """The dataset version the batch ran (name, version, content hash) and its traces per split and source; None for
     a batch bound to none."""
-    environment: Environment = "evaluation"
+    environment: StoredEnvironment = "evaluation"
     """The batch's `options.environment`: only a `production` job's traces count in the production monitor."""
 
 
@@ -136,7 +136,7 @@ class TraceResult(msgspec.Struct, kw_only=True):
     """The dataset item the trace answered (a batch bound to a dataset); comparisons match traces by it first."""
     split: str | None = None
     """The item's split (`dev`, `test`)."""
-    environment: Environment = "production"
+    environment: StoredEnvironment = "production"
     """Where the trace was produced: only `production` results count in the monitor and the series alerts read."""
     labels: LabelState
     retrieval: dict[str, float] | None

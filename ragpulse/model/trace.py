@@ -9,7 +9,7 @@ import msgspec
 from msgspec import Meta
 
 from ragpulse.config import defaults
-from ragpulse.model.environment import Environment
+from ragpulse.model.environment import JobEnvironment, TraceEnvironment
 from ragpulse.model.metric_keys import did_you_mean, is_metric_key
 
 
@@ -135,7 +135,7 @@ class Trace(Base):
     retrieval_answerable: bool | None = None
     """The item's retrieval-filter flag, set from the dataset: false sets the trace aside from judging (it measures
     retrieval failure, not generation), its retrieval metrics kept."""
-    environment: Environment | None = None
+    environment: TraceEnvironment | None = None
     """Absent: `production` for POST /v1/traces and OTLP, the batch's `options.environment` in a batch (where a trace
     naming another is refused)."""
 
@@ -182,7 +182,7 @@ class BatchOptions(Base):
     targets: Annotated[dict[MetricKey, float], Meta(max_length=64)] | None = None
     """Targets this job is held to, by report metric key (`recall@5`, `hallucination_rate`); the report shows each
     metric against its target. Metrics not named keep the documented defaults."""
-    environment: Environment = "evaluation"
+    environment: JobEnvironment = "evaluation"
     """The environment of the job and of every trace in it. `evaluation` (default) and `staging` runs are counted under
     their own label and never reach the production monitor or alerts; `production` is for production traffic sent as
     a batch (a replay or backfill of traces never posted to /v1/traces, else they are counted twice)."""

@@ -16,7 +16,7 @@ from ragpulse.model.calibration import Calibration
 from ragpulse.model.dataset import DatasetBinding
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.metrics.operational import Operations
-from ragpulse.model.environment import Environment
+from ragpulse.model.environment import StoredEnvironment
 from ragpulse.model.estimate import Estimate
 
 
@@ -247,7 +247,7 @@ class Report(Struct):
     """The batch's `options.run`: a free name for the configuration evaluated."""
     variant: str = "rag"
     """The batch's `options.variant`: `rag`, `no_rag` or `oracle`."""
-    environment: Environment = "evaluation"
+    environment: StoredEnvironment = "evaluation"
     """The batch's `options.environment`: where its traces were produced (only `production` reaches the monitor)."""
     targets: dict[str, Target] = {}
     """Each reported metric that has a target, keyed like `retrieval` and `generation`: its target, direction and

@@ -11,7 +11,7 @@ import redis
 
 from ragpulse.config import keys
 from ragpulse.exceptions import TraceNotFound
-from ragpulse.model.environment import Environment
+from ragpulse.model.environment import StoredEnvironment
 from ragpulse.model.results import TraceResult
 
 OnlineStatus = Literal["pending", "done", "failed", "incomplete", "invalid"]
@@ -22,7 +22,7 @@ class OnlineTrace(msgspec.Struct, kw_only=True):
 
     trace_id: str
     app: str
-    environment: Environment = "production"
+    environment: StoredEnvironment = "production"
     """Where it was produced (the trace's `environment`; `production` when it named none)."""
     status: OnlineStatus
     """`pending` until a worker has processed it; `done`; `failed` (the judge failed, a budget ran out, or the
