@@ -93,8 +93,10 @@ def test_truncation_is_counted_in_metrics_and_the_report(redis_client) -> None:
     registry = CollectorRegistry()
     registry.register(RedisMetricsCollector(redis_client, apps={app}))
     value = registry.get_sample_value
-    assert value("ragpulse_judge_input_truncated_total", {"tenant": tenant, "app": app, "part": "answer"}) == 2
-    assert value("ragpulse_judge_input_truncated_total", {"tenant": tenant, "app": app, "part": "documents"}) == 0
+    assert value("ragpulse_judge_input_truncated_total", {"tenant": tenant, "app": app, "environment": "production",
+                                                          "part": "answer"}) == 2
+    assert value("ragpulse_judge_input_truncated_total", {"tenant": tenant, "app": app, "environment": "production",
+                                                          "part": "documents"}) == 0
 
 
 def msgspec_replace_app(result, app: str):  # noqa: ANN001, ANN201
