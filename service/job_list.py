@@ -54,7 +54,7 @@ def summary(record: JobRecord, progress: Progress) -> JobSummary:
     return JobSummary(
         job_id=record.job_id, status=record.status, created_at=record.created_at, finished_at=record.finished_at,
         progress=progress, apps=record.apps, run=record.options.run, variant=record.options.variant,
-        judge=record.options.judge, links=JobLinks(report=f"/v1/jobs/{record.job_id}/report",
+        environment=record.options.environment, judge=record.options.judge, links=JobLinks(report=f"/v1/jobs/{record.job_id}/report",
                                                    page=f"/jobs/{record.job_id}"))
 
 

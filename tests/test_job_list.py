@@ -98,6 +98,7 @@ def test_item_carries_counts_apps_run_and_links(tenants: Tenants) -> None:
             assert link.startswith("/")
         assert http.get(item["links"]["report"]).status_code == 202   # queued: the report is pending
     assert item["apps"] == ["docs", "shop"] and item["run"] == "items" and item["variant"] == "rag"
+    assert item["environment"] == "evaluation"                          # a batch that did not say otherwise
     assert item["judge"] == "none" and item["progress"] == status["progress"] == {
         "total": 3, "done": 0, "failed": 0, "skipped": 0}
     assert item["status"] == status["status"] and item["created_at"] == status["created_at"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from ragpulse.model.environment import StoredEnvironment
 from ragpulse.model.results import JobStatus, Progress
 
 
@@ -27,6 +28,8 @@ class JobSummary(msgspec.Struct, kw_only=True):
     """The apps its traces name, sorted (empty for jobs created before apps were recorded)."""
     run: str | None
     variant: str
+    environment: StoredEnvironment
+    """The batch's `options.environment`: only a production job's traces reach the app's monitor and alerts."""
     judge: str | None
     """The batch's `options.judge`; null means the service's default judge."""
     links: JobLinks
