@@ -45,6 +45,10 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$.options",
         "a target's cutoff (`recall@7`) must be one of the batch's `k`: a rule across two fields no JSON schema states",
     ),
+    "a trace may only repeat it": (
+        "$.traces[",
+        "a trace's environment, when given, must be its batch's options.environment: a rule across two fields",
+    ),
     "duplicate trace_id": (
         "$.traces[",
         "trace ids must be unique within a batch; JSON Schema cannot say a property is unique across array items",
