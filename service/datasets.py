@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, HttpMethod, Response, get, post, route
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
 from ragpulse.config import defaults
@@ -29,7 +30,9 @@ class DatasetController(Controller):
     path = "/v1/datasets"
     tags = ["datasets"]
 
-    @post("/{name:str}/versions", sync_to_thread=True, summary="Push a new version of a dataset")
+    @post("/{name:str}/versions", sync_to_thread=True, summary="Push a new version of a dataset", status_code=201,
+          responses={200: ResponseSpec(DatasetVersion, description=(
+              "The items are the latest version's again (same content hash): that version, nothing written."))})
     def push(self, name: Name, body: bytes, call: Call) -> Response[DatasetVersion]:
         """Store the items as the dataset's next version (the dataset is created by its first push): 201 with the
         version, its content hash and its counts by question type, source and split. Versions are immutable.

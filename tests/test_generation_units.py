@@ -34,7 +34,9 @@ def test_fractions_of_a_total_round_by_largest_remainder() -> None:
 @pytest.mark.parametrize(("fields", "message"), [
     ({"mix": {"single_fact": 0.5}}, "give `total` too"),
     ({"mix": {"single_fact": 0.5, "unanswerable": 0.2}, "total": 5}, "must sum to 1"),
-    ({"mix": {"single_fact": 1001}}, "at most 1000"),
+    ({"mix": {"single_fact": 1001}}, r"<= 1000.0 - at `\$.mix\[...\]`"),
+    ({"mix": {"single_fact": 600, "multi_hop": 600}}, "asks for 1200 candidates; at most 1000"),
+    ({"mix": {"single_fact": 1.7976931348623155e+308}}, r"<= 1000.0"),   # was an overflow: a 500
     ({"mix": {"single_fact": 1}, "chunks": [CHUNKS[0], CHUNKS[0]]}, r"`chunks\[1\].chunk_id`"),
 ])
 def test_bad_requests_name_the_field(fields: dict, message: str) -> None:

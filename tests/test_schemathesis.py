@@ -49,6 +49,35 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$.traces[",
         "a trace's environment, when given, must be its batch's options.environment: a rule across two fields",
     ),
+    "of dataset '": (
+        "$.dataset",
+        "a batch bound to a dataset names a version the tenant has pushed: server state, not something a schema states",
+    ),
+    "only a batch bound to a dataset takes item_id": (
+        "$.traces[",
+        "item_id needs the batch's `dataset` (and /v1/traces takes none): a rule across two fields",
+    ),
+    "(the retriever's results) or `job_id`": (
+        "$",
+        "the retrieval filter takes `runs` or `job_id`, exactly one: a rule across two fields",
+    ),
+    "gives fractions that must sum to 1": (
+        "$",
+        "a generation mix given as fractions with a `total` must sum to 1: a rule over a map's values",
+    ),
+    "candidates; at most ": (
+        "$",
+        "a generation mix's counts may sum to at most GENERATION_MAX_CANDIDATES: a rule over a map's values",
+    ),
+    "gives fractions: give `total` too": (
+        "$",
+        "a generation mix of fractions needs `total` (whole counts do not): a rule across two fields",
+    ),
+    "repeats an earlier ": (
+        "$",
+        "item ids (of a dataset version) and chunk ids (of a generation's corpus) must be unique: JSON Schema cannot say "
+        "a property is unique across array items",
+    ),
     "duplicate trace_id": (
         "$.traces[",
         "trace ids must be unique within a batch; JSON Schema cannot say a property is unique across array items",

@@ -40,7 +40,8 @@ class GenerateRequest(Base):
     """Body of POST /v1/datasets/{name}/generate."""
 
     chunks: Annotated[list[CorpusChunk], Meta(min_length=1, max_length=defaults.GENERATION_MAX_CHUNKS)]
-    mix: Annotated[dict[GeneratedType, Annotated[float, Meta(gt=0)]], Meta(min_length=1)]
+    mix: Annotated[dict[GeneratedType, Annotated[float, Meta(gt=0, le=defaults.GENERATION_MAX_CANDIDATES)]],
+                   Meta(min_length=1)]
     """Candidates to write per question type: whole counts (`{"single_fact": 10}`), or fractions summing to 1 with
     `total` (`{"single_fact": 0.5, ...}`). Kept items are fewer: the filters reject some."""
     total: Annotated[int, Meta(ge=1, le=defaults.GENERATION_MAX_CANDIDATES)] | None = None
