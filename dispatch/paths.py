@@ -16,6 +16,9 @@ CHUNK_FAILED = "worker.jobs.chunk_failed"
 DELIVER_CALLBACK = "worker.jobs.deliver_callback"
 """Dotted path of the worker function that POSTs a job's completion callback."""
 
+POLL_PROVIDER_BATCH = "worker.jobs.poll_provider_batch"
+"""Dotted path of the worker function that polls one chunk's provider batches (batch delivery)."""
+
 CALLBACK_FAILED = "worker.jobs.callback_failed"
 """Dotted path of the RQ failure callback run when the last delivery attempt failed."""
 
@@ -51,3 +54,8 @@ PAIRWISE_FAILED = "worker.jobs.pairwise_failed"
 def pairwise_job_id(run_id: str) -> str:
     """RQ job id of a pairwise run."""
     return f"pairwise-{run_id}"
+
+
+def poll_job_id(job_id: str, chunk: int) -> str:
+    """A fresh RQ job id for one poll of a chunk's provider batches."""
+    return f"{job_id}-{chunk}-poll-{uuid.uuid4().hex[:6]}"

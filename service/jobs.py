@@ -75,6 +75,18 @@ class JobController(Controller):
             requeue(store, call.services.enqueuer, job_id, chunks)
         return store.job(job_id, tenant)
 
+    @post("/{job_id:str}/cancel", status_code=202, sync_to_thread=True, summary="Cancel a job")
+    def cancel(self, job_id: JobId, call: Call) -> JobView:
+        """Stop a queued or running job: it fails with the reason `cancelled by the client`, traces not yet evaluated
+        are kept as failed (retry runs them), and its provider batches (delivery batch) are cancelled at the
+        provider within a second or so. Results already stored, and the report, are kept.
+
+        409 naming `path.job_id` once the job has ended."""
+        try:
+            return call.store.cancel(job_id, call.tenant)
+        except Conflict as exc:
+            raise Conflict(str(exc), [{"path": "path.job_id", "message": "job already ended"}]) from None
+
     @get("/{job_id:str}/compare", sync_to_thread=True, summary="Compare this job against a baseline job",
          responses={202: ResponseSpec(PairwisePending, description=(
              "pairwise=true and the pairwise run is queued or running; poll the same URL again."))})

@@ -1,13 +1,16 @@
-"""The janitor: requeue chunks whose worker died, finalize jobs whose finalizer died. Runs in every worker."""
+"""The janitor: requeue chunks whose worker died, finalize jobs whose finalizer died, hand out the polls of provider
+batches that are due (dispatch.polls). Runs in every worker."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import redis
 
 from dispatch.chunks import ChunkEnqueuer, requeue
+from dispatch.polls import dispatch_due_polls
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
@@ -40,9 +43,13 @@ def start_janitor(settings: Settings, stop: threading.Event) -> threading.Thread
     enqueuer = ChunkEnqueuer(client, settings)
 
     def loop() -> None:
-        while not stop.wait(defaults.JANITOR_INTERVAL_SECONDS):
+        swept = time.monotonic()
+        while not stop.wait(defaults.PROVIDER_POLL_CHECK_SECONDS):
             try:
-                sweep(store, settings, enqueuer)
+                dispatch_due_polls(store, settings)
+                if time.monotonic() - swept >= defaults.JANITOR_INTERVAL_SECONDS:
+                    swept = time.monotonic()
+                    sweep(store, settings, enqueuer)
             except redis.RedisError as exc:
                 log.warning("janitor sweep skipped: %s", exc)
 

@@ -12,6 +12,10 @@ import redis
 from rq import get_current_job
 
 from dispatch.callbacks import enqueue_callback
+from dispatch.chunks import ChunkEnqueuer
+from dispatch.polls import queue_chunk_on_results
+from ragpulse.evaluation.provider_batch import poll, run_batched
+from ragpulse.judges import kinds
 from ragpulse.reporting.callbacks import deliver
 from ragpulse.evaluation.trace import failed_result
 from ragpulse.exceptions import CallbackRejected, DeliveryFailed, JobNotFound
@@ -41,19 +45,41 @@ def store_for(connection: redis.Redis | None = None) -> Store:
 
 
 def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
-    """Evaluate one chunk of a job; the call that completes the last chunk builds the report."""
-    store = store_for()
-    work = open_chunk(store, settings(), job_id, chunk)
-    asyncio.run(run_chunk(store, settings(), work))
+    """Evaluate one chunk of a job; the call that completes the last chunk builds the report. In batch delivery
+    the chunk may instead be left waiting on its provider batches (polled without a worker, then queued again)."""
+    store, config = store_for(), settings()
+    work = open_chunk(store, config, job_id, chunk)
+    options = work.record.options
+    if kinds.delivers_in_batches(options.judge or config.default_judge, options.delivery):
+        if asyncio.run(run_batched(store, config, work)):
+            return {"chunk": chunk, "waiting": 1}
+    else:
+        asyncio.run(run_chunk(store, config, work))
     if store.chunks.complete(job_id, chunk):
         finalize(store, job_id)
     return {"chunk": chunk}
 
 
+def poll_provider_batch(job_id: str, chunk: int, token: str) -> str:
+    """Poll one chunk's provider batches under the lease `token` names (taken by the janitor that enqueued this);
+    once they have ended, queue the chunk to run on their results."""
+    store, config = store_for(), settings()
+    if not store.provider.lease(job_id, chunk, token, config.lease_seconds):
+        return "another poller holds the lease"
+    try:
+        state = asyncio.run(poll(store, config, job_id, chunk))
+        if state is not None and state.status == "ended":
+            queue_chunk_on_results(store, ChunkEnqueuer(store.redis, config), job_id, chunk, state)
+    finally:
+        store.provider.release(job_id, chunk, token)
+    return state.status if state is not None else "nothing to poll"
+
+
 def finalize(store: Store, job_id: str) -> None:
     """Build and store the report, move the job to its terminal status (a failed job stays failed), count it."""
     record = store.jobs.get(job_id)
-    report = build_report(job_id, record.options, store.results.all(job_id), record.dataset)
+    report = build_report(job_id, record.options, store.results.all(job_id), record.dataset,
+                          settings().judge_prices)
     store.results.save_report(job_id, msgspec.json.encode(report))
     if store.jobs.failure(job_id) is None:
         store.jobs.finish(job_id, "finished_with_errors" if report.counts.failed else "finished")

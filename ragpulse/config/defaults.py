@@ -251,6 +251,29 @@ CHUNK_TIMEOUT_SECONDS = 3600
 JANITOR_INTERVAL_SECONDS = 5
 """How often each worker looks for chunks whose worker died and for jobs whose finalizer died."""
 
+PROVIDER_POLL_CHECK_SECONDS = 1.0
+"""How often each worker's janitor looks for provider batches due a poll (one ZRANGEBYSCORE)."""
+
+BATCH_POLL_MIN_SECONDS = 5.0
+"""First wait before polling a provider batch; each poll that finds it still running doubles the wait."""
+
+BATCH_POLL_MAX_SECONDS = 300.0
+"""Longest wait between two polls of a provider batch."""
+
+BATCH_POLL_LEASE_SECONDS = 120
+"""Lease of one poll of a provider batch (Redis SET NX PX): a poller that dies frees it after this long, and any
+worker's janitor then dispatches the poll again."""
+
+BATCH_MAX_REQUESTS = 100_000
+"""Most requests in one provider batch (Anthropic Message Batches' limit)."""
+
+BATCH_MAX_BYTES = 256 * 1024 * 1024
+"""Largest body of one provider batch (Anthropic Message Batches' limit: 256 MB)."""
+
+BATCH_RETRY = "interactive"
+"""What becomes of a batch request that expired or errored: sent once more through the interactive API
+(`interactive`) or recorded as the trace's judge error (`none`)."""
+
 REDIS_URL = "redis://127.0.0.1:6379/0"
 """The Redis holding queues, traces and results when REDIS_URL is not set."""
 

@@ -296,3 +296,20 @@ def pairwise_find(tenant: str, candidate: str, baseline: str, judge: str, versio
     finds it instead of paying again; expires with the run (a failed run's a minute after it failed, so the next ask
     starts afresh). The tenant is length-prefixed; the model, which may hold ':', comes last."""
     return f"{PREFIX}:pairwise-find:{len(tenant)}:{tenant}:{candidate}:{baseline}:{judge}:{version}:{model}"
+
+
+def provider_batch(job_id: str, chunk: int) -> str:
+    """Hash: the provider batches judging one chunk of a job in batch delivery (ids, status, request counts, next
+    poll delay). O(1) keys per provider batch: this hash and the poll lease."""
+    return f"{PREFIX}:job:{job_id}:provider:{chunk}"
+
+
+def provider_poll_lease(job_id: str, chunk: int) -> str:
+    """String with PX: the one poller of a chunk's provider batches (SET NX PX; its token as the value)."""
+    return f"{PREFIX}:job:{job_id}:provider:{chunk}:poll"
+
+
+def provider_polls() -> str:
+    """Sorted set: `job_id:chunk` of every chunk waiting on a provider batch, scored by when it is next due a poll
+    (bounded by the chunks waiting; expires with the last)."""
+    return f"{PREFIX}:provider_polls"

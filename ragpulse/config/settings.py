@@ -215,6 +215,17 @@ class Settings:
     pairwise_ttl_seconds: int = defaults.PAIRWISE_TTL_SECONDS
     """RAGPULSE_PAIRWISE_TTL_SECONDS: lifetime of a pairwise run and its result in Redis (default 7 days)."""
 
+    batch_retry: str = defaults.BATCH_RETRY
+    """RAGPULSE_BATCH_RETRY: a batch-delivery request that expired or errored is sent once more through the
+    interactive API (`interactive`, the default) or kept as the trace's judge error (`none`)."""
+
+    batch_poll_min_seconds: float = defaults.BATCH_POLL_MIN_SECONDS
+    """RAGPULSE_BATCH_POLL_MIN_SECONDS: first wait before a provider batch is polled, doubled after each poll that
+    finds it running (default 5)."""
+
+    batch_poll_max_seconds: float = defaults.BATCH_POLL_MAX_SECONDS
+    """RAGPULSE_BATCH_POLL_MAX_SECONDS: longest wait between two polls of a provider batch (default 300)."""
+
     judge_temperature: float | None = defaults.JUDGE_TEMPERATURE
     """RAGPULSE_JUDGE_TEMPERATURE: sampling temperature of the judge (default 0); `none` omits it for models that reject it."""
 
@@ -361,6 +372,9 @@ class Settings:
             "pairwise_max_pairs": _int(env, "RAGPULSE_PAIRWISE_MAX_PAIRS", cls.pairwise_max_pairs,
                                        most=defaults.PAIRWISE_MAX_PAIRS_LIMIT),
             "pairwise_ttl_seconds": _int(env, "RAGPULSE_PAIRWISE_TTL_SECONDS", cls.pairwise_ttl_seconds),
+            "batch_retry": _choice(env, "RAGPULSE_BATCH_RETRY", ("interactive", "none"), cls.batch_retry),
+            "batch_poll_min_seconds": _float(env, "RAGPULSE_BATCH_POLL_MIN_SECONDS", cls.batch_poll_min_seconds),
+            "batch_poll_max_seconds": _float(env, "RAGPULSE_BATCH_POLL_MAX_SECONDS", cls.batch_poll_max_seconds),
             "judge_base_url": env.get("RAGPULSE_JUDGE_BASE_URL") or None,
             "judge_temperature": _temperature(env),
             "openai_base_url": _base_url(env, "RAGPULSE_OPENAI_BASE_URL"),

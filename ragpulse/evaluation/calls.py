@@ -45,12 +45,12 @@ class CallCounter(abc.ABC):
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
                 cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0,
-                reserved: Spend | None = None) -> None:
-        """Count one provider request (failed requests carry no usage); its cost prices cache reads and writes. A
-        reserved call is settled: its actual spend less the reservation."""
+                reserved: Spend | None = None, delivery: str = "interactive") -> None:
+        """Count one provider request (failed requests carry no usage); its cost prices cache reads and writes, at the
+        batch price for a `batch` request. A reserved call is settled: its actual spend less the reservation."""
         cost = self.metrics.request(model, status, latency_seconds, input_tokens, output_tokens,
                                     cache_read_input_tokens=cache_read_input_tokens,
-                                    cache_creation_input_tokens=cache_creation_input_tokens)
+                                    cache_creation_input_tokens=cache_creation_input_tokens, delivery=delivery)
         spend = no_spend()
         if status == "ok":
             spend = Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost)

@@ -22,7 +22,8 @@ import contextlib
 import datetime
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -35,9 +36,10 @@ from ragpulse.evaluation.reserve import SpendReservations
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.judges import kinds
+from ragpulse.judges.batches import BatchOutcome, replaying
 from ragpulse.labels.sources import TraceRef, queue_reviewable
 from ragpulse.model.results import Security, TraceResult
-from ragpulse.model.trace import Trace
+from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.monitoring.recorder import queue_result_counts
@@ -82,9 +84,11 @@ def open_chunk(store: Store, settings: Settings, job_id: str, chunk: int) -> Chu
     return ChunkWork(record, chunk, pending, {app: policies.get(record.tenant, app) for app in apps})
 
 
-async def run_chunk(store: Store, settings: Settings, work: ChunkWork) -> None:
+async def run_chunk(store: Store, settings: Settings, work: ChunkWork,
+                    outcomes: Mapping[str, deque[BatchOutcome]] | None = None) -> None:
     """Judge a started chunk's pending traces and store their results, on an async Redis client of its own (the
-    sync `store` only builds commands). The caller completes the chunk."""
+    sync `store` only builds commands). The caller completes the chunk. With a batch's `outcomes` (batch delivery),
+    each trace's first judge call is answered by its batch result (ragpulse.judges.batches.ReplayProvider)."""
     record = work.record
     client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
     reservations = SpendReservations(client, marker_seconds(settings),
@@ -92,6 +96,8 @@ async def run_chunk(store: Store, settings: Settings, work: ChunkWork) -> None:
     calls = CallObserver(settings, (record.job_id, record.tenant), reservations)
     try:
         judge = kinds.make_judge(record.options.judge or settings.default_judge, settings, calls)
+        if outcomes is not None and judge is not None:
+            judge = replaying(judge, outcomes, retry=settings.batch_retry == "interactive")
         try:
             job = AsyncJobStore(store, client, record.job_id, record.tenant)
             await ChunkRun(job, settings, work, judge, calls).run()
@@ -168,14 +174,7 @@ class ChunkRun:
         failure = await self._held(self.guard.failure, "read the job's failure flag")
         if failure is not None:
             return failed_result(trace, index, f"job failed: {failure}")
-        policy = self.work.policies[trace.app]
-        checks = cheap_checks(trace, policy)
-        security = check_trace(trace, datetime.datetime.now(datetime.UTC), policy.max_source_age_days)
-        sampled, reason = (True, "all") if self.options.sample != "policy" else judge_for_injection(
-            *sampling_decision(trace, policy, checks), policy.always_judge.injection_docs,
-            bool(security.injection_docs))
-        if trace.retrieval_answerable is False:   # a dataset item the retrieval filter set aside: never judged
-            sampled, reason = False, SET_ASIDE
+        checks, security, sampled, reason = decide(trace, self.work.policies[trace.app], self.options)
         judge = self.judge if (trace.answer and sampled) else None
         result = await self._judged(index, trace, judge, security)
         if self.judge is not None:
@@ -217,6 +216,22 @@ class ChunkRun:
     async def _write_calls(self, judged: asyncio.Event) -> None:
         await _every(defaults.JUDGE_CALLS_WRITE_SECONDS, lambda: self.calls.write(self.job), "write the judge calls",
                      until=judged)
+
+
+def decide(trace: Trace, policy: SamplingPolicy, options: BatchOptions) -> tuple[list[str], Security, bool, str]:
+    """The cheap checks and security checks of a trace, and whether it is sampled for judging (and why)."""
+    checks = cheap_checks(trace, policy)
+    security = check_trace(trace, datetime.datetime.now(datetime.UTC), policy.max_source_age_days)
+    sampled, reason = (True, "all") if options.sample != "policy" else judge_for_injection(
+        *sampling_decision(trace, policy, checks), policy.always_judge.injection_docs, bool(security.injection_docs))
+    if trace.retrieval_answerable is False:   # a dataset item the retrieval filter set aside: never judged
+        sampled, reason = False, SET_ASIDE
+    return checks, security, sampled, reason
+
+
+def wants_judge(trace: Trace, work: ChunkWork) -> bool:
+    """True when the chunk run would judge this trace (it has an answer and is sampled)."""
+    return bool(trace.answer) and decide(trace, work.policies[trace.app], work.record.options)[2]
 
 
 async def _every(seconds: float, action: Callable[[], Awaitable[None]], what: str,

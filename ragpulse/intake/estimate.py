@@ -36,6 +36,11 @@ class Estimate(msgspec.Struct, kw_only=True):
     """The fixed prefix (system prompt, examples, tool) read from the prompt cache: every call after the first."""
     cache_creation_input_tokens: int = 0
     """The fixed prefix written to the prompt cache: once, by the first call."""
+    delivery: str = "interactive"
+    """The delivery `cost_usd` is priced at: the batch's `options.delivery` when its judge has a batch API."""
+    cost_by_delivery: dict[str, float] | None = None
+    """`cost_usd` under each delivery the judge offers (interactive; batch at half price, its cache writes at the
+    1-hour TTL's rate); None when the judge has no batch API or the model no price."""
     method: str = ("characters / 3.5 for input; the fixed prefix written to the prompt cache once and read by every "
                    "later call when the judge caches it and it reaches the model's minimum; 120 + 130 per answer "
                    "sentence + 20 per document for output")
@@ -77,7 +82,11 @@ def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str | 
     output_tokens = sum(o for _, o in tokens) * options.repeats
     # A model without a price (a self-hosted one, unless RAGPULSE_JUDGE_PRICES names it) is counted at 0 when it
     # runs; the estimate says the price is unknown rather than promise that.
-    cost = round(call_cost(prices, model, uncached, output_tokens, reads, writes), 6) if model in prices else None
+    deliveries = ("interactive", "batch") if kinds.delivers_in_batches(judge, "batch") else ("interactive",)
+    by_delivery = {d: round(call_cost(prices, model, uncached, output_tokens, reads, writes, d), 6)
+                   for d in deliveries} if model in prices else None
+    delivery = options.delivery if options.delivery in deliveries else "interactive"
     return Estimate(judge=judge, model=model, judge_calls=calls, input_tokens=uncached, output_tokens=output_tokens,
-                    cache_read_input_tokens=reads, cache_creation_input_tokens=writes, price_known=cost is not None,
-                    cost_usd=cost)
+                    cache_read_input_tokens=reads, cache_creation_input_tokens=writes,
+                    price_known=by_delivery is not None, cost_usd=by_delivery[delivery] if by_delivery else None,
+                    delivery=delivery, cost_by_delivery=by_delivery if len(deliveries) > 1 else None)

@@ -7,6 +7,7 @@ cache when it is long enough to be cached; cache reads and writes are reported a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -31,7 +32,7 @@ _NOT_STRICT: set[tuple[str, str]] = set()
 it): they get the same tool without it, validated in code as before."""
 
 
-def system_blocks(model: str, task: ToolTask = JUDGE_TASK) -> list[dict[str, Any]]:
+def system_blocks(model: str, task: ToolTask = JUDGE_TASK, cache_ttl: str | None = None) -> list[dict[str, Any]]:
     """The system prompt and the few-shot examples as two text blocks, the last marked `cache_control` when the fixed
     prefix can be cached for `model`.
 
@@ -39,10 +40,12 @@ def system_blocks(model: str, task: ToolTask = JUDGE_TASK) -> list[dict[str, Any
     A prefix shorter than the model's minimum is never cached: the API accepts the marker, silently caches nothing and
     bills the tokens as plain input, so a marker there would only suggest savings that cannot happen. The estimate is
     chars / 3.5, an over-estimate, so near the minimum the marker may still be a no-op; it never costs extra.
+    `cache_ttl` "1h" asks for the 1-hour cache (batch delivery: a batch's requests run spread over up to an hour or
+    more, past the default 5 minutes).
     """
     examples: dict[str, Any] = {"type": "text", "text": task.examples}
     if task.cacheable(model):
-        examples["cache_control"] = {"type": "ephemeral"}
+        examples["cache_control"] = {"type": "ephemeral", **({"ttl": cache_ttl} if cache_ttl else {})}
     return [{"type": "text", "text": task.system}, examples]
 
 
@@ -82,17 +85,32 @@ class AnthropicProvider:
             raise not_the_answer("Messages API", "RAGPULSE_JUDGE_BASE_URL", await raw.text(), raw.headers, what)
         return _reply(message, raw.headers, self.model, self.task.name)
 
+    def params(self, turns: list[dict[str, Any]], cache_ttl: str | None = None) -> dict[str, Any]:
+        """The Messages API request of `turns`, as a batch request carries it (`params`): the same system prompt,
+        tool and markers as an interactive call, strict unless this API refused strict before; `cache_ttl` "1h" for
+        the 1-hour prompt cache."""
+        key = (str(self.client.base_url), self.model)
+        params = self._params(turns, key not in _NOT_STRICT, system_blocks(self.model, self.task, cache_ttl))
+        return {**params, **(self._extra_body or {})}
+
+    def _params(self, turns: list[dict[str, Any]], strict: bool, system: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": self.model, "max_tokens": self.max_tokens, "system": system,
+                "tools": [self._tools[strict]], "tool_choice": {"type": "tool", "name": self.task.name},
+                "messages": turns}
+
     async def _create(self, turns: list[dict[str, Any]], strict: bool) -> Any:
         try:
             return await self.client.messages.with_raw_response.create(
-                model=self.model, max_tokens=self.max_tokens, system=self._system,
-                tools=[self._tools[strict]], tool_choice={"type": "tool", "name": self.task.name},
-                messages=turns, extra_body=self._extra_body,
+                **self._params(turns, strict, self._system), extra_body=self._extra_body,
             )
         except TypeError as exc:  # how this SDK says that no API key or token is configured at all
             if "authentication method" not in str(exc):
                 raise
             raise JudgeNotConfigured(NOT_CONFIGURED) from None
+
+    def batch_reply(self, message: anthropic.types.Message) -> Reply:
+        """The Reply of a message out of a Message Batch (no headers; billed at the batch price)."""
+        return dataclasses.replace(_reply(message, {}, self.model, self.task.name), delivery="batch")
 
     def repair_turns(self, reply: Reply, problem: str) -> list[dict[str, Any]]:
         """The tool call answered by an error tool_result, or the content answered by a user message."""

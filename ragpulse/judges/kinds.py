@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ragpulse.config.settings import Settings
     from ragpulse.judges.structured import StructuredJudge
     from ragpulse.judges.task import ToolTask
+    from ragpulse.judges.batches import BatchApi
 
 JudgeFactory = Callable[["Settings", "JudgeObserver | None"], "Judge"]
 """Builds a judge from settings, inside the event loop that will use it."""
@@ -68,6 +69,10 @@ class JudgeKind:
     missing: Callable[[Settings], tuple[str, ...]] = lambda settings: ()
     """The service settings still to set before it can judge here (its credentials or server); () when none."""
 
+    batch_api: Callable[[Settings], BatchApi] | None = None
+    """Builds the client of its provider's batch API (`options.delivery` batch); None when it has none here: an LLM
+    judge without one refuses batch delivery, a judge that makes no provider calls ignores it."""
+
 
 def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
     from ragpulse.judges.anthropic_judge import AnthropicJudge, RetryPolicy  # noqa: PLC0415
@@ -112,6 +117,16 @@ def _openai_tasks(settings: Settings, task: ToolTask, observer: JudgeObserver | 
                               settings.openai_structured, task)  # type: ignore[arg-type]  # checked by Settings
     return StructuredJudge(provider, model, settings.judge_max_tokens, limiter=_limiter(settings, model),
                            retry=RetryPolicy(max_retries=settings.judge_max_retries), observer=observer)
+
+
+def _anthropic_batches(settings: Settings) -> BatchApi:
+    import anthropic  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
+
+    from ragpulse.judges.anthropic_batches import AnthropicBatches  # noqa: PLC0415
+
+    # Polls are rare and cheap to repeat: the SDK's own retries ride out a transient error.
+    return AnthropicBatches(anthropic.AsyncAnthropic(base_url=settings.judge_base_url,
+                                                     timeout=settings.judge_timeout_seconds, max_retries=2))
 
 
 def _openai(settings: Settings, observer: JudgeObserver | None) -> Judge:
@@ -202,7 +217,7 @@ JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
     JudgeKind(name="local", billable=False, remote=False, offline=True, heuristic=True, factory=_local,
               prompt_version=_local_prompt_version),
     JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, prompt_cache=True,
-              factory=_anthropic, tasks=_anthropic_tasks,
+              factory=_anthropic, tasks=_anthropic_tasks, batch_api=_anthropic_batches,
               model=lambda settings: settings.judge_model, prompt_version=_llm_prompt_version,
               missing=lambda settings: () if settings.anthropic_credentials else ("ANTHROPIC_API_KEY",)),
     # Billable though often free: a self-hosted model has no price and costs 0 (price_known false in a dry run).
@@ -267,6 +282,28 @@ def is_billable(name: str | None) -> bool:
 def caches_prompt(name: str | None) -> bool:
     """True when the judge `name` marks its fixed prefix for the provider's prompt cache; False for no name."""
     return name is not None and JUDGES[name].prompt_cache
+
+
+def batch_refusal(name: str | None) -> str | None:
+    """Why `options.delivery` batch cannot be honoured with the judge `name`, or None: a remote judge without a batch
+    API here refuses it; a judge that sends nothing to a provider (local, none) ignores it."""
+    if name is None or not JUDGES[name].remote or JUDGES[name].batch_api is not None:
+        return None
+    return (f"judge {name} offers no batch API on this service (batch delivery is built for judge anthropic); "
+            f"use delivery interactive")
+
+
+def delivers_in_batches(name: str | None, delivery: str) -> bool:
+    """True when a job of judge `name` and `options.delivery` sends its judge requests through a batch API."""
+    return delivery == "batch" and name is not None and JUDGES[name].batch_api is not None
+
+
+def batch_api(name: str, settings: Settings) -> BatchApi:
+    """The batch API client of the judge `name` (delivers_in_batches must hold). Build it inside its event loop."""
+    factory = JUDGES[name].batch_api
+    if factory is None:
+        raise ValueError(f"judge {name} has no batch API")
+    return factory(settings)
 
 
 def is_heuristic(name: str | None) -> bool:

@@ -91,6 +91,8 @@ class Reply:
     headers: Mapping[str, str]
     turn: Any = None
     """Whatever the adapter needs to write the repair turn after this reply."""
+    delivery: str = "interactive"
+    """`batch` for a reply that came out of the provider's batch API (billed at the batch price)."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,7 @@ class StructuredJudge:
         raw_input = self.provider.task.estimate_input_tokens(len(json.dumps(turns)))
         estimate = (int(raw_input * self._input_scale), self._output_estimate)
         for attempt in range(self.retry.max_retries + 1):
-            if self.limiter is not None:
+            if self.limiter is not None and not self._prepaid(turns):
                 self.observer.waited(self.model, await self.limiter.acquire(*estimate))
             reserved = await self.observer.reserve(self.model, *estimate)
             start = time.perf_counter()
@@ -206,6 +208,9 @@ class StructuredJudge:
                 self.observer.request(self.model, INVALID_RESPONSE, time.perf_counter() - start, 0, 0,
                                       reserved=reserved)
                 raise JudgeResponseInvalid(exc.reason, calls) from None
+            except JudgeError as exc:  # a batch request that did not succeed, and is not retried: nothing was sent
+                self.observer.unsent(reserved)
+                raise JudgeError(exc.reason, calls) from None
             except self.provider.api_error as exc:
                 await self._failed(self.provider.failure(exc), attempt, time.perf_counter() - start, calls, reserved)
                 continue
@@ -215,6 +220,11 @@ class StructuredJudge:
             self._input_scale = 0.8 * self._input_scale + 0.2 * observed
             return reply
         raise AssertionError("unreachable: the last failed attempt raises")
+
+    def _prepaid(self, turns: list[dict[str, Any]]) -> bool:
+        """True when the provider already holds the reply to `turns` (a batch result): no rate limit to wait for."""
+        holds = getattr(self.provider, "holds", None)
+        return holds is not None and holds(turns)
 
     async def _failed(self, failure: Failure, attempt: int, latency: float, calls: list[JudgeCall],
                       reserved: Any) -> None:
@@ -244,13 +254,14 @@ class StructuredJudge:
         usage = reply.usage
         self.observer.request(self.model, "ok", latency, usage.input_tokens, usage.output_tokens,
                               cache_read_input_tokens=usage.cache_read_input_tokens,
-                              cache_creation_input_tokens=usage.cache_creation_input_tokens, reserved=reserved)
+                              cache_creation_input_tokens=usage.cache_creation_input_tokens, reserved=reserved,
+                              delivery=reply.delivery)
         return JudgeCall(
             judge=self.name, model=reply.model or self.model, prompt_version=self.prompt_version,
             raw_output=reply.raw_output, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cache_read_input_tokens=usage.cache_read_input_tokens,
             cache_creation_input_tokens=usage.cache_creation_input_tokens, latency_ms=round(latency * 1000, 1),
-            request_id=reply.request_id, stop_reason=reply.stop_reason,
+            request_id=reply.request_id, stop_reason=reply.stop_reason, delivery=reply.delivery,  # type: ignore[arg-type]
         )
 
 

@@ -60,6 +60,22 @@ class CallbackState(msgspec.Struct, kw_only=True):
     last_error: str | None
 
 
+OUTCOMES = ("processing", "succeeded", "errored", "expired", "canceled")
+"""Request counts of a provider batch, as Anthropic names them."""
+
+
+class ProviderProgress(msgspec.Struct, kw_only=True):
+    """Batch delivery: where the job's judge requests stand at the provider's batch API."""
+
+    waiting: bool
+    """True while a part of the job waits on a provider batch (results within 24 hours, most within one)."""
+    batch_ids: list[str]
+    """The provider's ids of the job's batches."""
+    counts: dict[str, int]
+    """The batches' request counts summed: processing, succeeded, errored, expired, canceled (the provider says how
+    each request ended only once its whole batch has ended)."""
+
+
 class JobView(msgspec.Struct, kw_only=True):
     """GET /v1/jobs/{job_id}."""
 
@@ -83,6 +99,10 @@ class JobView(msgspec.Struct, kw_only=True):
     a batch bound to none."""
     environment: StoredEnvironment = "evaluation"
     """The batch's `options.environment`: only a `production` job's traces count in the production monitor."""
+    delivery: str = "interactive"
+    """The batch's `options.delivery`."""
+    provider: ProviderProgress | None = None
+    """Batch delivery: the provider batches and their request counts; None before any is submitted."""
 
 
 class Security(msgspec.Struct, kw_only=True):

@@ -48,6 +48,9 @@ Gain = Literal["linear", "exponential"]
 JudgeName = Literal["none", "local", "anthropic", "openai"]
 RunName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9._:/+-]{1,128}$",
                               description="A free name for the configuration evaluated, e.g. `reranker-v2`.")]
+Delivery = Literal["interactive", "batch"]
+"""How a job's judge requests reach the provider: one call at a time (`interactive`), or in the provider's batch API at
+half price, within 24 hours (`batch`)."""
 Variant = Literal["rag", "no_rag", "oracle"]
 """What a run measures: the system as built (`rag`), the same model without context (`no_rag`: what retrieval adds)
 or with the gold passages as context (`oracle`: the ceiling better retrieval could reach)."""
@@ -179,6 +182,12 @@ class BatchOptions(Base):
     """A free name for what this job evaluates (`reranker-v2`); shown in the job's status, report and comparisons."""
     variant: Variant = "rag"
     """`rag` (default), `no_rag` or `oracle`: comparing against a `no_rag` or `oracle` job names the gap."""
+    delivery: Annotated[Delivery, Meta(description=(
+        "interactive (default): judge calls are made one by one as the job runs. batch: the judge requests go to "
+        "the provider's batch API (Anthropic Message Batches for judge anthropic) at half price; results come "
+        "within 24 hours, most within one. The local and none judges make no provider calls and ignore it; a "
+        "judge whose server offers no batch API is refused with 422."))] = "interactive"
+    """`interactive` (default) or `batch`: the judge requests go through the provider's batch API at half price."""
     targets: Annotated[dict[MetricKey, float], Meta(max_length=64)] | None = None
     """Targets this job is held to, by report metric key (`recall@5`, `hallucination_rate`); the report shows each
     metric against its target. Metrics not named keep the documented defaults."""

@@ -123,6 +123,8 @@ class JudgeCall(msgspec.Struct, kw_only=True):
     request_id: str | None = None
     stop_reason: str | None = None
     error: str | None = None
+    delivery: Literal["interactive", "batch"] = "interactive"
+    """How the call reached the provider: `batch` calls were billed at the batch price (ragpulse.config.prices)."""
 
 
 class Judgment(msgspec.Struct, kw_only=True):
@@ -159,11 +161,13 @@ class JudgeObserver(Protocol):
         means the request must not be sent."""
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
-                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0, reserved: Any = None) -> None:
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0, reserved: Any = None,
+                delivery: str = "interactive") -> None:
         """One HTTP request to the provider ended with `status` (ok, rate_limited, overloaded, ...).
 
         `input_tokens` are the uncached ones; prompt-cache reads and writes come apart, as the provider bills them.
-        `reserved` is what `reserve` returned for it (settled against the actual usage).
+        `reserved` is what `reserve` returned for it (settled against the actual usage). A `batch` request is priced
+        at the batch price.
         """
 
     def unsent(self, reserved: Any) -> None:
@@ -180,7 +184,8 @@ class NullObserver:
         """Reserve nothing."""
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
-                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0, reserved: Any = None) -> None:
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0, reserved: Any = None,
+                delivery: str = "interactive") -> None:
         """Ignore the request."""
 
     def unsent(self, reserved: Any) -> None:

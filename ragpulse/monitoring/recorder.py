@@ -127,8 +127,9 @@ def queue_received_counts(pipe: WriteQueue, apps: frozenset[str], tenants: froze
 
 def count_request(batch: MetricsBatch, prices: dict[str, tuple[float, float]], model: str, status: str,
                   latency_seconds: float, input_tokens: int, output_tokens: int, *, cache_read_input_tokens: int = 0,
-                  cache_creation_input_tokens: int = 0) -> float:
-    """Metric increments for one provider request (outcome, latency; tokens and cost when ok); returns its cost."""
+                  cache_creation_input_tokens: int = 0, delivery: str = "interactive") -> float:
+    """Metric increments for one provider request (outcome, latency; tokens and cost when ok, at the price of its
+    delivery); returns its cost."""
     labels = {"model": model}
     batch.inc(m.JUDGE_REQUESTS, {**labels, "status": status})
     batch.observe(m.JUDGE_LATENCY, labels, latency_seconds)
@@ -138,7 +139,8 @@ def count_request(batch: MetricsBatch, prices: dict[str, tuple[float, float]], m
               "cache_write": cache_creation_input_tokens}
     for direction, count in tokens.items():
         batch.inc(m.JUDGE_TOKENS, {**labels, "direction": direction}, count)
-    cost = call_cost(prices, model, input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens)
+    cost = call_cost(prices, model, input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens,
+                     delivery)
     batch.inc(m.JUDGE_COST, labels, cost)
     return cost
 
@@ -152,12 +154,13 @@ class CallMetrics:
         self.counted = MetricsBatch(())
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
-                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0) -> float:
+                cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0,
+                delivery: str = "interactive") -> float:
         """Count one provider request (prompt-cache reads and writes are token directions of their own); returns its
         cost."""
         return count_request(self.counted, self.prices, model, status, latency_seconds, input_tokens, output_tokens,
                              cache_read_input_tokens=cache_read_input_tokens,
-                             cache_creation_input_tokens=cache_creation_input_tokens)
+                             cache_creation_input_tokens=cache_creation_input_tokens, delivery=delivery)
 
     def waited(self, model: str, seconds: float) -> None:
         """Count time spent waiting for the shared rate limit (a call that did not wait counts nothing)."""

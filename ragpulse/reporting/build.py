@@ -33,15 +33,17 @@ SUBSETS: dict[str, Callable[[TraceResult], bool]] = {
 
 
 def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResult],
-                 dataset: DatasetBinding | None = None) -> Report:
-    """The aggregate view of a job (of the dataset version it was bound to, if any)."""
+                 dataset: DatasetBinding | None = None,
+                 prices: Mapping[str, tuple[float, float]] | None = None) -> Report:
+    """The aggregate view of a job (of the dataset version it was bound to, if any); with the judge `prices`, its
+    judge cost in USD and the batch saving."""
     labelled = [r for r in results if r.retrieval is not None]
     report = Report(
         job_id=job_id,
         method=_method(options),
         counts=_counts(results),
         retrieval=_aggregate(labelled),
-        generation=generation_section(results),
+        generation=generation_section(results, prices),
         diagnostic_matrix=diagnostic_matrix(results, diagnostic_k(options.k)),
         by_question_type=_breakdown(results, lambda r: r.question_type),
         by_source=_breakdown(results, lambda r: r.source),

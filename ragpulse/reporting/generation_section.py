@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from ragpulse.config.prices import call_cost
+from ragpulse.model.verdicts import JudgeCall
 from ragpulse.model.results import TraceResult
 from ragpulse.judges.kinds import is_heuristic
 from ragpulse.model.scores import GenerationScores
@@ -16,8 +18,10 @@ from ragpulse.reporting.report import (
 )
 
 
-def generation_section(results: Sequence[TraceResult]) -> GenerationSection:  # type: ignore[valid-type]
-    """Aggregates over the traces a judge scored; every metric comes with n and a 95% interval."""
+def generation_section(results: Sequence[TraceResult],  # type: ignore[valid-type]
+                       prices: Mapping[str, tuple[float, float]] | None = None) -> GenerationSection:
+    """Aggregates over the traces a judge scored; every metric comes with n and a 95% interval. With `prices`, the
+    judge cost in USD as billed and as interactive delivery would have billed it."""
     judged = [r for r in results if r.generation is not None]
     scores = [r.generation for r in judged]
     return GenerationSection(
@@ -30,7 +34,7 @@ def generation_section(results: Sequence[TraceResult]) -> GenerationSection:  # 
         abstention=_abstention(judged),
         citations=_citations(judged),
         repeat_agreement=_agreement(judged),
-        cost=judge_cost(results),
+        cost=judge_cost(results, prices),
     )
 
 
@@ -46,8 +50,9 @@ def aggregate(metric: GenerationMetric, results: Sequence[TraceResult]) -> Estim
     return estimate(values, metric.aggregation, metric.scale) if values else None
 
 
-def judge_cost(results: Sequence[TraceResult]) -> JudgeCost:
-    """Judge calls and tokens, in total and per judged trace (the target is exactly one call per trace)."""
+def judge_cost(results: Sequence[TraceResult], prices: Mapping[str, tuple[float, float]] | None = None) -> JudgeCost:
+    """Judge calls and tokens, in total and per judged trace (the target is exactly one call per trace); with
+    `prices`, their USD cost as billed (each call at its delivery's price) and at the interactive price."""
     attempted = [r for r in results if r.judge is not None]
     calls = [c for r in attempted for j in r.judgments for c in j.calls] + [c for r in attempted for c in r.failed_calls]
     n = len(attempted)
@@ -64,7 +69,19 @@ def judge_cost(results: Sequence[TraceResult]) -> JudgeCost:
         output_tokens_per_trace=output_tokens / n if n else None,
         cache_read_input_tokens=sum(c.cache_read_input_tokens for c in calls),
         cache_creation_input_tokens=sum(c.cache_creation_input_tokens for c in calls),
+        batch_calls=sum(c.delivery == "batch" for c in calls),
+        **(_usd(calls, prices) if prices is not None else {}),
     )
+
+
+def _usd(calls: Sequence[JudgeCall], prices: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+    def cost(call: JudgeCall, delivery: str) -> float:
+        return call_cost(prices, call.model, call.input_tokens, call.output_tokens, call.cache_read_input_tokens,
+                         call.cache_creation_input_tokens, delivery)
+    billed = sum(cost(c, c.delivery) for c in calls)
+    interactive = sum(cost(c, "interactive") for c in calls)
+    return {"cost_usd": round(billed, 6), "interactive_cost_usd": round(interactive, 6),
+            "saving_usd": round(interactive - billed, 6)}
 
 
 def _unanswerable(unanswerable: Sequence[GenerationScores]) -> UnanswerableCounts:

@@ -90,6 +90,9 @@ def _generation(report: Report) -> list[str]:
                 f"{cost.judge_errors} errors), tokens in/out {cost.input_tokens}/{cost.output_tokens}"
                 + (f", cache read/write {cost.cache_read_input_tokens}/{cost.cache_creation_input_tokens}"
                    if cost.cache_read_input_tokens or cost.cache_creation_input_tokens else ""))
+    if cost.cost_usd is not None and cost.batch_calls:
+        rows.append(f"  judge spend: ${cost.cost_usd:.4f} billed ({cost.batch_calls} calls at the batch price), "
+                    f"${cost.interactive_cost_usd:.4f} interactive, saved ${cost.saving_usd:.4f}")
     if gen.repeat_agreement.n:
         rows += _metric_table({"repeat_agreement": gen.repeat_agreement.agreement_rate})[1:]
     return rows + _corrected(report)

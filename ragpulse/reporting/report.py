@@ -111,6 +111,15 @@ class JudgeCost(Struct):
     output_tokens_per_trace: float | None
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+    batch_calls: int = 0
+    """Calls answered through the provider's batch API (options.delivery batch), billed at the batch price."""
+    cost_usd: float | None = None
+    """What the calls were billed: batch calls at the batch price, cache reads and writes at their rates; None when
+    the report was built without the price table."""
+    interactive_cost_usd: float | None = None
+    """What the same calls would have cost delivered interactively (5-minute cache writes)."""
+    saving_usd: float | None = None
+    """interactive_cost_usd - cost_usd: what batch delivery saved."""
 
 
 GenerationSection = msgspec.defstruct(

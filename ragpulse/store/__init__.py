@@ -10,19 +10,24 @@ from collections.abc import Sequence
 
 import redis
 
-from ragpulse.exceptions import JobNotFound
+from ragpulse.exceptions import Conflict, JobNotFound
 from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.job_list import JobFilter
-from ragpulse.model.results import JobView, Progress, ResultsPage
+from ragpulse.model.results import OUTCOMES, TERMINAL, JobView, Progress, ProviderProgress, ResultsPage
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.store.chunks import ChunkLeases, chunked
 from ragpulse.store.clock import utcday, utcnow
 from ragpulse.store.job_index import JobIndex
+from ragpulse.store.provider_batches import ProviderBatches
 from ragpulse.store.records import JobRecord, JobRecords
 from ragpulse.store.results import Results
 from ragpulse.store.spend import SpendLedger
 
 __all__ = ["ChunkLeases", "JobRecord", "JobRecords", "Results", "SpendLedger", "Store", "chunked", "utcday", "utcnow"]
+
+
+CANCELLED = "cancelled by the client (POST /v1/jobs/{id}/cancel)"
+"""The error of a cancelled job."""
 
 
 class Store:
@@ -36,6 +41,7 @@ class Store:
         self.results = Results(client, ttl_seconds)
         self.spend = SpendLedger(client)
         self.index = JobIndex(client, ttl_seconds)
+        self.provider = ProviderBatches(client, ttl_seconds)
 
     def stage_job(self, pipe: redis.client.Pipeline, job_id: str, tenant: str, traces: Sequence[Trace],
                   options: BatchOptions, warnings: list, chunk_size: int, queue: str, rq_queue: str,
@@ -52,7 +58,29 @@ class Store:
     def job(self, job_id: str, tenant: str | None = None) -> JobView:
         """The job as clients see it; JobNotFound when absent or owned by another tenant."""
         record = self.jobs.get(job_id, tenant)
-        return record.view(self.progress(record))
+        view = record.view(self.progress(record))
+        if record.options.delivery == "batch":
+            view.provider = self.provider_progress(record)
+        return view
+
+    def provider_progress(self, record: JobRecord) -> ProviderProgress | None:
+        """Where a batch-delivery job's provider batches stand; None before any was submitted."""
+        states = [s for s in self.provider.states(record.job_id, record.n_chunks) if s is not None]
+        if not states:
+            return None
+        counts = {name: sum(s.counts.get(name, 0) for s in states) for name in OUTCOMES}
+        return ProviderProgress(waiting=any(s.status != "ended" for s in states),
+                                batch_ids=[i for s in states for i in s.ids], counts=counts)
+
+    def cancel(self, job_id: str, tenant: str) -> JobView:
+        """Cancel a job that has not ended: it fails with the reason, its running chunks fail their remaining traces,
+        and its provider batches are cancelled at their next poll, made due at once. Conflict once it has ended."""
+        record = self.jobs.get(job_id, tenant)
+        if record.status in TERMINAL:
+            raise Conflict(f"job {job_id} has already ended ({record.status})")
+        self.jobs.finish(job_id, "failed", CANCELLED)
+        self.provider.due_now(job_id, range(record.n_chunks))
+        return self.job(job_id, tenant)
 
     def progress(self, record: JobRecord) -> Progress:
         """The job's trace counts so far."""

@@ -53,7 +53,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
                        created_at=self.created_at, started_at=self.started_at, finished_at=self.finished_at,
                        error=self.error, warnings=self.warnings, spend=self.spend, callback=self.callback,
                        run=self.options.run, variant=self.options.variant, dataset=self.dataset,
-                       environment=self.options.environment)
+                       environment=self.options.environment, delivery=self.options.delivery)
 
 
 class JobRecords:

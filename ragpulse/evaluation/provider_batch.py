@@ -1,0 +1,148 @@
+"""Batch delivery of one chunk: its judge requests go to the provider's batch API, the chunk waits without a worker,
+and once the batches have ended it runs as any chunk does, its first judge calls answered by the batch results.
+
+A chunk's life: `run_batched` stores at once the traces that need no judge, builds the requests of the others (the
+interactive judge's own requests: ragpulse.judges.anthropic_judge.AnthropicProvider.params), submits them split at
+the provider's limits, and leaves the chunk `waiting` with its batch ids in Redis (ragpulse.store.provider_batches).
+Each worker's janitor hands due polls to the queue; `poll` retrieves the batches (cancelling them first when the job
+was cancelled) and says when they have ended; the worker then queues the chunk again, and `run_batched` runs it on
+the results. Every step reads its state from Redis, so any worker resumes what a killed one left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import defaultdict, deque
+
+import msgspec
+
+from ragpulse.config import defaults
+from ragpulse.config.settings import Settings
+from ragpulse.evaluation.chunk import ChunkWork, run_chunk, wants_judge
+from ragpulse.exceptions import JobNotFound
+from ragpulse.judges import kinds
+from ragpulse.judges.batches import (
+    OUTCOMES, BatchApi, BatchOutcome, BatchRequest, custom_id, index_of, split_requests, turns_key,
+)
+from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
+from ragpulse.store import Store
+from ragpulse.store.provider_batches import ProviderState
+
+log = logging.getLogger("ragpulse.evaluation.provider_batch")
+CACHE_TTL = "1h"
+"""Prompt-cache TTL the batch requests mark their fixed prefix with: a batch's requests run spread over far more than
+the default 5 minutes."""
+
+
+async def run_batched(store: Store, settings: Settings, work: ChunkWork) -> bool:
+    """Advance a started chunk of a batch-delivery job; True when it now waits on the provider (the caller leaves it
+    so), False when it has run (the caller completes it)."""
+    record = work.record
+    state = store.provider.get(record.job_id, work.chunk)
+    if state is not None and state.status == "ended":
+        await run_chunk(store, settings, work, await _outcomes(settings, work, state))
+        return False
+    if state is not None and state.status != "submitting":
+        return True  # already waiting: its poller owns it
+    if store.jobs.failure(record.job_id) is not None:
+        await run_chunk(store, settings, work)  # cancelled before it was submitted: every trace fails at once
+        return False
+    return await _submit(store, settings, work, state or ProviderState())
+
+
+async def _submit(store: Store, settings: Settings, work: ChunkWork, state: ProviderState) -> bool:
+    record = work.record
+    judged = [(index, trace) for index, trace in work.pending if wants_judge(trace, work)]
+    unjudged = [(index, trace) for index, trace in work.pending if not wants_judge(trace, work)]
+    if unjudged:  # retrieval metrics and checks of traces no judge reads are stored at once
+        await run_chunk(store, settings, dataclasses.replace(work, pending=unjudged))
+    if not judged:
+        return False
+    judge = kinds.make_judge(record.options.judge or settings.default_judge, settings)
+    api = kinds.batch_api(record.options.judge or settings.default_judge, settings)
+    try:
+        requests = _requests(judge.provider, judged, record.options.repeats,  # type: ignore[union-attr]
+                             JudgeInputLimits.from_settings(settings))
+        parts = split_requests(requests, defaults.BATCH_MAX_REQUESTS, defaults.BATCH_MAX_BYTES)
+        state.counts = {"processing": len(requests)}
+        for part in parts[len(state.ids):]:  # a resumed submission sends only the parts not sent yet
+            state.ids.append(await api.create(part))
+            store.provider.save(record.job_id, work.chunk, state)
+    finally:
+        await api.aclose()
+        await judge.aclose()  # type: ignore[union-attr]
+    state = msgspec.structs.replace(state, status="waiting", delay=settings.batch_poll_min_seconds)
+    store.provider.wait(record.job_id, work.chunk, state, state.delay)
+    log.info("job %s chunk %s: %d judge requests submitted in provider batches %s", record.job_id, work.chunk,
+             len(requests), state.ids)
+    return True
+
+
+def _requests(provider, judged, repeats: int, limits: JudgeInputLimits) -> list[BatchRequest]:  # noqa: ANN001
+    """The interactive judge's first request of each trace (cut to the judge input limits as it would be), once per
+    repeat, with the 1-hour prompt cache."""
+    return [BatchRequest(custom_id(index, repeat),
+                         provider.params(provider.first_turns(for_judging(trace, limits)[0]), CACHE_TTL))
+            for index, trace in judged for repeat in range(repeats)]
+
+
+async def _outcomes(settings: Settings, work: ChunkWork, state: ProviderState) -> dict[str, deque[BatchOutcome]]:
+    """The batch outcomes of the chunk's pending traces, keyed by the first turns the judge will send for each, in
+    repeat order."""
+    limits = JudgeInputLimits.from_settings(settings)
+    name = work.record.options.judge or settings.default_judge
+    judge = kinds.make_judge(name, settings)
+    api = kinds.batch_api(name, settings)
+    pending = dict(work.pending)
+    found: dict[str, list[tuple[str, BatchOutcome]]] = defaultdict(list)
+    try:
+        for batch_id in state.ids:
+            async for outcome in api.results(batch_id):
+                trace = pending.get(index_of(outcome.custom_id))
+                if trace is None:
+                    continue  # stored already (a chunk run again after its worker died)
+                turns = judge.provider.first_turns(for_judging(trace, limits)[0])  # type: ignore[union-attr]
+                found[turns_key(turns)].append((outcome.custom_id, outcome))
+    finally:
+        await api.aclose()
+        await judge.aclose()  # type: ignore[union-attr]
+    return {key: deque(o for _, o in sorted(items, key=lambda item: item[0])) for key, items in found.items()}
+
+
+async def poll(store: Store, settings: Settings, job_id: str, chunk: int) -> ProviderState | None:
+    """Retrieve a waiting chunk's provider batches (cancelling them first when the job was cancelled or failed);
+    save their counts and when to poll next, or return the state `ended` for the caller to queue the chunk. None when
+    there is nothing to poll (the job is gone, or the chunk was queued already)."""
+    state = store.provider.get(job_id, chunk)
+    try:
+        record = store.jobs.get(job_id)
+    except JobNotFound:
+        record = None
+    if state is None or record is None or state.status in ("ended", "submitting"):
+        store.provider.forget(job_id, chunk)
+        return None
+    api = kinds.batch_api(record.options.judge or settings.default_judge, settings)
+    try:
+        if state.status == "waiting" and record.status == "failed":
+            for batch_id in state.ids:
+                await api.cancel(batch_id)
+            state.status = "canceling"
+            log.info("job %s chunk %s: provider batches %s cancelled", job_id, chunk, state.ids)
+        found = [await api.retrieve(batch_id) for batch_id in state.ids]
+    except Exception as exc:  # noqa: BLE001 - a poll that fails is tried again later; the batch id is kept
+        log.warning("job %s chunk %s: polling provider batches %s failed: %s", job_id, chunk, state.ids, exc)
+        found = None
+    finally:
+        await api.aclose()
+    if found is not None:
+        state.counts = {name: sum(b.counts.get(name, 0) for b in found) for name in OUTCOMES}
+        if all(b.status == "ended" for b in found):
+            state.status = "ended"
+            return state
+    state.delay = min(settings.batch_poll_max_seconds, max(settings.batch_poll_min_seconds, state.delay * 2))
+    with store.redis.pipeline(transaction=True) as pipe:
+        store.provider.queue_save(pipe, job_id, chunk, state)
+        store.provider.queue_due(pipe, job_id, chunk, state.delay)
+        pipe.execute()
+    return state

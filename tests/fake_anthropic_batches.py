@@ -1,0 +1,147 @@
+"""A fake Anthropic API with Message Batches, on loopback, for the real anthropic SDK (via base_url).
+
+Interactive calls (POST /v1/messages) are FakeAnthropic's. Batches: POST /v1/messages/batches creates one,
+`in_progress` until the test calls `release()` (or at once, at its first retrieve, with `hold=False`); GET
+/v1/messages/batches/{id} gives its processing_status and request_counts; GET .../results the JSONL of its requests'
+outcomes once ended; POST .../cancel moves it to `canceling`, and the next retrieve ends it with every request
+`canceled`. A released request is judged by FakeAnthropic.respond (scripted faults apply), except those about a
+question in `expire` (ended `expired`) or `error` (ended `errored`). Tokens, cache reads and writes are counted as
+FakeAnthropic counts them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.fake_anthropic import FakeAnthropic, parse_user_message
+
+
+class FakeAnthropicBatches(FakeAnthropic):
+    """Start with `with FakeAnthropicBatches() as fake:`; point the SDK at `fake.url`."""
+
+    def __init__(self, hold: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.server.RequestHandlerClass = _handler(self)
+        self.hold = hold
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.expire: set[str] = set()
+        self.error: set[str] = set()
+        self.interactive = 0
+        """Interactive Messages API calls received."""
+        self.batch_lock = threading.Lock()
+
+    def release(self) -> None:
+        """Process every in-progress batch now: each ends with its requests' outcomes."""
+        with self.batch_lock:
+            for batch in self.batches.values():
+                if batch["status"] == "in_progress":
+                    self._process(batch)
+
+    def batched_requests(self) -> int:
+        """Requests received in all batches."""
+        with self.batch_lock:
+            return sum(len(b["requests"]) for b in self.batches.values())
+
+    def _process(self, batch: dict[str, Any]) -> None:
+        outcomes = []
+        for request in batch["requests"]:
+            params = request["params"]
+            question = parse_user_message(params["messages"][0]["content"]).get("question")
+            if question in self.expire:
+                result: dict[str, Any] = {"type": "expired"}
+            elif question in self.error:
+                result = {"type": "errored", "error": {"type": "error", "error": {
+                    "type": "api_error", "message": "scripted batch error"}}}
+            else:
+                status, _, body = self.respond(params, {})
+                result = {"type": "succeeded", "message": body} if status == 200 else {
+                    "type": "errored", "error": {"type": "error", "error": body.get("error")}}
+            outcomes.append({"custom_id": request["custom_id"], "result": result})
+        self._end(batch, outcomes)
+
+    def _end(self, batch: dict[str, Any], outcomes: list[dict[str, Any]]) -> None:
+        batch.update(status="ended", outcomes=outcomes, ended_at=_now())
+
+    def _view(self, batch: dict[str, Any]) -> dict[str, Any]:
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        if batch["status"] == "ended":
+            for outcome in batch["outcomes"]:
+                counts[outcome["result"]["type"]] += 1
+        else:
+            counts["processing"] = len(batch["requests"])
+        ended = batch["status"] == "ended"
+        return {"id": batch["id"], "type": "message_batch", "processing_status": batch["status"],
+                "request_counts": counts, "created_at": batch["created_at"], "expires_at": batch["created_at"],
+                "ended_at": batch.get("ended_at"), "cancel_initiated_at": batch.get("cancel_initiated_at"),
+                "archived_at": None,
+                "results_url": f"{self.url}/v1/messages/batches/{batch['id']}/results" if ended else None}
+
+    def route(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+        """Status, headers and payload (JSON, or bytes as is) of one request."""
+        parts = path.split("?")[0].strip("/").split("/")
+        if method == "POST" and parts == ["v1", "messages"]:
+            with self.lock:
+                self.interactive += 1
+            return self.respond(body, {})
+        if method == "POST" and parts == ["v1", "messages", "batches"]:
+            batch = {"id": f"msgbatch_{uuid.uuid4().hex[:20]}", "requests": body["requests"],
+                     "status": "in_progress", "created_at": _now()}
+            with self.batch_lock:
+                self.batches[batch["id"]] = batch
+            return 200, {}, self._view(batch)
+        batch = self.batches.get(parts[3]) if len(parts) >= 4 and parts[:3] == ["v1", "messages", "batches"] else None
+        if batch is None:
+            return 404, {}, {"type": "error", "error": {"type": "not_found_error", "message": path}}
+        with self.batch_lock:
+            if method == "POST" and parts[4:] == ["cancel"]:
+                if batch["status"] == "in_progress":
+                    batch.update(status="canceling", cancel_initiated_at=_now())
+                return 200, {}, self._view(batch)
+            if batch["status"] == "canceling":
+                self._end(batch, [{"custom_id": r["custom_id"], "result": {"type": "canceled"}}
+                                  for r in batch["requests"]])
+            elif batch["status"] == "in_progress" and not self.hold:
+                self._process(batch)
+            if parts[4:] == ["results"] and batch["status"] == "ended":
+                lines = "".join(json.dumps(o) + "\n" for o in batch["outcomes"])
+                return 200, {"content-type": "application/x-jsonl"}, lines.encode()
+            return 200, {}, self._view(batch)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _handler(fake: FakeAnthropicBatches) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def _answer(self, method: str) -> None:
+            length = int(self.headers.get("content-length", 0))
+            body = json.loads(self.rfile.read(length) or b"{}") if method == "POST" else None
+            status, headers, payload = fake.route(method, self.path, body)
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            self.send_response(status)
+            for name, value in {"content-type": "application/json", "request-id": f"req_{uuid.uuid4().hex[:20]}",
+                                **headers}.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            self._answer("POST")
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._answer("GET")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler

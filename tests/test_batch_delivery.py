@@ -1,0 +1,243 @@
+"""Batch delivery end to end (issue 27): real API, real RQ workers, real Redis, the real anthropic SDK against a
+loopback fake of the Messages and Message Batches APIs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+from rq import Queue
+from rq.registry import StartedJobRegistry
+
+from ragpulse.config import keys
+from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK, call_cost
+from tests.fake_anthropic import Fault
+from tests.fake_anthropic_batches import FakeAnthropicBatches
+from tests.support import ROOT, Cluster, wait_for_job
+
+pytestmark = pytest.mark.integration
+EXAMPLES = [json.loads(line) for line in (ROOT / "examples" / "acme_support_traces.jsonl").read_text().splitlines()]
+TRACES = 260
+"""Traces per comparison job: the 65 examples four times over, each copy with its own trace id and question."""
+CHUNK = 100
+
+
+def traces(n: int, tag: str) -> list[dict]:
+    """`n` traces from the examples, each with a unique id and question (so per-question faults hit only one)."""
+    out = []
+    for i in range(n):
+        trace = dict(EXAMPLES[i % len(EXAMPLES)])
+        trace["trace_id"] = f"{tag}-{i}"
+        trace["query"] = f"{trace['query']} [{tag}-{i}]"
+        if i % 13 == 12:
+            trace.pop("answer", None)  # no answer, no judge: stored at once in batch delivery
+        out.append(trace)
+    return out
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeAnthropicBatches]:
+    with FakeAnthropicBatches(hold=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster(redis_url: str, fake: FakeAnthropicBatches, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(redis_url, tmp_path_factory.mktemp("batch-delivery"), fake, workers=2,
+                RAGPULSE_CHUNK_SIZE=str(CHUNK), RAGPULSE_BATCH_POLL_MIN_SECONDS="0.5",
+                RAGPULSE_BATCH_POLL_MAX_SECONDS="1", RAGPULSE_JUDGE_MAX_RETRIES="1")
+    yield c
+    c.stop()
+
+
+def wait_until(predicate, what: str, timeout: float = 60.0):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen within {timeout} s")
+
+
+def waiting_on_provider(cluster: Cluster, job_id: str, batches: int) -> dict:
+    """The job status once all its chunks wait on the provider (`batches` provider batches submitted)."""
+    def ready() -> dict | None:
+        job = cluster.http.get(f"/v1/jobs/{job_id}").json()
+        provider = job.get("provider")
+        return job if provider and provider["waiting"] and len(provider["batch_ids"]) == batches else None
+    return wait_until(ready, f"job {job_id} waiting on {batches} provider batches")
+
+
+def comparable(item: dict) -> dict:
+    """A result without what differs between two runs of the same verdicts (call ids, latency, tokens, delivery)."""
+    item = {k: v for k, v in item.items() if k not in {"judgments", "failed_calls", "trace_id"}}
+    return json.loads(json.dumps(item).replace("[batch]", "").replace("[inter]", ""))
+
+
+def started(cluster: Cluster, connection: redis.Redis) -> list[str]:
+    """Ids of the RQ jobs started on the cluster's queues and not ended (RQ's StartedJobRegistry)."""
+    queues = [Queue(f"{cluster.env['RAGPULSE_QUEUE']}-{name}", connection=connection) for name in ("online", "batch")]
+    return [i for q in queues for i in StartedJobRegistry(queue=q).get_job_ids()]
+
+
+def watch_work_horses(cluster: Cluster, connection: redis.Redis, seconds: float) -> dict[str, float]:
+    """Every RQ job seen started within `seconds` (sampled every 50 ms) -> how long it was seen started."""
+    seen: dict[str, list[float]] = {}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        for job in started(cluster, connection):
+            seen.setdefault(job, [now, now])[1] = now
+        time.sleep(0.05)
+    return {job: last - first for job, (first, last) in seen.items()}
+
+
+def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding_a_worker(
+        cluster: Cluster, fake: FakeAnthropicBatches, redis_url: str) -> None:
+    connection = redis.Redis.from_url(redis_url)
+    interactive = cluster.post(traces(TRACES, "inter"))
+    assert wait_for_job(cluster.http, interactive, timeout=240)["status"] == "finished"
+    calls_before, batched_before = fake.interactive, fake.batched_requests()
+
+    batch = traces(TRACES, "batch")
+    job_id = cluster.post(batch, delivery="batch")
+    job = waiting_on_provider(cluster, job_id, batches=3)
+    judged = sum(1 for t in batch if t.get("answer"))
+    assert 0 < judged < TRACES
+    assert job["delivery"] == "batch" and job["status"] == "running"
+    assert job["provider"]["counts"]["processing"] == judged == fake.batched_requests() - batched_before
+    # Traces no judge reads were stored at once; the judged ones wait on the provider.
+    assert job["progress"]["done"] == TRACES - judged
+
+    # Nothing runs while the batch waits: no started RQ job, and polling leaves the key count unchanged.
+    # Once the chunk jobs that submitted have returned, the only work-horses are the polls, each over in a moment.
+    wait_until(lambda: not [j for j in started(cluster, connection) if "-poll-" not in j], "the submitters' return")
+    horses = watch_work_horses(cluster, connection, 3.0)            # several polls at 0.5-1 s
+    assert horses and all("-poll-" in job for job in horses) and max(horses.values()) < 2.0, horses
+    transient = (b"-poll-", b":poll")                               # a poll job and its lease, while one runs
+    mine = lambda: sorted(k for k in connection.scan_iter(match=f"*{job_id}*")  # noqa: E731
+                          if not any(t in k for t in transient))
+    before = mine()
+    time.sleep(2.5)
+    assert mine() == before
+    assert sum(1 for k in before if b":provider:" in k) <= 3 * 2  # a state per provider batch (+ a poll lease)
+    polls = [k for k in connection.scan_iter(match=f"rq:job:{job_id}*") if b"-poll-" in k]
+    assert len(polls) <= 3                                          # a poll job is not kept once it has run
+    assert fake.interactive == calls_before                        # not one interactive call
+
+    fake.release()
+    done = wait_for_job(cluster.http, job_id, timeout=120)
+    assert done["status"] == "finished" and done["provider"]["waiting"] is False
+    assert done["provider"]["counts"]["succeeded"] == judged
+    assert fake.interactive == calls_before                        # every verdict came out of the batch
+
+    batch_items, inter_items = cluster.results(job_id), cluster.results(interactive)
+    assert len(batch_items) == len(inter_items) == TRACES
+    assert [comparable(i) for i in batch_items] == [comparable(i) for i in inter_items]
+    judged_items = [i for i in batch_items if i["judgments"]]
+    assert len(judged_items) == judged
+    assert all(c["delivery"] == "batch" for i in judged_items for j in i["judgments"] for c in j["calls"])
+
+    # Spend: each call priced at the batch price, as the report and the job's spend agree.
+    calls = [c for i in judged_items for j in i["judgments"] for c in j["calls"]]
+    prices = DEFAULT_PRICES_PER_MTOK
+    billed = sum(call_cost(prices, c["model"], c["input_tokens"], c["output_tokens"], c["cache_read_input_tokens"],
+                           c["cache_creation_input_tokens"], "batch") for c in calls)
+    cost = cluster.http.get(f"/v1/jobs/{job_id}/report").json()["generation"]["cost"]
+    assert cost["batch_calls"] == judged and cost["cost_usd"] == pytest.approx(billed, rel=1e-6)
+    assert cost["saving_usd"] > 0.45 * cost["interactive_cost_usd"]
+    assert done["spend"]["cost_usd"] == pytest.approx(billed, rel=1e-6)
+    inter_spend = cluster.http.get(f"/v1/jobs/{interactive}").json()["spend"]["cost_usd"]
+    assert done["spend"]["cost_usd"] < 0.6 * inter_spend
+
+
+def test_a_worker_killed_while_the_batch_runs_loses_and_duplicates_nothing(
+        cluster: Cluster, fake: FakeAnthropicBatches) -> None:
+    batch = traces(30, "kill")
+    calls_before, batched_before = fake.interactive, fake.batched_requests()
+    job_id = cluster.post(batch, delivery="batch")
+    waiting_on_provider(cluster, job_id, batches=1)
+    victim = cluster.workers.pop(0)
+    os.kill(victim.process.pid, signal.SIGKILL)
+    victim.process.wait()
+    time.sleep(1.5)  # polls go on in the surviving worker
+    fake.release()
+    job = wait_for_job(cluster.http, job_id, timeout=120)
+    judged = sum(1 for t in batch if t.get("answer"))
+    assert job["status"] == "finished" and job["progress"]["done"] == len(batch)
+    assert fake.batched_requests() - batched_before == judged      # submitted once
+    assert fake.interactive == calls_before                        # nothing judged twice
+    assert job["provider"]["counts"]["succeeded"] == judged
+    cluster.workers.append(cluster.add_worker())
+    cluster.wait_for_workers(2)
+
+
+def test_expired_and_errored_requests_are_retried_once_interactively_and_a_bad_output_gets_its_repair(
+        cluster: Cluster, fake: FakeAnthropicBatches) -> None:
+    batch = [t for t in traces(20, "exp") if t.get("answer")][:6]
+    expired, errored, repaired = batch[0]["query"], batch[1]["query"], batch[2]["query"]
+    fake.expire.add(expired)
+    fake.error.add(errored)
+    fake.push_for(repaired, Fault(tool_input={"claims": 3}))       # the batch answer is invalid: one repair
+    calls_before = fake.interactive
+    job_id = cluster.post(batch, delivery="batch")
+    waiting_on_provider(cluster, job_id, batches=1)
+    fake.release()
+    job = wait_for_job(cluster.http, job_id, timeout=120)
+    failures = [(i["trace_id"], i["status"], i.get("error")) for i in cluster.results(job_id) if i["status"] != "ok"]
+    assert job["status"] == "finished", failures
+    assert job["provider"]["counts"] | {"processing": 0} == {
+        "processing": 0, "succeeded": 4, "errored": 1, "expired": 1, "canceled": 0}
+    assert fake.interactive - calls_before == 3
+    items = {i["trace_id"]: i for i in cluster.results(job_id)}
+    deliveries = {tid: [c["delivery"] for j in i["judgments"] for c in j["calls"]] for tid, i in items.items()}
+    assert deliveries[batch[0]["trace_id"]] == ["interactive"] and deliveries[batch[1]["trace_id"]] == ["interactive"]
+    assert deliveries[batch[2]["trace_id"]] == ["batch", "interactive"]
+    assert all(i["status"] == "ok" for i in items.values())
+
+
+def test_cancel_cancels_the_provider_batch(cluster: Cluster, fake: FakeAnthropicBatches) -> None:
+    job_id = cluster.post(traces(10, "cancel"), delivery="batch")
+    [batch_id] = waiting_on_provider(cluster, job_id, batches=1)["provider"]["batch_ids"]
+    answer = cluster.http.post(f"/v1/jobs/{job_id}/cancel")
+    assert answer.status_code == 202 and answer.json()["status"] == "failed"
+    job = wait_until(lambda: (j := cluster.http.get(f"/v1/jobs/{job_id}").json())["finished_at"]
+                     and not j["provider"]["waiting"] and j, "the cancelled job ended")
+    assert fake.batches[batch_id]["status"] == "ended"
+    assert job["provider"]["counts"]["canceled"] == len(fake.batches[batch_id]["requests"])
+    assert "cancelled by the client" in job["error"]
+    wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}/report").status_code == 200, "the report")
+    again = cluster.http.post(f"/v1/jobs/{job_id}/cancel")
+    assert again.status_code == 409 and "path.job_id" in again.text
+
+
+def test_batch_delivery_is_refused_for_a_judge_without_a_batch_api_and_ignored_by_the_local_judge(
+        cluster: Cluster) -> None:
+    trace = traces(1, "refuse")
+    answer = cluster.http.post("/v1/batches", json={"traces": trace, "options": {"judge": "openai",
+                                                                                 "delivery": "batch"}})
+    assert answer.status_code == 422 and "$.options.delivery" in answer.text and "batch API" in answer.text
+    local = cluster.http.post("/v1/batches", json={"traces": trace, "options": {"judge": "local",
+                                                                                "delivery": "batch"}})
+    assert local.status_code == 202
+    job = wait_for_job(cluster.http, local.json()["job_id"])
+    assert job["status"] == "finished" and job["provider"] is None
+
+
+def test_the_dry_run_prices_each_delivery(cluster: Cluster) -> None:
+    body = {"traces": traces(50, "dry"), "options": {"judge": "anthropic", "delivery": "batch"}}
+    estimate = cluster.http.post("/v1/batches", params={"dry_run": "true"}, json=body).json()["estimate"]
+    by = estimate["cost_by_delivery"]
+    args = (DEFAULT_PRICES_PER_MTOK, estimate["model"], estimate["input_tokens"], estimate["output_tokens"],
+            estimate["cache_read_input_tokens"], estimate["cache_creation_input_tokens"])
+    assert by["interactive"] == pytest.approx(call_cost(*args), abs=1e-6)
+    assert by["batch"] == pytest.approx(call_cost(*args, "batch"), abs=1e-6)
+    assert estimate["delivery"] == "batch" and estimate["cost_usd"] == by["batch"] < 0.55 * by["interactive"]
+    assert keys.provider_polls()  # the due-poll set has one home
