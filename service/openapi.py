@@ -47,6 +47,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/jobs/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/results", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/retry", "post"): (400, 401, 404, 409, 503),
+    ("/v1/jobs/{job_id}/cancel", "post"): (400, 401, 404, 409, 503),
     ("/v1/jobs/{job_id}/report", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/report.html", "get"): (400, 401, 404, 503),
     ("/v1/jobs/{job_id}/compare", "get"): (400, 401, 404, 409, 422, 503),
@@ -91,6 +92,7 @@ _WHY = {
 _WHY_HERE = {
     ("/v1/jobs/{job_id}/retry", "post", 409): "The job is still queued or running; retry it once it has ended "
                                               "(`errors` names `path.job_id`).",
+    ("/v1/jobs/{job_id}/cancel", "post", 409): "The job has already ended (`errors` names `path.job_id`).",
     ("/v1/jobs/{job_id}/compare", "get", 409): "The job or the baseline is still queued or running, or failed "
                                                 "(`errors` names `path.job_id` or `query.baseline`); or, with "
                                                 "on_mismatch=refuse, the two ran different dataset versions "

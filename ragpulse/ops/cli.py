@@ -152,6 +152,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--environment", choices=ENVIRONMENTS,
                     help="where the traces were produced (default: evaluation: counted apart, never in the app's "
                          "production monitor or alerts; production only to replay traffic never sent to the service)")
+    ev.add_argument("--delivery", choices=["interactive", "batch"],
+                    help="batch: the judge requests go to the provider's batch API at half price, results within 24 "
+                         "hours (default: interactive)")
     ev.add_argument("--batch-size", type=_positive_int, default=defaults.MAX_TRACES_PER_BATCH, metavar="N",
                     help="traces per POST; a larger file is posted as several jobs and still gets one report")
     ev.add_argument("--html", type=Path, metavar="FILE",
@@ -318,7 +321,8 @@ def _data_dir(args: argparse.Namespace, settings: Settings, redis_url: str | Non
 
 
 def _eval(args: argparse.Namespace) -> int:
-    flags: dict[str, Any] = {name: getattr(args, name) for name in ("k", "gain", "judge", "repeats", "environment")
+    flags: dict[str, Any] = {name: getattr(args, name) for name in ("k", "gain", "judge", "repeats", "environment",
+                                                                    "delivery")
                              if getattr(args, name)}
     try:
         if args.html is not None:

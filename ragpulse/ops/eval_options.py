@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-FLAGS = {"k": "--k", "gain": "--gain", "judge": "--judge", "repeats": "--repeats", "environment": "--environment"}
+FLAGS = {"k": "--k", "gain": "--gain", "judge": "--judge", "repeats": "--repeats", "environment": "--environment",
+         "delivery": "--delivery"}
 """Batch option -> the `ragpulse eval` flag that sets it."""
 
 

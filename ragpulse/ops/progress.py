@@ -63,8 +63,13 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def _status(jobs: list[JobView]) -> str:
-    """One status for several jobs: the worst terminal one once all ended, else running (or queued)."""
+    """One status for several jobs: the worst terminal one once all ended, else running (or queued), or waiting on
+    the provider's batch API with its requests done so far (the provider reports them as each batch ends)."""
     statuses: set[str] = {job.status for job in jobs}
     if statuses <= TERMINAL:
         return next(s for s in ("failed", "finished_with_errors", "finished") if s in statuses)
+    waiting = [job.provider for job in jobs if job.status not in TERMINAL and job.provider and job.provider.waiting]
+    if waiting:
+        total = sum(sum(p.counts.values()) for p in waiting)
+        return f"waiting on the provider, {total - sum(p.counts.get('processing', 0) for p in waiting)}/{total} done"
     return "queued" if statuses == {"queued"} else "running"
