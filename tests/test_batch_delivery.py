@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
+import msgspec
 import pytest
 import redis
 from rq import Queue
@@ -17,6 +18,8 @@ from rq.registry import StartedJobRegistry
 
 from ragpulse.config import keys
 from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK, call_cost
+from ragpulse.intake.estimate import estimate_trace_tokens
+from ragpulse.model.trace import Trace
 from tests.fake_anthropic import Fault
 from tests.fake_anthropic_batches import FakeAnthropicBatches
 from tests.support import ROOT, Cluster, wait_for_job
@@ -241,3 +244,26 @@ def test_the_dry_run_prices_each_delivery(cluster: Cluster) -> None:
     assert by["batch"] == pytest.approx(call_cost(*args, "batch"), abs=1e-6)
     assert estimate["delivery"] == "batch" and estimate["cost_usd"] == by["batch"] < 0.55 * by["interactive"]
     assert keys.provider_polls()  # the due-poll set has one home
+
+
+def test_a_budget_holds_at_the_batch_price_and_the_reservation_is_given_back(
+        cluster: Cluster, fake: FakeAnthropicBatches) -> None:
+    batch = [t for t in traces(20, "budget") if t.get("answer")][:10]
+    prices = DEFAULT_PRICES_PER_MTOK
+    estimates = [call_cost(prices, "claude-sonnet-4-6", *estimate_trace_tokens(msgspec.convert(t, Trace)),
+                           delivery="batch") for t in batch]
+    budget = sum(estimates[:5]) + 0.1 * estimates[5]             # five fit at the batch price, the sixth does not
+    batched_before = fake.batched_requests()
+    job_id = cluster.post(batch, delivery="batch", budget_usd=budget)
+    waiting = waiting_on_provider(cluster, job_id, batches=1)
+    assert fake.batched_requests() - batched_before == 5
+    assert waiting["spend"]["cost_usd"] == pytest.approx(sum(estimates[:5]), abs=1e-6)   # reserved while the batch runs
+    fake.release()
+    job = wait_for_job(cluster.http, job_id, timeout=120)
+    statuses = [i["status"] for i in cluster.results(job_id)]
+    assert statuses == ["ok"] * 5 + ["skipped_budget"] * 5
+    items = cluster.results(job_id)[:5]
+    billed = sum(call_cost(prices, c["model"], c["input_tokens"], c["output_tokens"], c["cache_read_input_tokens"],
+                           c["cache_creation_input_tokens"], "batch")
+                 for i in items for j in i["judgments"] for c in j["calls"])
+    assert job["spend"]["cost_usd"] == pytest.approx(billed, abs=2e-6)          # the reservation given back

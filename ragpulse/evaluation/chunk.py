@@ -58,6 +58,10 @@ log = logging.getLogger("ragpulse.evaluation.chunk")
 T = TypeVar("T")
 
 
+OVER_BUDGET_IN_BATCH = "budget left no room for this trace's judge request at the batch price"
+"""The reason of a trace a budget held back from its provider batch."""
+
+
 @dataclass
 class ChunkWork:
     """A started chunk: its job, the traces that still need a result (with their indexes in the job) and the sampling
@@ -67,6 +71,11 @@ class ChunkWork:
     chunk: int
     pending: list[tuple[int, Trace]]
     policies: dict[str, SamplingPolicy]
+    over_budget: frozenset[int] = frozenset()
+    """Traces a budget held back from a provider batch (batch delivery): skipped without a budget check."""
+    prepaid: frozenset[int] = frozenset()
+    """Traces whose judge request a provider batch already answered (batch delivery): paid for, and reserved against
+    the budgets when submitted, so no budget check holds them back."""
 
 
 def open_chunk(store: Store, settings: Settings, job_id: str, chunk: int) -> ChunkWork:
@@ -183,7 +192,9 @@ class ChunkRun:
         return result
 
     async def _judged(self, index: int, trace: Trace, judge: Judge | None, security: Security) -> TraceResult:
-        if judge is not None and kinds.is_billable(judge.name):
+        if judge is not None and index in self.work.over_budget:
+            return skipped_result(trace, index, OVER_BUDGET_IN_BATCH, self.options, security)
+        if judge is not None and kinds.is_billable(judge.name) and index not in self.work.prepaid:
             reason = await self._held(self.guard.budget_spent, "read the job's spend")
             if reason:
                 return skipped_result(trace, index, reason, self.options, security)

@@ -18,6 +18,7 @@ from collections import defaultdict, deque
 import msgspec
 
 from ragpulse.config import defaults
+from ragpulse.config.prices import call_cost
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.chunk import ChunkWork, run_chunk, wants_judge
 from ragpulse.exceptions import JobNotFound
@@ -25,8 +26,12 @@ from ragpulse.judges import kinds
 from ragpulse.judges.batches import (
     OUTCOMES, BatchApi, BatchOutcome, BatchRequest, custom_id, index_of, split_requests, turns_key,
 )
+from ragpulse.intake.estimate import estimate_trace_tokens
 from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
+from ragpulse.model.results import Spend
+from ragpulse.model.trace import Trace
 from ragpulse.store import Store
+from ragpulse.store.spend import SpendLedger
 from ragpulse.store.provider_batches import ProviderState
 
 log = logging.getLogger("ragpulse.evaluation.provider_batch")
@@ -41,7 +46,9 @@ async def run_batched(store: Store, settings: Settings, work: ChunkWork) -> bool
     record = work.record
     state = store.provider.get(record.job_id, work.chunk)
     if state is not None and state.status == "ended":
-        await run_chunk(store, settings, work, await _outcomes(settings, work, state))
+        outcomes, prepaid = await _outcomes(settings, work, state)
+        await run_chunk(store, settings, dataclasses.replace(work, prepaid=prepaid), outcomes)
+        give_back(store, work)
         return False
     if state is not None and state.status != "submitting":
         return True  # already waiting: its poller owns it
@@ -57,6 +64,15 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
     unjudged = [(index, trace) for index, trace in work.pending if not wants_judge(trace, work)]
     if unjudged:  # retrieval metrics and checks of traces no judge reads are stored at once
         await run_chunk(store, settings, dataclasses.replace(work, pending=unjudged))
+    wanted = judged
+    if state.planned:  # resumed: the same traces as planned, so the parts not sent yet are the same too
+        judged, reserved = judged[:state.planned], state.reserved_usd
+    else:
+        judged, reserved = _affordable(store, settings, work, judged)
+    held = wanted[len(judged):]
+    if held:  # past the budget at the batch price: kept with their retrieval metrics, skipped (re-runnable)
+        await run_chunk(store, settings, dataclasses.replace(work, pending=held,
+                                                             over_budget=frozenset(i for i, _ in held)))
     if not judged:
         return False
     judge = kinds.make_judge(record.options.judge or settings.default_judge, settings)
@@ -65,7 +81,13 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
         requests = _requests(judge.provider, judged, record.options.repeats,  # type: ignore[union-attr]
                              JudgeInputLimits.from_settings(settings))
         parts = split_requests(requests, defaults.BATCH_MAX_REQUESTS, defaults.BATCH_MAX_BYTES)
-        state.counts = {"processing": len(requests)}
+        state.counts, state.planned = {"processing": len(requests)}, len(judged)
+        if reserved and not state.reserved_usd:  # counted once, with the state that says so
+            with store.redis.pipeline(transaction=True) as pipe:
+                SpendLedger.queue_add(pipe, record.job_id, record.tenant, _usd(reserved))
+                state.reserved_usd = reserved
+                store.provider.queue_save(pipe, record.job_id, work.chunk, state)
+                pipe.execute()
         for part in parts[len(state.ids):]:  # a resumed submission sends only the parts not sent yet
             state.ids.append(await api.create(part))
             store.provider.save(record.job_id, work.chunk, state)
@@ -79,6 +101,45 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
     return True
 
 
+def _affordable(store: Store, settings: Settings, work: ChunkWork,
+                judged: list[tuple[int, Trace]]) -> tuple[list[tuple[int, Trace]], float]:
+    """The traces to submit, in order, while their estimated cost at the batch price fits what is left of the job's
+    and the tenant's budgets (none set: all of them), and that cost. The traces left out are judged (or skipped for
+    the budget) when the chunk runs on the results."""
+    options, record = work.record.options, work.record
+    model = kinds.model_for(options.judge or settings.default_judge, settings) or ""
+    costs = [options.repeats * call_cost(settings.judge_prices, model, *estimate_trace_tokens(trace), delivery="batch")
+             for _, trace in judged]
+    budgets = [b for b in (options.budget_usd, settings.tenant_daily_budget_usd) if b is not None]
+    if not budgets:
+        return judged, sum(costs)
+    job_spent, tenant_spent = store.spend.spent(record.job_id, record.tenant)
+    room = min(b - spent for b, spent in ((options.budget_usd, job_spent),
+                                           (settings.tenant_daily_budget_usd, tenant_spent)) if b is not None)
+    taken, total = 0, 0.0
+    while taken < len(judged) and total + costs[taken] <= room:
+        total += costs[taken]
+        taken += 1
+    return judged[:taken], total
+
+
+def give_back(store: Store, work: ChunkWork) -> None:
+    """Once the chunk has run on its batch results: give back the reservation made at submission, once."""
+    record = work.record
+    state = store.provider.get(record.job_id, work.chunk)
+    if state is None or not state.reserved_usd:
+        return
+    with store.redis.pipeline(transaction=True) as pipe:
+        SpendLedger.queue_add(pipe, record.job_id, record.tenant, _usd(-state.reserved_usd))
+        state.reserved_usd = 0.0
+        store.provider.queue_save(pipe, record.job_id, work.chunk, state)
+        pipe.execute()
+
+
+def _usd(cost: float) -> Spend:
+    return Spend(judge_calls=0, input_tokens=0, output_tokens=0, cost_usd=cost)
+
+
 def _requests(provider, judged, repeats: int, limits: JudgeInputLimits) -> list[BatchRequest]:  # noqa: ANN001
     """The interactive judge's first request of each trace (cut to the judge input limits as it would be), once per
     repeat, with the 1-hour prompt cache."""
@@ -87,15 +148,17 @@ def _requests(provider, judged, repeats: int, limits: JudgeInputLimits) -> list[
             for index, trace in judged for repeat in range(repeats)]
 
 
-async def _outcomes(settings: Settings, work: ChunkWork, state: ProviderState) -> dict[str, deque[BatchOutcome]]:
+async def _outcomes(settings: Settings, work: ChunkWork,
+                    state: ProviderState) -> tuple[dict[str, deque[BatchOutcome]], frozenset[int]]:
     """The batch outcomes of the chunk's pending traces, keyed by the first turns the judge will send for each, in
-    repeat order."""
+    repeat order; and the indexes of the traces the batch answered."""
     limits = JudgeInputLimits.from_settings(settings)
     name = work.record.options.judge or settings.default_judge
     judge = kinds.make_judge(name, settings)
     api = kinds.batch_api(name, settings)
     pending = dict(work.pending)
     found: dict[str, list[tuple[str, BatchOutcome]]] = defaultdict(list)
+    answered: set[int] = set()
     try:
         for batch_id in state.ids:
             async for outcome in api.results(batch_id):
@@ -104,10 +167,13 @@ async def _outcomes(settings: Settings, work: ChunkWork, state: ProviderState) -
                     continue  # stored already (a chunk run again after its worker died)
                 turns = judge.provider.first_turns(for_judging(trace, limits)[0])  # type: ignore[union-attr]
                 found[turns_key(turns)].append((outcome.custom_id, outcome))
+                if outcome.kind == "succeeded":
+                    answered.add(index_of(outcome.custom_id))
     finally:
         await api.aclose()
         await judge.aclose()  # type: ignore[union-attr]
-    return {key: deque(o for _, o in sorted(items, key=lambda item: item[0])) for key, items in found.items()}
+    outcomes = {key: deque(o for _, o in sorted(items, key=lambda item: item[0])) for key, items in found.items()}
+    return outcomes, frozenset(answered)
 
 
 async def poll(store: Store, settings: Settings, job_id: str, chunk: int) -> ProviderState | None:

@@ -33,7 +33,12 @@ class ProviderState(msgspec.Struct, kw_only=True):
     status: ProviderStatus = "submitting"
     counts: dict[str, int] = {}
     delay: float = 0.0
-    submitted_at: float = 0.0
+    planned: int = 0
+    """How many of the chunk's judged traces are submitted (fewer than all when a budget holds the rest back)."""
+    reserved_usd: float = 0.0
+    """The requests' estimated cost at the batch price, counted in the job's and tenant's spend at submission (so
+    budgets see it while the batch runs) and given back once the chunk has run on the results (their actual cost is
+    counted then, call by call)."""
 
 
 _decoder = msgspec.json.Decoder(ProviderState)
