@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ragpulse.config.prices import call_cost
-from ragpulse.exceptions import JudgeError
+from ragpulse.exceptions import GateConfigError, JudgeError
+from ragpulse.gate.config import load_config
 from ragpulse.intake.estimate import estimate_batch
 from ragpulse.judges import kinds
 from ragpulse.judges.anthropic_judge import system_blocks
@@ -19,6 +20,7 @@ from ragpulse.judges.batches import BatchOutcome, BatchRequest, ReplayProvider, 
 from ragpulse.model.results import JobView, Progress, ProviderProgress
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.ops.eval_options import choose_options
+from ragpulse.ops.gate import gate_options
 from ragpulse.ops.progress import Progress as ProgressLine
 
 PRICES = {"m": (3.0, 15.0)}
@@ -111,3 +113,13 @@ def test_the_progress_line_says_the_job_waits_on_the_provider() -> None:
 def test_eval_delivery_flag_overrides_the_file() -> None:
     options, origins = choose_options({"delivery": "interactive"}, {"delivery": "batch"}, Path("t.jsonl"))
     assert options["delivery"] == "batch" and "from --delivery" in origins
+
+
+def test_a_gate_config_asks_for_batch_delivery_and_sends_it(tmp_path: Path) -> None:
+    path = tmp_path / "gate.toml"
+    path.write_text('[options]\ndelivery = "batch"\njudge = "anthropic"\n')
+    config = load_config(path)
+    assert config.options.delivery == "batch" and gate_options(config)["delivery"] == "batch"
+    path.write_text('[options]\ndelivery = "overnight"\n')
+    with pytest.raises(GateConfigError, match="delivery"):
+        load_config(path)
