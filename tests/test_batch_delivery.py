@@ -161,24 +161,30 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
     assert done["spend"]["cost_usd"] < 0.6 * inter_spend
 
 
-def test_a_worker_killed_while_the_batch_runs_loses_and_duplicates_nothing(
+def test_workers_killed_while_the_batch_runs_and_as_its_results_come_lose_and_duplicate_nothing(
         cluster: Cluster, fake: FakeAnthropicBatches) -> None:
     batch = traces(30, "kill")
     calls_before, batched_before = fake.interactive, fake.batched_requests()
     job_id = cluster.post(batch, delivery="batch")
     waiting_on_provider(cluster, job_id, batches=1)
-    victim = cluster.workers.pop(0)
-    os.kill(victim.process.pid, signal.SIGKILL)
-    victim.process.wait()
-    time.sleep(1.5)  # polls go on in the surviving worker
+    first, second = cluster.workers
+    os.kill(first.process.pid, signal.SIGKILL)                       # while the batch runs
+    first.process.wait()
+    time.sleep(1.5)                                                   # polls go on in the other worker
     fake.release()
+    time.sleep(0.6)
+    os.kill(second.process.pid, signal.SIGKILL)                      # as the results come: polling or storing them
+    second.process.wait()
+    cluster.workers = [cluster.add_worker(), cluster.add_worker()]    # resume from whatever Redis holds
     job = wait_for_job(cluster.http, job_id, timeout=120)
     judged = sum(1 for t in batch if t.get("answer"))
-    assert job["status"] == "finished" and job["progress"]["done"] == len(batch)
+    items = cluster.results(job_id)
+    assert job["status"] == "finished" and job["progress"]["done"] == len(batch) == len(items)
+    assert sorted(i["trace_id"] for i in items) == sorted(t["trace_id"] for t in batch)
     assert fake.batched_requests() - batched_before == judged      # submitted once
-    assert fake.interactive == calls_before                        # nothing judged twice
+    assert fake.interactive == calls_before                        # nothing judged twice, nor interactively
     assert job["provider"]["counts"]["succeeded"] == judged
-    cluster.workers.append(cluster.add_worker())
+    assert job["spend"]["judge_calls"] == judged                    # each call counted once
     cluster.wait_for_workers(2)
 
 

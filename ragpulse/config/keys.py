@@ -52,7 +52,7 @@ def job_skipped(job_id: str) -> str:
 
 
 def job_chunk_states(job_id: str) -> str:
-    """Hash: chunk index -> queued | started | requeued | done."""
+    """Hash: chunk index -> queued | started | requeued | waiting (on a provider batch) | done."""
     return f"{PREFIX}:job:{job_id}:chunk_states"
 
 

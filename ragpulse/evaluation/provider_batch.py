@@ -11,9 +11,12 @@ the results. Every step reads its state from Redis, so any worker resumes what a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections import defaultdict, deque
+from collections.abc import AsyncIterator
 
 import msgspec
 
@@ -30,7 +33,7 @@ from ragpulse.intake.estimate import estimate_trace_tokens
 from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
 from ragpulse.model.results import Spend
 from ragpulse.model.trace import Trace
-from ragpulse.store import Store
+from ragpulse.store import ChunkLeases, Store
 from ragpulse.store.spend import SpendLedger
 from ragpulse.store.provider_batches import ProviderState
 
@@ -46,7 +49,8 @@ async def run_batched(store: Store, settings: Settings, work: ChunkWork) -> bool
     record = work.record
     state = store.provider.get(record.job_id, work.chunk)
     if state is not None and state.status == "ended":
-        outcomes, prepaid = await _outcomes(settings, work, state)
+        async with _leased(store, settings, work):
+            outcomes, prepaid = await _outcomes(settings, work, state)
         await run_chunk(store, settings, dataclasses.replace(work, prepaid=prepaid), outcomes)
         give_back(store, work)
         return False
@@ -55,13 +59,35 @@ async def run_batched(store: Store, settings: Settings, work: ChunkWork) -> bool
     if store.jobs.failure(record.job_id) is not None:
         await run_chunk(store, settings, work)  # cancelled before it was submitted: every trace fails at once
         return False
-    return await _submit(store, settings, work, state or ProviderState())
+    async with _leased(store, settings, work):
+        return await _submit(store, settings, work, state or ProviderState())
+
+
+@contextlib.asynccontextmanager
+async def _leased(store: Store, settings: Settings, work: ChunkWork) -> AsyncIterator[None]:
+    """Keep the chunk's lease alive meanwhile (a submission or a download of results can outlast it), so the
+    janitor never hands the chunk to a second worker that would submit it again."""
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(settings.lease_seconds / 3)
+            with store.redis.pipeline(transaction=False) as pipe:
+                ChunkLeases.queue_renew(pipe, work.record.job_id, work.chunk, settings.lease_seconds)
+                pipe.execute()
+
+    task = asyncio.create_task(renew())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _submit(store: Store, settings: Settings, work: ChunkWork, state: ProviderState) -> bool:
     record = work.record
-    judged = [(index, trace) for index, trace in work.pending if wants_judge(trace, work)]
-    unjudged = [(index, trace) for index, trace in work.pending if not wants_judge(trace, work)]
+    wanting = [wants_judge(trace, work) for _, trace in work.pending]
+    judged = [pending for pending, wanted in zip(work.pending, wanting) if wanted]
+    unjudged = [pending for pending, wanted in zip(work.pending, wanting) if not wanted]
     if unjudged:  # retrieval metrics and checks of traces no judge reads are stored at once
         await run_chunk(store, settings, dataclasses.replace(work, pending=unjudged))
     wanted = judged
