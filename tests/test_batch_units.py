@@ -44,7 +44,7 @@ def test_batch_prices_are_half_with_one_hour_cache_writes() -> None:
 
 
 def test_batch_requests_mark_the_prefix_with_the_one_hour_cache() -> None:
-    assert system_blocks("claude-sonnet-4-6", "1h")[-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert system_blocks("claude-sonnet-4-6", cache_ttl="1h")[-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert system_blocks("claude-sonnet-4-6")[-1]["cache_control"] == {"type": "ephemeral"}
 
 
