@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 import redis
 
-from ragpulse.config import defaults, keys
+from ragpulse.config import keys
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation import provider_batch
 from ragpulse.evaluation.chunk import open_chunk
@@ -28,6 +28,8 @@ class Cut(Exception):
 
 class Recorder:
     """A BatchApi that keeps what it was sent, and dies before the create numbered `die_at` (counting from 0)."""
+
+    max_requests, max_bytes = 3, 10**9                                # 7 requests: parts of 3, 3 and 1
 
     def __init__(self, sent: list[list[str]], die_at: int | None = None) -> None:
         self.sent, self.die_at = sent, die_at
@@ -52,7 +54,6 @@ def test_a_cut_submission_resumes_with_the_parts_not_sent(redis_url: str, monkey
     with store.redis.pipeline(transaction=True) as pipe:
         store.stage_job(pipe, job_id, "default", traces, options, [], 10, "batch", f"resume-{job_id}")
         pipe.execute()
-    monkeypatch.setattr(defaults, "BATCH_MAX_REQUESTS", 3)             # 7 requests: parts of 3, 3 and 1
     sent: list[list[str]] = []
 
     monkeypatch.setattr(kinds, "batch_api", lambda name, s: Recorder(sent, die_at=1))

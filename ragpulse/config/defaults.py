@@ -265,10 +265,10 @@ BATCH_POLL_LEASE_SECONDS = 120
 worker's janitor then dispatches the poll again."""
 
 BATCH_MAX_REQUESTS = 100_000
-"""Most requests in one provider batch (Anthropic Message Batches' limit)."""
+"""Most requests in one Anthropic Message Batch (its API's limit)."""
 
 BATCH_MAX_BYTES = 256 * 1024 * 1024
-"""Largest body of one provider batch (Anthropic Message Batches' limit: 256 MB)."""
+"""Largest body of one Anthropic Message Batch (its API's limit: 256 MB)."""
 
 BATCH_RETRY = "interactive"
 """What becomes of a batch request that expired or errored: sent once more through the interactive API

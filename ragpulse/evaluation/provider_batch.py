@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator
 
 import msgspec
 
-from ragpulse.config import defaults
 from ragpulse.config.prices import call_cost
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.chunk import ChunkWork, run_chunk, wants_judge
@@ -106,7 +105,7 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
     try:
         requests = _requests(judge.provider, judged, record.options.repeats,  # type: ignore[union-attr]
                              JudgeInputLimits.from_settings(settings))
-        parts = split_requests(requests, defaults.BATCH_MAX_REQUESTS, defaults.BATCH_MAX_BYTES)
+        parts = split_requests(requests, api.max_requests, api.max_bytes)
         state.counts, state.planned = {"processing": len(requests)}, len(judged)
         if reserved and not state.reserved_usd:  # counted once, with the state that says so
             with store.redis.pipeline(transaction=True) as pipe:

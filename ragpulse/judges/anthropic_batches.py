@@ -8,11 +8,15 @@ from typing import Any
 
 import anthropic
 
+from ragpulse.config import defaults
 from ragpulse.judges.batches import OUTCOMES, BatchOutcome, BatchRequest, BatchState
 
 
 class AnthropicBatches:
     """`client.messages.batches` of the anthropic SDK."""
+
+    max_requests = defaults.BATCH_MAX_REQUESTS
+    max_bytes = defaults.BATCH_MAX_BYTES
 
     def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self.client = client

@@ -55,6 +55,11 @@ class BatchOutcome:
 class BatchApi(Protocol):
     """A provider's batch API: what a judge kind with batch delivery offers (judges.kinds)."""
 
+    max_requests: int
+    """Most requests in one batch."""
+    max_bytes: int
+    """Largest body of one batch."""
+
     async def create(self, requests: Sequence[BatchRequest]) -> str:
         """Submit one batch (within the provider's limits); its id."""
         ...
