@@ -50,10 +50,10 @@ def check_callback_url(url: str, settings: Settings) -> None:
     raise InvalidBody("callback_url is not allowed", [{"path": "$.options.callback_url", "message": reason}])
 
 
-def check_delivery(delivery: str, judge: str) -> None:
+def check_delivery(delivery: str, judge: str, settings: Settings) -> None:
     """422 naming `$.options.delivery` when batch delivery is asked of a judge that offers no batch API here (the
     local and none judges call no provider: they ignore it)."""
-    reason = kinds.batch_refusal(judge) if delivery == "batch" else None
+    reason = kinds.batch_refusal(judge, settings) if delivery == "batch" else None
     if reason is not None:
         raise InvalidBody("batch delivery is not available", [{"path": "$.options.delivery", "message": reason}])
 
@@ -101,7 +101,7 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
     if options.callback_url:
         check_callback_url(options.callback_url, settings)
     named, options.judge = options.judge, options.judge or settings.default_judge
-    check_delivery(options.delivery, options.judge)
+    check_delivery(options.delivery, options.judge, settings)
     if dry_run:  # what judging would cost is worth knowing before the judge is configured
         estimate = estimate_batch(batch.traces, options, kinds.model_for(options.judge, settings),
                                   settings.judge_prices)

@@ -231,7 +231,7 @@ def test_batch_delivery_is_refused_for_a_judge_without_a_batch_api_and_ignored_b
     trace = traces(1, "refuse")
     answer = cluster.http.post("/v1/batches", json={"traces": trace, "options": {"judge": "openai",
                                                                                  "delivery": "batch"}})
-    assert answer.status_code == 422 and "$.options.delivery" in answer.text and "batch API" in answer.text
+    assert answer.status_code == 422 and "$.options.delivery" in answer.text and "RAGPULSE_OPENAI_BATCH" in answer.text
     local = cluster.http.post("/v1/batches", json={"traces": trace, "options": {"judge": "local",
                                                                                 "delivery": "batch"}})
     assert local.status_code == 202

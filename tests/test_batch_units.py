@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragpulse.config.prices import call_cost
+from ragpulse.config.settings import Settings
 from ragpulse.exceptions import GateConfigError, JudgeError
 from ragpulse.gate.config import load_config
 from ragpulse.intake.estimate import estimate_batch
@@ -58,10 +59,14 @@ def test_the_dry_run_prices_both_deliveries_of_a_judge_with_a_batch_api() -> Non
     assert estimate_batch(traces, BatchOptions(judge="local", delivery="batch"), None, PRICES).cost_by_delivery is None
 
 
-def test_only_a_remote_judge_without_a_batch_api_refuses_batch_delivery() -> None:
-    assert kinds.batch_refusal("openai") is not None
-    assert kinds.batch_refusal("anthropic") is None and kinds.batch_refusal("local") is None
-    assert kinds.delivers_in_batches("anthropic", "batch") and not kinds.delivers_in_batches("local", "batch")
+def test_only_a_remote_judge_whose_server_has_no_batch_api_refuses_batch_delivery() -> None:
+    plain, offered = Settings.from_env({}), Settings.from_env({"RAGPULSE_OPENAI_BATCH": "1"})
+    assert "RAGPULSE_OPENAI_BATCH" in kinds.batch_refusal("openai", plain)
+    assert kinds.batch_refusal("openai", offered) is None
+    assert kinds.batch_refusal("anthropic", plain) is None and kinds.batch_refusal("local", plain) is None
+    assert kinds.delivers_in_batches("anthropic", "batch", plain) and not kinds.delivers_in_batches("local", "batch")
+    assert not kinds.delivers_in_batches("openai", "batch", plain)
+    assert kinds.delivers_in_batches("openai", "batch", offered)
     assert not kinds.delivers_in_batches("anthropic", "interactive")
 
 

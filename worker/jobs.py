@@ -50,7 +50,7 @@ def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
     store, config = store_for(), settings()
     work = open_chunk(store, config, job_id, chunk)
     options = work.record.options
-    if kinds.delivers_in_batches(options.judge or config.default_judge, options.delivery):
+    if kinds.delivers_in_batches(options.judge or config.default_judge, options.delivery, config):
         if asyncio.run(run_batched(store, config, work)):
             return {"chunk": chunk, "waiting": 1}
     else:

@@ -248,6 +248,11 @@ class Settings:
     openai_model: str | None = None
     """RAGPULSE_OPENAI_MODEL: the model the `openai` judge names (e.g. qwen2.5:14b); required with the base URL."""
 
+    openai_batch: bool = False
+    """RAGPULSE_OPENAI_BATCH: the OpenAI-compatible server offers OpenAI's Batch API (files and batches; api.openai.com
+    does, most self-hosted servers do not), so `options.delivery` batch can use it with the `openai` judge (default
+    off: such batches are refused with 422)."""
+
     openai_structured: str = defaults.OPENAI_STRUCTURED
     """RAGPULSE_OPENAI_STRUCTURED: `tools` (a forced function call), `json_schema` (response_format) or `auto`
     (default: tools, falling back to json_schema once per process when the server refuses tools)."""
@@ -380,6 +385,7 @@ class Settings:
             "openai_base_url": _base_url(env, "RAGPULSE_OPENAI_BASE_URL"),
             "openai_api_key": _secret(env, "RAGPULSE_OPENAI_API_KEY"),
             "openai_model": env.get("RAGPULSE_OPENAI_MODEL") or None,
+            "openai_batch": env.get("RAGPULSE_OPENAI_BATCH", "").lower() in {"1", "true", "yes"},
             "openai_structured": _choice(env, "RAGPULSE_OPENAI_STRUCTURED", defaults.OPENAI_STRUCTURED_MODES,
                                          cls.openai_structured),
             "idempotency_ttl_seconds": _int(env, "RAGPULSE_IDEMPOTENCY_TTL_SECONDS", cls.idempotency_ttl_seconds),

@@ -184,6 +184,7 @@ async def _outcomes(settings: Settings, work: ChunkWork,
     pending = dict(work.pending)
     found: dict[str, list[tuple[str, BatchOutcome]]] = defaultdict(list)
     answered: set[int] = set()
+    reported: set[int] = set()
     try:
         for batch_id in state.ids:
             async for outcome in api.results(batch_id):
@@ -192,8 +193,14 @@ async def _outcomes(settings: Settings, work: ChunkWork,
                     continue  # stored already (a chunk run again after its worker died)
                 turns = judge.provider.first_turns(for_judging(trace, limits)[0])  # type: ignore[union-attr]
                 found[turns_key(turns)].append((outcome.custom_id, outcome))
+                reported.add(index_of(outcome.custom_id))
                 if outcome.kind == "succeeded":
                     answered.add(index_of(outcome.custom_id))
+        for index, trace in work.pending:  # submitted and in no result file (OpenAI leaves out what did not run)
+            if index not in reported and wants_judge(trace, work):
+                turns = judge.provider.first_turns(for_judging(trace, limits)[0])  # type: ignore[union-attr]
+                found[turns_key(turns)] += [(custom_id(index, r), BatchOutcome(custom_id(index, r), "expired"))
+                                            for r in range(work.record.options.repeats)]
     finally:
         await api.aclose()
         await judge.aclose()  # type: ignore[union-attr]

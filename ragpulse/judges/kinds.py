@@ -70,8 +70,11 @@ class JudgeKind:
     """The service settings still to set before it can judge here (its credentials or server); () when none."""
 
     batch_api: Callable[[Settings], BatchApi] | None = None
-    """Builds the client of its provider's batch API (`options.delivery` batch); None when it has none here: an LLM
-    judge without one refuses batch delivery, a judge that makes no provider calls ignores it."""
+    """Builds the client of its provider's batch API (`options.delivery` batch); None when it has none: an LLM judge
+    without one refuses batch delivery, a judge that makes no provider calls ignores it."""
+
+    batch_offered: Callable[[Settings], str | None] = lambda settings: None
+    """Why its configured server has no batch API under these settings (what to set), or None when it has."""
 
 
 def _anthropic(settings: Settings, observer: JudgeObserver | None) -> Judge:
@@ -127,6 +130,17 @@ def _anthropic_batches(settings: Settings) -> BatchApi:
     # Polls are rare and cheap to repeat: the SDK's own retries ride out a transient error.
     return AnthropicBatches(anthropic.AsyncAnthropic(base_url=settings.judge_base_url,
                                                      timeout=settings.judge_timeout_seconds, max_retries=2))
+
+
+def _openai_batches(settings: Settings) -> BatchApi:
+    import openai  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
+
+    from ragpulse.config.defaults import OPENAI_PLACEHOLDER_API_KEY  # noqa: PLC0415
+    from ragpulse.judges.openai_batches import OpenAIBatches  # noqa: PLC0415
+
+    return OpenAIBatches(openai.AsyncOpenAI(api_key=settings.openai_api_key or OPENAI_PLACEHOLDER_API_KEY,
+                                            base_url=settings.openai_base_url,
+                                            timeout=settings.judge_timeout_seconds, max_retries=2))
 
 
 def _openai(settings: Settings, observer: JudgeObserver | None) -> Judge:
@@ -222,6 +236,9 @@ JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
               missing=lambda settings: () if settings.anthropic_credentials else ("ANTHROPIC_API_KEY",)),
     # Billable though often free: a self-hosted model has no price and costs 0 (price_known false in a dry run).
     JudgeKind(name="openai", billable=True, remote=True, offline=False, heuristic=False, factory=_openai,
+              batch_api=_openai_batches, batch_offered=lambda settings: None if settings.openai_batch else (
+                  "its server offers no batch API here: set RAGPULSE_OPENAI_BATCH=1 where it has OpenAI's Batch API "
+                  "(api.openai.com does; most self-hosted servers do not)"),
               tasks=_openai_tasks,
               model=lambda settings: settings.openai_model, prompt_version=_llm_prompt_version,
               missing=lambda settings: tuple(name for name, value in (
@@ -284,18 +301,22 @@ def caches_prompt(name: str | None) -> bool:
     return name is not None and JUDGES[name].prompt_cache
 
 
-def batch_refusal(name: str | None) -> str | None:
-    """Why `options.delivery` batch cannot be honoured with the judge `name`, or None: a remote judge without a batch
-    API here refuses it; a judge that sends nothing to a provider (local, none) ignores it."""
-    if name is None or not JUDGES[name].remote or JUDGES[name].batch_api is not None:
+def batch_refusal(name: str | None, settings: Settings) -> str | None:
+    """Why `options.delivery` batch cannot be honoured with the judge `name` under `settings`, or None: a remote judge
+    whose server has no batch API refuses it; a judge that sends nothing to a provider (local, none) ignores it."""
+    if name is None or not JUDGES[name].remote:
         return None
-    return (f"judge {name} offers no batch API on this service (batch delivery is built for judge anthropic); "
-            f"use delivery interactive")
+    kind = JUDGES[name]
+    reason = "it has no batch API" if kind.batch_api is None else kind.batch_offered(settings)
+    return None if reason is None else f"judge {name} cannot deliver in batches: {reason}; use delivery interactive"
 
 
-def delivers_in_batches(name: str | None, delivery: str) -> bool:
-    """True when a job of judge `name` and `options.delivery` sends its judge requests through a batch API."""
-    return delivery == "batch" and name is not None and JUDGES[name].batch_api is not None
+def delivers_in_batches(name: str | None, delivery: str, settings: Settings | None = None) -> bool:
+    """True when a job of judge `name` and `options.delivery` sends its judge requests through a batch API (its
+    server offers one under `settings`; without settings, whether the judge has one at all)."""
+    if delivery != "batch" or name is None or JUDGES[name].batch_api is None:
+        return False
+    return settings is None or JUDGES[name].batch_offered(settings) is None
 
 
 def batch_api(name: str, settings: Settings) -> BatchApi:

@@ -11,6 +11,7 @@ judge's; the system prompt goes in a system message.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
@@ -90,6 +91,18 @@ class OpenAIProvider:
                     *self._key)
         _LEARNED[self._key] = "json_schema"
         return await self._send(turns, "json_schema")
+
+    def params(self, turns: list[dict[str, Any]], cache_ttl: str | None = None) -> dict[str, Any]:
+        """The chat completions request of `turns` in the current mode, as a batch request carries it (`body`).
+        `cache_ttl` is ignored: OpenAI caches a repeated prefix by itself."""
+        structured = self._tools_mode if self.mode == "tools" else self._schema_mode
+        return {"model": self.model, "max_tokens": self.max_tokens,
+                "messages": [{"role": "system", "content": self._system}, *turns], **structured, **self._temperature}
+
+    def batch_reply(self, body: dict[str, Any]) -> Reply:
+        """The Reply of a chat completion out of a batch's output file (billed at the batch price)."""
+        completion = openai.types.chat.ChatCompletion.model_validate(body)
+        return dataclasses.replace(_reply(completion, {}, self.model, self.task.name), delivery="batch")
 
     async def _send(self, turns: list[dict[str, Any]], mode: str) -> Reply:
         structured = self._tools_mode if mode == "tools" else self._schema_mode

@@ -184,9 +184,10 @@ class BatchOptions(Base):
     """`rag` (default), `no_rag` or `oracle`: comparing against a `no_rag` or `oracle` job names the gap."""
     delivery: Annotated[Delivery, Meta(description=(
         "interactive (default): judge calls are made one by one as the job runs. batch: the judge requests go to "
-        "the provider's batch API (Anthropic Message Batches for judge anthropic) at half price; results come "
-        "within 24 hours, most within one. The local and none judges make no provider calls and ignore it; a "
-        "judge whose server offers no batch API is refused with 422."))] = "interactive"
+        "the provider's batch API (Anthropic Message Batches for judge anthropic, OpenAI's Batch API for judge "
+        "openai where the server offers it) at half price; results come within 24 hours, most within one. The "
+        "local and none judges make no provider calls and ignore it; a judge whose server offers no batch API is "
+        "refused with 422."))] = "interactive"
     """`interactive` (default) or `batch`: the judge requests go through the provider's batch API at half price."""
     targets: Annotated[dict[MetricKey, float], Meta(max_length=64)] | None = None
     """Targets this job is held to, by report metric key (`recall@5`, `hallucination_rate`); the report shows each
