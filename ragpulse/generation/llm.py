@@ -34,14 +34,14 @@ class GenerationCalls(CallObserver):
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
                 cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0,
-                reserved: Spend | None = None) -> None:
+                reserved: Spend | None = None, delivery: str = "interactive") -> None:
         """Count one request (CallObserver.request) and add an answered one to the job's spend."""
         super().request(model, status, latency_seconds, input_tokens, output_tokens,
                         cache_read_input_tokens=cache_read_input_tokens,
-                        cache_creation_input_tokens=cache_creation_input_tokens, reserved=reserved)
+                        cache_creation_input_tokens=cache_creation_input_tokens, reserved=reserved, delivery=delivery)
         if status == "ok":
             cost = call_cost(self.prices, model, input_tokens, output_tokens, cache_read_input_tokens,
-                             cache_creation_input_tokens)
+                             cache_creation_input_tokens, delivery)
             add_spend(self.total, Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=output_tokens,
                                         cost_usd=cost))
 
