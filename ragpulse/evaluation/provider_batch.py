@@ -2,8 +2,9 @@
 and once the batches have ended it runs as any chunk does, its first judge calls answered by the batch results.
 
 A chunk's life: `run_batched` stores at once the traces that need no judge, builds the requests of the others (the
-interactive judge's own requests: ragpulse.judges.anthropic_judge.AnthropicProvider.params), submits them split at
-the provider's limits, and leaves the chunk `waiting` with its batch ids in Redis (ragpulse.store.provider_batches).
+interactive judge's own requests: the provider adapter's `params`), submits them through the judge's BatchApi
+(Anthropic Message Batches, OpenAI's Batch API) split at its limits, and leaves the chunk `waiting` with its batch
+ids in Redis (ragpulse.store.provider_batches).
 Each worker's janitor hands due polls to the queue; `poll` retrieves the batches (cancelling them first when the job
 was cancelled) and says when they have ended; the worker then queues the chunk again, and `run_batched` runs it on
 the results. Every step reads its state from Redis, so any worker resumes what a killed one left.
