@@ -73,7 +73,7 @@ def test_only_a_remote_judge_whose_server_has_no_batch_api_refuses_batch_deliver
 class Inner:
     """An interactive provider that records what it was sent."""
 
-    name, api_error = "fake", RuntimeError
+    name, api_error, task = "fake", RuntimeError, None
 
     def __init__(self) -> None:
         self.sent: list[list] = []

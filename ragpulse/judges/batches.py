@@ -126,7 +126,7 @@ class ReplayProvider:
 
     def __init__(self, inner: Any, outcomes: Mapping[str, deque[BatchOutcome]], retry: bool) -> None:
         self.inner, self.outcomes, self.retry = inner, outcomes, retry
-        self.name, self.api_error = inner.name, inner.api_error
+        self.name, self.api_error, self.task = inner.name, inner.api_error, inner.task
 
     def first_turns(self, trace: Any) -> list[dict[str, Any]]:
         """The interactive provider's."""
