@@ -31,6 +31,14 @@ class Job(TypedDict):
     callback: dict[str, Any] | None
     run: str | None
     variant: str
+    environment: str
+    """production, staging or evaluation (a batch's default); only production counts in the monitor and alerts."""
+    dataset: dict[str, Any] | None
+    """The dataset version a bound batch ran: name, version, content_hash, items covered."""
+    delivery: str
+    """interactive or batch (the provider's batch API)."""
+    provider: dict[str, Any] | None
+    """While judge requests wait in a provider batch: its ids and counts."""
 
 
 class TraceRecord(TypedDict):
@@ -47,6 +55,7 @@ class TraceRecord(TypedDict):
     processed_at: str | None
     error: str | None
     result: dict[str, Any] | None
+    environment: str
 
 
 class Report(TypedDict):
@@ -73,6 +82,12 @@ class Report(TypedDict):
     """The job's judge against human labels of the app's traces: sensitivity, specificity, kappa."""
     corrected: dict[str, dict[str, Any]]
     """Hallucination rates corrected for the judge's measured error (status says why there is no number)."""
+    environment: str
+    dataset: dict[str, Any] | None
+    """The dataset version a bound batch ran."""
+    by_split: dict[str, Any]
+    subsets: dict[str, Any]
+    """The human-written subset and the test split reported apart."""
 
 
 class Comparison(TypedDict):
@@ -103,3 +118,7 @@ class Comparison(TypedDict):
     """Hallucination rates of the matched traces, judge-corrected on each side."""
     warnings: list[str]
     """Why the comparison may mislead (no trace matched, say)."""
+    dataset_mismatch: dict[str, Any] | None
+    """The two runs' dataset versions and the items matched, when they differ."""
+    pairwise: dict[str, Any] | None
+    """With pairwise=true: the A/B judge's win rate, ties and position consistency."""
