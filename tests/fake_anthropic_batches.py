@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.fake_anthropic import FakeAnthropic, parse_user_message
+from tests.loopback import routed_handler
 
 
 class FakeAnthropicBatches(FakeAnthropic):
@@ -118,30 +119,7 @@ def _now() -> str:
 
 
 def _handler(fake: FakeAnthropicBatches) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
+    def route(method: str, path: str, _headers: Any, raw: bytes) -> tuple[int, dict[str, str], Any]:
+        return fake.route(method, path, json.loads(raw or b"{}") if method == "POST" else None)
 
-        def _answer(self, method: str) -> None:
-            length = int(self.headers.get("content-length", 0))
-            body = json.loads(self.rfile.read(length) or b"{}") if method == "POST" else None
-            status, headers, payload = fake.route(method, self.path, body)
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            self.send_response(status)
-            for name, value in {"content-type": "application/json", "request-id": f"req_{uuid.uuid4().hex[:20]}",
-                                **headers}.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            self._answer("POST")
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._answer("GET")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    return Handler
+    return routed_handler(route, "request-id")

@@ -21,6 +21,7 @@ from typing import Any
 
 from tests.fake_anthropic import parse_user_message
 from tests.fake_openai import FakeOpenAI
+from tests.loopback import routed_handler
 
 
 class FakeOpenAIBatches(FakeOpenAI):
@@ -111,29 +112,4 @@ class FakeOpenAIBatches(FakeOpenAI):
 
 
 def _handler(fake: FakeOpenAIBatches) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def _answer(self, method: str) -> None:
-            raw = self.rfile.read(int(self.headers.get("content-length", 0))) if method == "POST" else b""
-            status, headers, payload = fake.route(method, self.path, self.headers, raw)
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            self.send_response(status)
-            for name, value in {"content-type": "application/json", "x-request-id": f"req_{uuid.uuid4().hex[:12]}",
-                                **headers}.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            self._answer("POST")
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._answer("GET")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    return Handler
+    return routed_handler(fake.route, "x-request-id")

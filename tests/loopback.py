@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -62,6 +63,42 @@ def json_handler(answer: Callable[[BaseHTTPRequestHandler, dict[str, Any]], tupl
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+Route = Callable[[str, str, Any, bytes], tuple[int, Mapping[str, str], Any]]
+"""(method, path, headers, raw body) -> (status, headers, payload): a fake REST API's requests, GET and POST."""
+
+
+def routed_handler(route: Route, request_id_header: str) -> type[BaseHTTPRequestHandler]:
+    """A handler answering GETs and POSTs through `route`, JSON out (a `bytes` payload as is), every answer with a
+    fresh request id under `request_id_header` as the provider sends it (the batch APIs' fakes)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True   # as json_handler: no ~40 ms Nagle wait per answer
+
+        def _answer(self, method: str) -> None:
+            raw = self.rfile.read(int(self.headers.get("content-length", 0))) if method == "POST" else b""
+            status, headers, payload = route(method, self.path, self.headers, raw)
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            self.send_response(status)
+            for name, value in {"content-type": "application/json", request_id_header: f"req_{uuid.uuid4().hex[:20]}",
+                                **headers}.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            self._answer("POST")
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._answer("GET")
 
         def log_message(self, *args: object) -> None:
             pass

@@ -205,3 +205,34 @@ def page_apis(redis_url: str, tmp: Path, name: str) -> Iterator[PageApis]:
     finally:
         for proc in (open_api, keyed_api, worker):
             proc.stop()
+
+
+@dataclass
+class Tenants:
+    """One API serving two or more tenants, each with its API key: `api(tenant)` is a client signed in as it."""
+
+    url: str
+    keys: dict[str, str]
+    """Tenant id -> its API key, in the order the ids were given."""
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.keys)
+
+    def api(self, tenant: str) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.keys[tenant]}"}, timeout=30)
+
+
+@contextlib.contextmanager
+def tenant_apis(redis_url: str, tmp: Path, label: str, extra: Mapping[str, str] | None = None) -> Iterator[Tenants]:
+    """An API (no workers) on a queue of its own for tenants `{label}-a-RUN` and `{label}-b-RUN`, unique per call,
+    so tests sharing the Redis never see each other's jobs or datasets."""
+    run = uuid.uuid4().hex[:8]
+    keys = {f"{label}-{name}-{run}": f"key-{name}-{run}" for name in ("a", "b")}
+    env = {"RAGPULSE_QUEUE": f"{label}-{run}", **(extra or {}),
+           "RAGPULSE_API_KEYS": ",".join(f"{tenant}:{key}" for tenant, key in keys.items())}
+    url, api = start_api(redis_url, tmp, env)
+    try:
+        yield Tenants(url, keys)
+    finally:
+        api.stop()

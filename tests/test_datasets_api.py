@@ -3,38 +3,20 @@ tenant isolation (404), and bad input named by its path (422, 400, 409)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-import httpx
 import pytest
 
-from tests.support import start_api
+from tests.support import Tenants, tenant_apis
 
 pytestmark = pytest.mark.integration
 
 
-@dataclass
-class Tenants:
-    url: str
-    keys: dict[str, str]
-
-    def api(self, tenant: str) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.keys[tenant]}"}, timeout=30)
-
-
 @pytest.fixture(scope="module")
 def tenants(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenants]:
-    run = uuid.uuid4().hex[:8]
-    tenant_keys = {"a": f"key-a-{run}", "b": f"key-b-{run}"}
-    env = {"RAGPULSE_QUEUE": f"datasets-{run}", "RAGPULSE_DATASET_VERSIONS_MAX": "3",
-           "RAGPULSE_API_KEYS": ",".join(f"ds{t}{run}:{k}" for t, k in tenant_keys.items())}
-    url, api = start_api(redis_url, tmp_path_factory.mktemp("datasets"), env)
-    try:
-        yield Tenants(url, tenant_keys)
-    finally:
-        api.stop()
+    with tenant_apis(redis_url, tmp_path_factory.mktemp("datasets"), "datasets",
+                     {"RAGPULSE_DATASET_VERSIONS_MAX": "3"}) as apis:
+        yield apis
 
 
 def items(n: int, **extra) -> list[dict]:
@@ -42,7 +24,7 @@ def items(n: int, **extra) -> list[dict]:
 
 
 def test_push_list_and_page(tenants: Tenants) -> None:
-    with tenants.api("a") as api:
+    with tenants.api(tenants.ids[0]) as api:
         first = api.post("/v1/datasets/faq/versions", json={"items": items(5, split="test"), "description": "v1"})
         assert first.status_code == 201, first.text
         body = first.json()
@@ -63,9 +45,9 @@ def test_push_list_and_page(tenants: Tenants) -> None:
 
 
 def test_other_tenant_gets_404(tenants: Tenants) -> None:
-    with tenants.api("a") as api:
+    with tenants.api(tenants.ids[0]) as api:
         assert api.post("/v1/datasets/private/versions", json={"items": items(1)}).status_code == 201
-    with tenants.api("b") as api:
+    with tenants.api(tenants.ids[1]) as api:
         for path in ("/v1/datasets/private/versions", "/v1/datasets/private/versions/1"):
             missing = api.get(path)
             assert missing.status_code == 404 and missing.json()["title"] == "Dataset not found", missing.text
@@ -73,7 +55,7 @@ def test_other_tenant_gets_404(tenants: Tenants) -> None:
 
 
 def test_bad_input_names_its_path(tenants: Tenants) -> None:
-    with tenants.api("a") as api:
+    with tenants.api(tenants.ids[0]) as api:
         repeated = api.post("/v1/datasets/bad/versions", json={"items": [*items(2), items(1)[0]]})
         assert repeated.status_code == 422 and "items[2].item_id" in repeated.text, repeated.text
         misspelt = api.post("/v1/datasets/bad/versions", json={"items": [{**items(1)[0], "gold_docs": ["x"]}]})
@@ -91,7 +73,7 @@ def test_bad_input_names_its_path(tenants: Tenants) -> None:
 
 
 def test_versions_are_bounded(tenants: Tenants) -> None:
-    with tenants.api("b") as api:
+    with tenants.api(tenants.ids[1]) as api:
         for n in range(3):
             assert api.post("/v1/datasets/full/versions", json={"items": items(n + 1)}).status_code == 201
         refused = api.post("/v1/datasets/full/versions", json={"items": items(9)})

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -15,20 +14,11 @@ import redis
 from ragpulse.config import keys
 from ragpulse.store import Store
 from ragpulse.store.job_index import JobIndex
-from tests.support import start_api
+from tests.support import Tenants, tenant_apis
 
 pytestmark = pytest.mark.integration
 
 TTL = 3600
-
-
-@dataclass
-class Tenants:
-    url: str
-    keys: dict[str, str]
-
-    def api(self, tenant: str) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.keys[tenant]}"}, timeout=30)
 
 
 def trace(app: str, n: int) -> dict:
@@ -46,15 +36,9 @@ def submit(http: httpx.Client, apps: list[str], run: str | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def tenants(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenants]:
-    run = uuid.uuid4().hex[:8]
-    tenant_keys = {f"a-{run}": f"key-a-{run}", f"b-{run}": f"key-b-{run}"}
-    env = {"RAGPULSE_QUEUE": f"joblist-{run}", "RAGPULSE_RESULT_TTL_SECONDS": str(TTL),
-           "RAGPULSE_API_KEYS": ",".join(f"{t}:{k}" for t, k in tenant_keys.items())}
-    url, api = start_api(redis_url, tmp_path_factory.mktemp("joblist"), env)
-    try:
-        yield Tenants(url, tenant_keys)
-    finally:
-        api.stop()
+    with tenant_apis(redis_url, tmp_path_factory.mktemp("joblist"), "joblist",
+                     {"RAGPULSE_RESULT_TTL_SECONDS": str(TTL)}) as apis:
+        yield apis
 
 
 def first(t: Tenants) -> str:
