@@ -280,6 +280,13 @@ TRACE_FIELDS = [
     Odd("timestamp-not-a-date", BATCH, batch(trace(timestamp="yesterday")), 422, "$.traces[0].timestamp"),
     Odd("timestamp-month-13", BATCH, batch(trace(timestamp="2026-13-01T00:00:00Z")), 422, "$.traces[0].timestamp"),
     Odd("timestamp-epoch-number", BATCH, batch(trace(timestamp=1_700_000_000)), 422, "$.traces[0].timestamp"),
+    Odd("timestamp-before-year-1-in-utc", BATCH, batch(trace(timestamp="0001-01-01T03:02:03+16:00")), 422,
+        "$.traces[0]"),   # was a 500: the store's msgpack write converts to UTC
+    Odd("timestamp-after-year-9999-in-utc", TRACES, batch(trace(timestamp="9999-12-31T23:00:00-05:00")), 422,
+        "$.traces[0]"),
+    Odd("updated-at-before-year-1-in-utc", BATCH,
+        batch(trace(retrieved_docs=[{"id": "d", "updated_at": "0001-01-01T00:00:00+01:00"}])), 422,
+        "$.traces[0].retrieved_docs[0]"),
     Odd("metadata-string", BATCH, batch(trace(metadata="x")), 422, "$.traces[0].metadata"),
     Odd("metadata-list", BATCH, batch(trace(metadata=[1])), 422, "$.traces[0].metadata"),
     Odd("number-out-of-range-in-metadata", BATCH, with_metadata('{"x": -1e999}'), 422, "$.traces[0].metadata[...]"),

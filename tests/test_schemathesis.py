@@ -78,6 +78,10 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "item ids (of a dataset version) and chunk ids (of a generation's corpus) must be unique: JSON Schema cannot say "
         "a property is unique across array items",
     ),
+    "is out of range once converted to UTC": (
+        "$.traces[",
+        "an RFC 3339 time whose offset takes it past year 1 or 9999 in UTC: a range no JSON schema format states",
+    ),
     "duplicate trace_id": (
         "$.traces[",
         "trace ids must be unique within a batch; JSON Schema cannot say a property is unique across array items",

@@ -68,6 +68,17 @@ MAX_TOKEN_COUNT = 100_000_000
 TokenCount = Annotated[int, Meta(ge=0, le=MAX_TOKEN_COUNT)]
 
 
+def check_utc_range(field: str, moment: datetime.datetime | None) -> None:
+    """A time with an offset is stored in UTC: `0001-01-01T03:00:00+16:00` (or `9999-12-31T23:00:00-05:00`) is a valid
+    RFC 3339 time whose UTC falls outside years 1-9999, which no datetime holds (the store's write failed: a 500)."""
+    if moment is not None and moment.tzinfo is not None:
+        try:
+            moment.astimezone(datetime.UTC)
+        except OverflowError:
+            raise ValueError(f"`{field}` {moment.isoformat()} is out of range once converted to UTC "
+                             "(years 1 to 9999)") from None
+
+
 class RetrievedDoc(Base):
     """One retrieved passage, in the rank order the generator received it."""
 
@@ -80,6 +91,9 @@ class RetrievedDoc(Base):
     """Groups allowed to read the document; absent means the app does not say (never a leak), `[]` nobody."""
     updated_at: datetime.datetime | None = None
     """When the document last changed (RFC 3339): older than the app's `max_source_age_days` is stale."""
+
+    def __post_init__(self) -> None:
+        check_utc_range("updated_at", self.updated_at)
 
 
 class Principal(Base):
@@ -145,6 +159,7 @@ class Trace(Base):
     def __post_init__(self) -> None:
         if self.gold_doc_ids is not None and self.relevance is not None:
             raise ValueError("`gold_doc_ids` and `relevance` are mutually exclusive; give one")
+        check_utc_range("timestamp", self.timestamp)
 
     @property
     def has_labels(self) -> bool:
