@@ -121,6 +121,15 @@ def wait_for_job(client: httpx.Client, job_id: str, timeout: float = 60.0) -> di
     raise AssertionError(f"job {job_id} did not finish: {job}")
 
 
+def finished_job(client: httpx.Client, body: dict) -> str:
+    """POST `body` to /v1/batches, wait for the job and return its id; fails unless it was accepted and finished."""
+    accepted = client.post("/v1/batches", json=body)
+    assert accepted.status_code == 202, accepted.text
+    job_id = accepted.json()["job_id"]
+    assert wait_for_job(client, job_id)["status"] == "finished"
+    return job_id
+
+
 class Cluster:
     """An API and N workers sharing one queue prefix, judging against `fake`."""
 

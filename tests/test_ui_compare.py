@@ -20,7 +20,7 @@ import pytest
 
 from service.review_login import REVIEW_CSP
 from tests.browser import Browser
-from tests.support import page_apis, wait_for_job
+from tests.support import finished_job, page_apis, wait_for_job
 
 pytestmark = pytest.mark.integration
 
@@ -42,12 +42,8 @@ def traces(app: str, candidate: bool) -> list[dict]:
 
 def submit(http: httpx.Client, app: str, candidate: bool) -> str:
     # production, so that the app page (the production monitor) has the tenants' traces to show
-    accepted = http.post("/v1/batches", json={"traces": traces(app, candidate), "options": {
+    return finished_job(http, {"traces": traces(app, candidate), "options": {
         "judge": "none", "run": "cand" if candidate else "base", "environment": "production"}})
-    assert accepted.status_code == 202, accepted.text
-    job_id = accepted.json()["job_id"]
-    assert wait_for_job(http, job_id)["status"] == "finished"
-    return job_id
 
 
 @dataclass

@@ -23,7 +23,7 @@ import pytest
 from service.review_auth import safe_next
 from service.review_login import REVIEW_CSP
 from tests.browser import Browser
-from tests.support import page_apis, start_api, wait_for_job
+from tests.support import finished_job, page_apis, start_api
 
 pytestmark = pytest.mark.integration
 
@@ -37,11 +37,7 @@ def traces(app: str, n: int) -> list[dict]:
 
 
 def submit(http: httpx.Client, app: str, run: str, n: int = 3) -> str:
-    accepted = http.post("/v1/batches", json={"traces": traces(app, n), "options": {"judge": "none", "run": run}})
-    assert accepted.status_code == 202, accepted.text
-    job_id = accepted.json()["job_id"]
-    assert wait_for_job(http, job_id)["status"] == "finished"
-    return job_id
+    return finished_job(http, {"traces": traces(app, n), "options": {"judge": "none", "run": run}})
 
 
 @dataclass
