@@ -120,6 +120,21 @@ class Usage(Base):
     cost_usd: Annotated[float, Meta(ge=0, le=1_000)] | None = None
 
 
+ChatRole = Literal["user", "assistant"]
+SessionId = Annotated[str, Meta(min_length=1, max_length=256, pattern=URL_SEGMENT_PATTERN,
+                                description="The conversation this turn belongs to; GET /v1/sessions/{session_id} "
+                                            "reads it back (no `/`, and not `.` or `..`).")]
+MAX_HISTORY_TURNS = 200
+"""Earlier turns a trace may carry in `history`; the judge sees a bounded tail of them (judge input caps)."""
+
+
+class ChatTurn(Base):
+    """One earlier message of the conversation, oldest first."""
+
+    role: ChatRole
+    content: Annotated[str, Meta(max_length=1_048_576)]
+
+
 class Trace(Base):
     """One RAG interaction: query, retrieved passages, answer, and labels where known."""
 
@@ -155,8 +170,22 @@ class Trace(Base):
     environment: TraceEnvironment | None = None
     """Absent: `production` for POST /v1/traces and OTLP, the batch's `options.environment` in a batch (where a trace
     naming another is refused)."""
+    session_id: SessionId | None = None
+    """The conversation (chat session) this trace is a turn of."""
+    turn: Annotated[int, Meta(ge=0, le=100_000)] | None = None
+    """The turn's index in its session: 0 for the first question, 1 for the first follow-up, ... (needs `session_id`)."""
+    history: Annotated[list[ChatTurn], Meta(max_length=MAX_HISTORY_TURNS)] | None = None
+    """The conversation before this turn, oldest first: context that resolves references ("it", "the Pro plan"),
+    never evidence for new facts."""
+    rewritten_query: Query | None = None
+    """What the retriever was actually asked: the app's standalone rewrite of a follow-up `query`."""
+    session_evidence: Annotated[list[RetrievedDoc], Meta(max_length=1000)] | None = None
+    """Documents retrieved for earlier turns of the session, which may support this turn's claims (sent by the app, or
+    gathered from the session's stored earlier turns when absent)."""
 
     def __post_init__(self) -> None:
+        if self.turn is not None and self.session_id is None:
+            raise ValueError("`turn` needs `session_id`: a turn index means nothing outside its session")
         if self.gold_doc_ids is not None and self.relevance is not None:
             raise ValueError("`gold_doc_ids` and `relevance` are mutually exclusive; give one")
         check_utc_range("timestamp", self.timestamp)
