@@ -21,10 +21,14 @@ def queue_named(name: str, connection: redis.Redis) -> Queue:
 
 
 def pick_queue(traces: Sequence[Trace], options: BatchOptions) -> str:
-    """`online` when asked, or when every trace comes from production; else `batch`."""
+    """`online` when asked, or for a production job whose every trace comes from production; else `batch`.
+
+    The queue follows the environment: an `evaluation` or `staging` run of production-sourced traces (a replay of
+    last week's traffic as an eval set) is judged whole on the batch queue, never sampled by the online policy."""
     if options.queue is not None:
         return options.queue
-    return "online" if all(t.source == "production" for t in traces) else "batch"
+    production = options.environment == "production" and all(t.source == "production" for t in traces)
+    return "online" if production else "batch"
 
 
 def rq_queue_name(settings: Settings, queue: str) -> str:

@@ -19,6 +19,7 @@ import msgspec
 import pytest
 from prometheus_client import CollectorRegistry
 
+from dispatch.queues import pick_queue
 from ragpulse.exceptions import InvalidBody
 from ragpulse.intake.decode import decode_batch
 from ragpulse.model.results import TraceResult
@@ -49,6 +50,17 @@ def test_a_batch_is_an_evaluation_run_unless_it_says_otherwise() -> None:
     assert [t.environment for t in plain.traces] == ["evaluation", "evaluation"]     # every trace takes the job's
     replay = decode_batch(batch({"query": "a"}, environment="production"))
     assert replay.options.environment == "production" and replay.traces[0].environment == "production"
+
+
+@pytest.mark.parametrize(("environment", "sources", "queue"), [
+    ("production", ["production", "production"], "online"),       # production traffic sent as a batch: sampled
+    ("evaluation", ["production", "production"], "batch"),        # a replay of production traces as an eval set
+    ("staging", ["production"], "batch"),
+    ("production", ["production", "human"], "batch"),             # one labelled trace: an evaluation, judged whole
+])
+def test_the_default_queue_follows_the_environment(environment: str, sources: list[str], queue: str) -> None:
+    decoded = decode_batch(batch(*({"query": "q", "source": s} for s in sources), environment=environment))
+    assert pick_queue(decoded.traces, decoded.options) == queue
 
 
 def test_a_trace_naming_another_environment_than_its_batch_is_refused_by_path() -> None:

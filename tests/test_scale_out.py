@@ -80,7 +80,7 @@ def test_online_traces_are_served_while_a_100k_batch_waits(cluster_factory) -> N
         big = []
         for n in range(10):                                       # 10 x 10,000 = 100,000 offline traces
             big.append(cluster.post(traces(10_000, f"bulk{n}"), judge="local"))
-        online = cluster.post(traces(3, "prod", source="production"))
+        online = cluster.post(traces(3, "prod", source="production"), environment="production")
         job = wait_for_job(cluster.http, online, timeout=60)
         assert job["status"] == "finished" and job["queue"] == "online"
         pending = [cluster.http.get(f"/v1/jobs/{j}").json() for j in big]

@@ -214,7 +214,8 @@ class BatchOptions(Base):
     repeats: Annotated[int, Meta(ge=1, le=2)] = 1
     """2 judges every trace twice and flags disagreements for human review."""
     queue: Literal["online", "batch"] | None = None
-    """Priority queue; absent means `online` when every trace has source `production`, else `batch`."""
+    """Priority queue; absent means `online` for a `production` job whose every trace has source `production`, else
+    `batch` (an evaluation run of production traces is judged whole)."""
     sample: Literal["policy", "all"] | None = None
     """`policy` judges a sample per the app's sampling policy; `all` judges every trace. Absent: `policy` on the
     online queue, `all` on the batch queue."""
