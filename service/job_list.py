@@ -12,7 +12,7 @@ from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.job_list import JobFilter, JobLinks, JobsPage, JobSummary
 from ragpulse.model.results import JobStatus, Progress
-from ragpulse.model.trace import APP_NAME_PATTERN
+from ragpulse.model.trace import APP_NAME_PATTERN, DatasetRef
 from ragpulse.store import JobRecord, Store
 from service.context import Call
 
@@ -54,8 +54,10 @@ def summary(record: JobRecord, progress: Progress) -> JobSummary:
     return JobSummary(
         job_id=record.job_id, status=record.status, created_at=record.created_at, finished_at=record.finished_at,
         progress=progress, apps=record.apps, run=record.options.run, variant=record.options.variant,
-        environment=record.options.environment, judge=record.options.judge, links=JobLinks(report=f"/v1/jobs/{record.job_id}/report",
-                                                   page=f"/jobs/{record.job_id}"))
+        environment=record.options.environment, judge=record.options.judge,
+        dataset=DatasetRef(name=record.dataset.name, version=record.dataset.version) if record.dataset else None,
+        delivery=record.options.delivery,
+        links=JobLinks(report=f"/v1/jobs/{record.job_id}/report", page=f"/jobs/{record.job_id}"))
 
 
 def form_filter(app: str, run: str, status: str) -> JobFilter:

@@ -83,10 +83,25 @@ def test_item_carries_counts_apps_run_and_links(tenants: Tenants) -> None:
         assert http.get(item["links"]["report"]).status_code == 202   # queued: the report is pending
     assert item["apps"] == ["docs", "shop"] and item["run"] == "items" and item["variant"] == "rag"
     assert item["environment"] == "evaluation"                          # a batch that did not say otherwise
+    assert item["dataset"] is None and item["delivery"] == "interactive"
     assert item["judge"] == "none" and item["progress"] == status["progress"] == {
         "total": 3, "done": 0, "failed": 0, "skipped": 0}
     assert item["status"] == status["status"] and item["created_at"] == status["created_at"]
     assert item["links"] == {"report": f"/v1/jobs/{job_id}/report", "page": f"/jobs/{job_id}"}
+
+
+def test_a_bound_batch_lists_its_dataset_version(tenants: Tenants) -> None:
+    name = f"set-{uuid.uuid4().hex[:6]}"
+    with tenants.api(first(tenants)) as http:
+        items = [{"item_id": "i1", "query": "question", "gold_doc_ids": ["d1"]}]
+        assert http.post(f"/v1/datasets/{name}/versions", json={"items": items}).status_code == 201
+        accepted = http.post("/v1/batches", json={
+            "dataset": {"name": name, "version": 1}, "options": {"judge": "none", "run": "bound"},
+            "traces": [{"item_id": "i1", "retrieved_docs": [{"id": "d1", "text": "a document"}]}]})
+        assert accepted.status_code == 202, accepted.text
+        listed = http.get("/v1/jobs", params={"run": "bound"}).json()["items"]
+    item = next(i for i in listed if i["job_id"] == accepted.json()["job_id"])
+    assert item["dataset"] == {"name": name, "version": 1}
 
 
 def test_filters_by_app_run_and_status(tenants: Tenants, redis_url: str) -> None:

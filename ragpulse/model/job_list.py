@@ -6,6 +6,7 @@ import msgspec
 
 from ragpulse.model.environment import StoredEnvironment
 from ragpulse.model.results import JobStatus, Progress
+from ragpulse.model.trace import DatasetRef
 
 
 class JobLinks(msgspec.Struct, kw_only=True):
@@ -32,6 +33,10 @@ class JobSummary(msgspec.Struct, kw_only=True):
     """The batch's `options.environment`: only a production job's traces reach the app's monitor and alerts."""
     judge: str | None
     """The batch's `options.judge`; null means the service's default judge."""
+    dataset: DatasetRef | None = None
+    """The dataset version the batch ran (`{name, version}`); null for a batch bound to none."""
+    delivery: str = "interactive"
+    """The batch's `options.delivery`: `interactive` or `batch` (the provider's batch API)."""
     links: JobLinks
 
 
