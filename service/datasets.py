@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Controller, HttpMethod, Response, get, post, route
+from litestar import Controller, HttpMethod, Response, delete, get, post, route
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
 
 from ragpulse.config import defaults
 from ragpulse.intake.decode import decode_body
 from ragpulse.model.dataset import (
-    DATASET_NAME_PATTERN, DatasetList, DatasetVersion, DatasetVersionList, DatasetVersionPage, DatasetVersionPost,
+    DATASET_NAME_PATTERN, DatasetDeleted, DatasetList, DatasetVersion, DatasetVersionList, DatasetVersionPage, DatasetVersionPost,
 )
 from service.context import Call
 
@@ -67,7 +67,31 @@ class DatasetController(Controller):
         return DatasetVersionPage(version=found, items=items, offset=offset,
                                   next_offset=offset + len(items) if more and items else None)
 
+    @delete("/{name:str}/versions/{version:int}", sync_to_thread=True, status_code=200,
+            summary="Delete one version of a dataset")
+    def delete_version(self, name: Name, version: Version, call: Call) -> DatasetDeleted:
+        """Remove the version and its items, freeing its room under the tenant's limits; its number is never given
+        to another version while the dataset exists. Jobs that ran it keep their results and its name, number and
+        content hash. 404 when the tenant has no such version."""
+        removed = call.services.datasets.delete_version(call.tenant, name, version)
+        return DatasetDeleted(name=name, versions=[removed.version], items=removed.counts.items)
+
+    @delete("/{name:str}", sync_to_thread=True, status_code=200, summary="Delete a dataset and all its versions")
+    def delete_dataset(self, name: Name, call: Call) -> DatasetDeleted:
+        """Remove every version of the dataset and the name itself (a later push starts again at version 1); jobs
+        that ran it keep their results and its versions' content hashes. 404 when the tenant has no such dataset."""
+        removed = call.services.datasets.delete_dataset(call.tenant, name)
+        return DatasetDeleted(name=name, versions=[v.version for v in removed],
+                              items=sum(v.counts.items for v in removed))
+
     @route("/{name:str}/versions", http_method=HttpMethod.OPTIONS, include_in_schema=False, sync_to_thread=False)
     def options(self, name: str) -> Response[None]:
         """Litestar's automatic OPTIONS answer lists only the first handler's methods; this one lists both."""
         return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, POST"})
+
+    @route("/{name:str}/versions/{version:int}", http_method=HttpMethod.OPTIONS, include_in_schema=False,
+           sync_to_thread=False)
+    def allowed_version_methods(self, name: str, version: int) -> Response[None]:
+        """As `options`, for a version: read or delete. Named to sort before `delete_version`: a controller registers
+        its handlers in name order, and only a first OPTIONS handler prevents Litestar's automatic one."""
+        return Response(None, status_code=204, headers={"Allow": "DELETE, GET, OPTIONS"})

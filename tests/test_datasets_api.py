@@ -79,3 +79,34 @@ def test_versions_are_bounded(tenants: Tenants) -> None:
         refused = api.post("/v1/datasets/full/versions", json={"items": items(9)})
         assert refused.status_code == 409 and "RAGPULSE_DATASET_VERSIONS_MAX" in refused.text
         assert refused.json()["errors"][0]["path"] == "path.name"
+
+
+def test_deleting_frees_room_and_never_reuses_a_number(tenants: Tenants, redis_client) -> None:
+    from ragpulse.config import keys
+
+    with tenants.api(tenants.ids[1]) as api:
+        for n in range(3):
+            assert api.post("/v1/datasets/churn/versions", json={"items": items(n + 2)}).status_code == 201
+        held = int(redis_client.get(keys.dataset_items_held(tenants.ids[1])))
+        gone = api.delete("/v1/datasets/churn/versions/3")
+        assert gone.status_code == 200 and gone.json() == {"name": "churn", "versions": [3], "items": 4}
+        assert int(redis_client.get(keys.dataset_items_held(tenants.ids[1]))) == held - 4
+        assert api.get("/v1/datasets/churn/versions/3").status_code == 404
+        assert api.delete("/v1/datasets/churn/versions/3").status_code == 404
+        listed = next(d for d in api.get("/v1/datasets").json()["items"] if d["name"] == "churn")
+        assert (listed["versions"], listed["latest"]["version"]) == (2, 2)     # the latest held is version 2 again
+        again = api.post("/v1/datasets/churn/versions", json={"items": items(9)})   # room again under the limit of 3
+        assert again.status_code == 201 and again.json()["version"] == 4, again.text
+        assert [v["version"] for v in api.get("/v1/datasets/churn/versions").json()["items"]] == [4, 2, 1]
+        assert not redis_client.exists(keys.dataset_items(tenants.ids[1], "churn", 3),
+                                       keys.dataset_order(tenants.ids[1], "churn", 3))
+    with tenants.api(tenants.ids[0]) as other:
+        assert other.delete("/v1/datasets/churn").status_code == 404            # another tenant's: not found
+    with tenants.api(tenants.ids[1]) as api:
+        whole = api.delete("/v1/datasets/churn")
+        assert whole.status_code == 200 and whole.json() == {"name": "churn", "versions": [4, 2, 1], "items": 14}
+        assert int(redis_client.get(keys.dataset_items_held(tenants.ids[1]))) == held - 4 - 5
+        assert api.get("/v1/datasets/churn/versions").status_code == 404
+        assert all(d["name"] != "churn" for d in api.get("/v1/datasets").json()["items"])
+        assert api.post("/v1/datasets/churn/versions", json={"items": items(1)}).json()["version"] == 1
+        assert not redis_client.keys(f"{keys.dataset_version(tenants.ids[1], 'churn', 4)}*")

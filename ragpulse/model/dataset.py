@@ -123,6 +123,16 @@ class DatasetVersionList(msgspec.Struct, kw_only=True):
     items: list[DatasetVersion]
 
 
+class DatasetDeleted(msgspec.Struct, kw_only=True):
+    """DELETE /v1/datasets/{name}[/versions/{version}]: what was removed and the room it freed."""
+
+    name: str
+    versions: list[int]
+    """The version numbers removed, newest first."""
+    items: int
+    """Items freed from the tenant's RAGPULSE_DATASET_ITEMS_PER_TENANT allowance."""
+
+
 class DatasetVersionPage(msgspec.Struct, kw_only=True):
     """GET /v1/datasets/{name}/versions/{version}: the version and one page of its items, in push order."""
 

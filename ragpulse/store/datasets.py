@@ -12,6 +12,12 @@ dropping an old version a run may name.
 Pushing the items of the latest version again (same content hash) is idempotent when both are pushed versions with the
 same status: the latest version is answered and nothing is written (a description that differs is not a new version).
 Generated drafts always get a version of their own, since each belongs to its job.
+
+Deleting frees room: a version (or a whole dataset) is removed with its items in one WATCHed transaction on the same
+keys a push watches, so a push and a delete never interleave. Numbers are never reused while the dataset exists: the
+next push after deleting version 3 of 3 is version 4, so a job bound to the deleted version 3 can never be matched to
+different items under the same number (its content hash, kept on the job, tells them apart in any case). Deleting
+the whole dataset forgets its counter; the name then starts again from 1.
 """
 
 from __future__ import annotations
@@ -99,12 +105,13 @@ class DatasetStore:
 
         def write(pipe: redis.client.Pipeline) -> Pushed:
             latest = int(pipe.hget(keys.datasets(tenant), name) or 0)
-            if latest:
-                previous = _unpack_version(pipe.get(keys.dataset_version(tenant, name, latest)))
+            held = self._existing(pipe, tenant, name, latest)
+            if held:
+                previous = held[0]
                 if (previous.content_hash, previous.status, previous.origin, origin) == (digest, status, "pushed",
                                                                                         "pushed"):
                     return Pushed(previous, False)
-            self._check_room(pipe, tenant, name, latest, counts.items)
+            self._check_room(pipe, tenant, len(held), latest == 0, name, counts.items)
             version = DatasetVersion(name=name, version=latest + 1, content_hash=digest, status=status,
                                      created_at=now, counts=counts, description=post.description, origin=origin,
                                      job_id=job_id)
@@ -115,14 +122,15 @@ class DatasetStore:
         return self.redis.transaction(write, keys.datasets(tenant), keys.dataset_items_held(tenant),
                                       value_from_callable=True)
 
-    def _check_room(self, pipe: redis.client.Pipeline, tenant: str, name: str, latest: int, items: int) -> None:
+    def _check_room(self, pipe: redis.client.Pipeline, tenant: str, held_versions: int, new_name: bool, name: str,
+                    items: int) -> None:
         limits = self.limits
-        if not latest and pipe.hlen(keys.datasets(tenant)) >= limits.datasets:
+        if new_name and pipe.hlen(keys.datasets(tenant)) >= limits.datasets:
             raise _full("path.name", f"the tenant holds {limits.datasets} datasets, its limit "
                                      "(RAGPULSE_DATASETS_PER_TENANT)")
-        if latest >= limits.versions:
-            raise _full("path.name", f"dataset {name!r} holds {latest} versions, its limit "
-                                     "(RAGPULSE_DATASET_VERSIONS_MAX)")
+        if held_versions >= limits.versions:
+            raise _full("path.name", f"dataset {name!r} holds {held_versions} versions, its limit "
+                                     "(RAGPULSE_DATASET_VERSIONS_MAX); delete one to make room")
         held = int(pipe.get(keys.dataset_items_held(tenant)) or 0)
         if held + items > limits.items:
             raise _full("$.items", f"the tenant's datasets hold {held} items; {items} more exceed its limit of "
@@ -140,12 +148,23 @@ class DatasetStore:
         pipe.hset(keys.datasets(tenant), name, number)
         pipe.incrby(keys.dataset_items_held(tenant), len(packed))
 
+    @staticmethod
+    def _existing(client: redis.Redis | redis.client.Pipeline, tenant: str, name: str,
+                  latest: int) -> list[DatasetVersion]:
+        """The versions 1..latest still held (deleted ones leave gaps), newest first."""
+        if not latest:
+            return []
+        raws = client.mget([keys.dataset_version(tenant, name, n) for n in range(latest, 0, -1)])
+        return [_unpack_version(raw) for raw in raws if raw is not None]
+
     def get_version(self, tenant: str, name: str, version: int | None = None) -> DatasetVersion:
-        """One version (the latest when `version` is None); DatasetNotFound when the tenant has no such version."""
+        """One version (the latest held when `version` is None); DatasetNotFound when the tenant has no such
+        version."""
         if version is None:
-            version = int(self.redis.hget(keys.datasets(tenant), name) or 0)
-            if not version:
+            held = self._existing(self.redis, tenant, name, int(self.redis.hget(keys.datasets(tenant), name) or 0))
+            if not held:
                 raise DatasetNotFound(name)
+            return held[0]
         raw = self.redis.get(keys.dataset_version(tenant, name, version))
         if raw is None:
             raise DatasetNotFound(name, version)
@@ -153,18 +172,58 @@ class DatasetStore:
 
     def list_versions(self, tenant: str, name: str) -> list[DatasetVersion]:
         """Every version of the dataset, newest first (numbers run 1..latest without gaps)."""
-        latest = int(self.redis.hget(keys.datasets(tenant), name) or 0)
-        if not latest:
+        held = self._existing(self.redis, tenant, name, int(self.redis.hget(keys.datasets(tenant), name) or 0))
+        if not held:
             raise DatasetNotFound(name)
-        raws = self.redis.mget([keys.dataset_version(tenant, name, n) for n in range(latest, 0, -1)])
-        return [_unpack_version(raw) for raw in raws if raw is not None]
+        return held
 
     def list_datasets(self, tenant: str) -> list[DatasetSummary]:
-        """The tenant's datasets by name, each with its version count and latest version."""
+        """The tenant's datasets by name, each with its number of versions held and its latest version."""
         latest = sorted((name.decode(), int(n)) for name, n in self.redis.hgetall(keys.datasets(tenant)).items())
-        raws = self.redis.mget([keys.dataset_version(tenant, name, n) for name, n in latest]) if latest else []
-        return [DatasetSummary(name=name, versions=n, latest=_unpack_version(raw))
-                for (name, n), raw in zip(latest, raws) if raw is not None]
+        summaries = []
+        for name, n in latest:
+            held = self._existing(self.redis, tenant, name, n)
+            if held:
+                summaries.append(DatasetSummary(name=name, versions=len(held), latest=held[0]))
+        return summaries
+
+    def delete_version(self, tenant: str, name: str, version: int) -> DatasetVersion:
+        """Remove one version and its items (its number is not reused); DatasetNotFound when not held."""
+        def remove(pipe: redis.client.Pipeline) -> DatasetVersion:
+            raw = pipe.get(keys.dataset_version(tenant, name, version))
+            if raw is None:
+                raise DatasetNotFound(name, version)
+            found = _unpack_version(raw)
+            pipe.multi()
+            self._unstage(pipe, tenant, [found])
+            return found
+
+        return self.redis.transaction(remove, keys.datasets(tenant), keys.dataset_items_held(tenant),
+                                      keys.dataset_version(tenant, name, version), value_from_callable=True)
+
+    def delete_dataset(self, tenant: str, name: str) -> list[DatasetVersion]:
+        """Remove every version of the dataset and its name; the versions removed, newest first."""
+        def remove(pipe: redis.client.Pipeline) -> list[DatasetVersion]:
+            latest = int(pipe.hget(keys.datasets(tenant), name) or 0)
+            if not latest:
+                raise DatasetNotFound(name)
+            held = self._existing(pipe, tenant, name, latest)
+            pipe.multi()
+            self._unstage(pipe, tenant, held)
+            pipe.hdel(keys.datasets(tenant), name)
+            return held
+
+        return self.redis.transaction(remove, keys.datasets(tenant), keys.dataset_items_held(tenant),
+                                      value_from_callable=True)
+
+    @staticmethod
+    def _unstage(pipe: redis.client.Pipeline, tenant: str, versions: Sequence[DatasetVersion]) -> None:
+        for found in versions:
+            pipe.delete(keys.dataset_version(tenant, found.name, found.version),
+                        keys.dataset_items(tenant, found.name, found.version),
+                        keys.dataset_order(tenant, found.name, found.version))
+        if versions:
+            pipe.decrby(keys.dataset_items_held(tenant), sum(v.counts.items for v in versions))
 
     def read_items(self, tenant: str, name: str, version: int, offset: int, limit: int) -> list[DatasetItem]:
         """Items offset..offset+limit-1 of the version, in push order (fewer at its end)."""
