@@ -102,6 +102,11 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$",
         "the reviewer name `calibration` is kept for calibration labels; the schema's pattern does not single it out",
     ),
+    "`turn` needs `session_id`": (
+        "$.traces[",
+        "a turn index without its session: the pair is given together, which JSON Schema states only for presence, "
+        "not for a null `session_id`",
+    ),
     "already used with a different body": (
         "header.idempotency-key",
         "an Idempotency-Key names one post: the same key with another body is refused, server state no schema states",
