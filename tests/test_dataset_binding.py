@@ -94,3 +94,19 @@ def test_a_file_posted_as_several_jobs_adds_up_their_bindings() -> None:
     merged = merged_binding([view(binding(1, "h1")), view(binding(1, "h1"))])
     assert merged is not None and merged.items == 4 and merged.splits == {"dev": 4}
     assert merged_binding([view(binding(1, "h1")), view(None)]) is None
+
+
+def test_only_a_dataset_item_sets_the_retrieval_filters_flag() -> None:
+    from ragpulse.intake.decode import decode_batch
+    from ragpulse.exceptions import InvalidBody
+
+    body = b'{"traces": [{"query": "q"}, {"query": "q", "retrieval_answerable": false}]}'
+    try:
+        decode_batch(body)
+    except InvalidBody as exc:
+        assert [e["path"] for e in exc.errors] == ["$.traces[1]"] and "item_id" in exc.errors[0]["message"]
+    else:
+        raise AssertionError("an unbound trace set retrieval_answerable")
+    item = DatasetItem(item_id="i1", query="Who?", gold_doc_ids=["d1"], retrieval_answerable=False)
+    trace = bare()
+    assert fill(trace, item, "$.traces[0]") == [] and trace.retrieval_answerable is False

@@ -102,6 +102,11 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$",
         "the reviewer name `calibration` is kept for calibration labels; the schema's pattern does not single it out",
     ),
+    "`retrieval_answerable` is set from a dataset item": (
+        "$.traces[",
+        "the retrieval filter's flag comes with a dataset item: a trace without `item_id` (null included) cannot "
+        "carry it",
+    ),
     "`turn` needs `session_id`": (
         "$.traces[",
         "a turn index without its session: the pair is given together, which JSON Schema states only for presence, "

@@ -184,6 +184,9 @@ class Trace(Base):
     gathered from the session's stored earlier turns when absent)."""
 
     def __post_init__(self) -> None:
+        if self.retrieval_answerable is not None and self.item_id is None:
+            raise ValueError("`retrieval_answerable` is set from a dataset item (the retrieval filter's flag); a trace "
+                             "naming no `item_id` cannot give it")
         if self.turn is not None and self.session_id is None:
             raise ValueError("`turn` needs `session_id`: a turn index means nothing outside its session")
         if self.gold_doc_ids is not None and self.relevance is not None:
