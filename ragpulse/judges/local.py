@@ -10,8 +10,8 @@ security check's verdict, ragpulse.judges.evidence) and superseded documents are
 
 On a conversation turn it reads the session evidence (documents retrieved for earlier turns) as evidence too, so an
 earlier grounded answer restated is supported, and never the history: a claim only an earlier turn states stays
-unsupported. It cannot resolve references to earlier turns ("it", "that plan": an unsupported claim using one says
-so in its reason) and cannot tell whether a rewritten query kept the user's intent (`rewrite_faithful` stays null,
+unsupported. It cannot resolve references to earlier turns ("it", "that plan": a claim not supported that uses one
+says so in its reason) and cannot tell whether a rewritten query kept the user's intent (`rewrite_faithful` stays null,
 `rewrite_reason` says why); context relevance reads the rewritten query, what the retriever was asked.
 """
 
@@ -624,18 +624,18 @@ class LocalJudge:
 CANNOT_JUDGE_REWRITE = "The offline heuristic judge cannot tell whether a rewritten query kept the user's intent."
 """The local judge's `rewrite_reason` on a turn with a rewritten query (`rewrite_faithful` stays null)."""
 UNRESOLVED = "heuristic: references to earlier turns ({words}) are not resolved"
-"""Appended to the reason of an unsupported claim of a conversation turn that refers back with an anaphor."""
+"""Appended to the reason of a claim not supported, of a conversation turn, that refers back with an anaphor."""
 
 
 def _unresolved(claims: list[Claim], trace: Trace) -> list[Claim]:
-    """On a turn with history, each unsupported claim using an anaphor ("it", "that") says that the heuristic does not
-    resolve it: the verdict may be wrong for that reason alone."""
+    """On a turn with history, each claim not supported that uses an anaphor ("it", "that") says that the heuristic
+    does not resolve it: the verdict may be wrong for that reason alone."""
     if not trace.history:
         return claims
     for claim in claims:
         words = [w for w in dict.fromkeys(fold(claim.text).replace(",", " ").replace(".", " ").split())
                  if w in lexicon.ANAPHORA]
-        if claim.verdict == "unsupported" and words:
+        if claim.verdict != "supported" and words:
             note = UNRESOLVED.format(words=", ".join(f"'{w}'" for w in words))
             claim.reason = f"{claim.reason}; {note}" if claim.reason else note
     return claims
