@@ -2,9 +2,10 @@
 
 By default it judges like a literal-minded LLM writing prompt v3's tool input: each answer sentence is a claim with
 its reasoning, supported when it appears in a document or a session document (quoted from there; never from the
-history), unsupported otherwise, and every document gets a relevance entry by rank; a rewritten query is faithful
-when it keeps the question's names and figures. Tests script faults with `push(...)`: the next requests get them in order
-(429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input, a 200 that is not a message).
+history), unsupported otherwise, and every document gets a relevance entry by rank; a rewritten query is
+faithful when it keeps the question's names and figures. Tests script faults with `push(...)`: the next requests
+get them in order (429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input, a 200 that
+is not a message).
 
 Prompt caching is simulated: when the request marks a prefix with `cache_control` and that prefix reaches
 `cache_min_tokens`, the first request with that prefix reports it as `cache_creation_input_tokens` and later ones

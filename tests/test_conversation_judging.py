@@ -44,8 +44,9 @@ def turn(**extra) -> Trace:
 
 def test_history_comes_before_the_question_and_session_documents_after_this_turns_documents() -> None:
     message = user_message(turn(rewritten_query="Can Quill Notes notes be exported after the free trial?"))
-    order = [message.index(tag) for tag in ("<history>", "<question>", "<rewritten_query>", '<document id="quill-export"',
-                                            '<session_document id="quill-trial"', "<answer>")]
+    tags = ("<history>", "<question>", "<rewritten_query>", '<document id="quill-export"',
+            '<session_document id="quill-trial"', "<answer>")
+    order = [message.index(tag) for tag in tags]
     assert order == sorted(order)
     assert '<turn role="assistant">The Quill Notes free trial lasts 14 days.</turn>' in message
     assert '<session_document id="quill-trial">' in message and "rank=" not in message.split("<session_document")[1]

@@ -59,7 +59,8 @@ def run(api: httpx.Client, traces: list[dict], judge: str = "anthropic") -> tupl
 
 def follow_up(trace_id: str, answer: str, **extra: object) -> dict:
     """Turn 1 of a Quill Notes chat: the assistant said TRIAL at turn 0, from the document now in session evidence."""
-    return {"trace_id": trace_id, "session_id": f"s-{trace_id}", "turn": 1, "query": f"Can I export my notes? ({trace_id})",
+    return {"trace_id": trace_id, "session_id": f"s-{trace_id}", "turn": 1,
+            "query": f"Can I export my notes? ({trace_id})",
             "history": [{"role": "user", "content": "How long is the Quill trial?"},
                         {"role": "assistant", "content": TRIAL}, {"role": "user", "content": HOSTILE},
                         {"role": "assistant", "content": "Backups are kept in Frankfurt."}],

@@ -132,7 +132,7 @@ class Settings:
     100,000). A trace cut by any of the three is judged on what is left and flagged (`judge_input_truncated`)."""
 
     judge_max_history_turns: int = defaults.JUDGE_MAX_HISTORY_TURNS
-    """RAGPULSE_JUDGE_MAX_HISTORY_TURNS: earlier turns of a conversation the judge sees, the most recent (default 12)."""
+    """RAGPULSE_JUDGE_MAX_HISTORY_TURNS: earlier turns of a conversation the judge sees, the latest (default 12)."""
 
     judge_max_history_chars: int = defaults.JUDGE_MAX_HISTORY_CHARS
     """RAGPULSE_JUDGE_MAX_HISTORY_CHARS: characters of those turns together the judge sees (default 12,000)."""
