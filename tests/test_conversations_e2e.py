@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,3 +154,31 @@ def test_under_the_offline_judge_no_rewrite_is_decided_and_restated_answers_are_
     assert all(item["attribution"]["stage"] != "query_rewrite" for item in results.values())
     restated = [results[t["trace_id"]] for t, label in cases if label["category"] == "restated_answer"]
     assert any(c.get("support") == "session" for item in restated for c in item["claims"])
+
+
+def test_online_turns_are_judged_in_context_too(cluster_factory) -> None:
+    """POST /v1/traces: the same rules on the online path (the sampled turn read back with GET /v1/traces/{id})."""
+    app = f"chat-{uuid.uuid4().hex[:6]}"
+    with FakeAnthropic() as fake:
+        cluster = cluster_factory(fake, 1, RAGPULSE_APPS=app, RAGPULSE_JUDGE="anthropic")
+        http = cluster.http
+        assert http.put(f"/v1/apps/{app}/policy", json={"sample_rate": 1.0}).status_code == 200
+        turns = [{**follow_up(f"{app}-restated", f"{TRIAL} {EXPORT}"), "app": app, "source": "production"},
+                 {**follow_up(f"{app}-new", f"{EXPORT} Backups are kept in Frankfurt."), "app": app,
+                  "source": "production"}]
+        posted = http.post("/v1/traces", json={"traces": turns})
+        assert posted.status_code == 202, posted.text
+        ids = [t["trace_id"] for t in turns]
+
+        def records() -> list[dict]:
+            return [http.get(f"/v1/traces/{tid}").json() for tid in ids]
+        deadline = time.monotonic() + 60
+        while not all(r.get("status") == "done" for r in records()):
+            assert time.monotonic() < deadline, records()
+            time.sleep(0.2)
+        restated, new = (r["result"] for r in records())
+        assert not restated["generation"]["hallucinated"]
+        assert [c.get("support") for c in restated["claims"]] == ["session", "documents"]
+        assert new["generation"]["hallucinated"] and new["claims"][1]["verdict"] == "unsupported"
+        message = request_for(fake, turns[0]["query"])
+        assert html.escape(HOSTILE) in message and message.count("</history>") == 1
