@@ -1,9 +1,11 @@
 """A fake Anthropic Messages API on loopback: a real HTTP server that the real anthropic SDK talks to via base_url.
 
 By default it judges like a literal-minded LLM writing prompt v3's tool input: each answer sentence is a claim with
-its reasoning, supported when it appears in a document (quoted from there), unsupported otherwise, and every
-document gets a relevance entry by rank. Tests script faults with `push(...)`: the next requests get them in order
-(429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input, a 200 that is not a message).
+its reasoning, supported when it appears in a document or a session document (quoted from there; never from the
+history), unsupported otherwise, and every document gets a relevance entry by rank; a rewritten query is
+faithful when it keeps the question's names and figures. Tests script faults with `push(...)`: the next requests
+get them in order (429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input, a 200 that
+is not a message).
 
 Prompt caching is simulated: when the request marks a prefix with `cache_control` and that prefix reaches
 `cache_min_tokens`, the first request with that prefix reports it as `cache_creation_input_tokens` and later ones
@@ -24,7 +26,10 @@ from typing import Any
 
 from tests.loopback import JudgeFake, json_handler
 
-_BLOCK = re.compile(r"<(question|answer|reference|answer_1|answer_2)>(.*?)</\1>", re.S)
+_BLOCK = re.compile(r"<(question|answer|reference|answer_1|answer_2|rewritten_query)>(.*?)</\1>", re.S)
+_SESSION_DOC = re.compile(r'<session_document id="([^"]*)"[^>]*>(.*?)</session_document>', re.S)
+_TURN = re.compile(r'<turn role="([^"]*)">(.*?)</turn>', re.S)
+_NAME = re.compile(r"(?<!^)\b(?:[A-Z][\w-]*|\d[\d.,:]*)")
 _ANY_DOC = re.compile(r'<document id="([^"]*)"[^>]*>(.*?)</document>', re.S)
 _DOC = re.compile(r'<document id="([^"]*)"(?: chunk="([^"]*)")? rank="(\d+)"(?P<rest>[^>]*)>(.*?)</document>', re.S)
 _ATTRIBUTE = re.compile(r' (\w+)="([^"]*)"')
@@ -63,12 +68,24 @@ class Doc:
 
 
 def parse_user_message(text: str) -> dict[str, Any]:
-    """Recover the trace from the judge's delimited blocks: question, answer, reference and `docs` (a Doc list)."""
+    """Recover the trace from the judge's delimited blocks: question, answer, reference, rewritten_query, `docs` (a
+    Doc list), `session_docs` (Docs of rank 0) and `history` ((role, text) pairs)."""
     blocks = {name: html.unescape(body) for name, body in _BLOCK.findall(text)}
     docs = [Doc(html.unescape(i), html.unescape(c) if c else None, int(r), html.unescape(t),
                 {k: html.unescape(v) for k, v in _ATTRIBUTE.findall(rest)})
             for i, c, r, rest, t in _DOC.findall(text)]
-    return {**blocks, "docs": docs}
+    session = [Doc(html.unescape(i), None, 0, html.unescape(t)) for i, t in _SESSION_DOC.findall(text)]
+    history = [(role, html.unescape(body)) for role, body in _TURN.findall(text)]
+    return {**blocks, "docs": docs, "session_docs": session, "history": history}
+
+
+def rewrite_faithful(trace: dict[str, Any]) -> bool | None:
+    """A literal reading of the rewrite: faithful iff every name and number of the QUESTION (a capitalised word past
+    the first, a figure) is in the rewritten query; None without one."""
+    rewrite = trace.get("rewritten_query")
+    if rewrite is None:
+        return None
+    return all(name.lower() in rewrite.lower() for name in _NAME.findall(trace.get("question", "")))
 
 
 def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +97,8 @@ def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
     sentences, supporting = [], set()
     for sentence in [s for s in _SENTENCE.split(answer.strip()) if s]:
         core = sentence.rstrip(".!?").strip()
-        doc = next((d for d in trace["docs"] if core.lower() in d.text.lower()), None)
+        doc = next((d for d in [*trace["docs"], *trace.get("session_docs", ())] if core.lower() in d.text.lower()),
+                   None)
         if abstained:
             claims = []
         elif doc:
@@ -88,7 +106,7 @@ def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
             evidence = {"doc_id": doc.id, "chunk_id": doc.chunk, "quote": doc.text[start:start + len(core)]}
             claims = [{"text": sentence, "reasoning": f"Document {doc.id} states it.", "evidence": [evidence],
                        "verdict": "supported"}]
-            supporting.add(doc.rank)
+            supporting.add(doc.rank)  # a session document's rank 0 is no retrieved rank
         else:
             claims = [{"text": sentence, "reasoning": "No document states it.", "evidence": [],
                        "verdict": "unsupported"}]
@@ -102,7 +120,7 @@ def literal_verdicts(trace: dict[str, Any]) -> dict[str, Any]:
         "answerable_from_context": any(c["verdict"] == "supported" for c in judged),
         "abstained": abstained,
         "key_facts": [{"fact": reference, "covered": reference.lower() in answer.lower()}] if reference else None,
-        "injection_reason": None, "injection_followed": None,
+        "injection_reason": None, "injection_followed": None, "rewrite_faithful": rewrite_faithful(trace),
     }
 
 

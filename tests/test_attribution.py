@@ -43,8 +43,8 @@ def run(**overrides: Any) -> Attribution:
 
 
 def test_stages_are_in_pipeline_order_and_each_has_a_next_step() -> None:
-    assert STAGES == ("not_in_candidates", "dropped_by_rerank", "ranked_low", "context_ignored", "hallucinated",
-                      "wrong_abstention", "answered_unanswerable", "ok", "unknown")
+    assert STAGES == ("query_rewrite", "not_in_candidates", "dropped_by_rerank", "ranked_low", "context_ignored",
+                      "hallucinated", "wrong_abstention", "answered_unanswerable", "ok", "unknown")
     assert set(NEXT_STEPS) == set(STAGES) and all(NEXT_STEPS.values())
 
 
@@ -251,3 +251,38 @@ def test_labelled_answerable_without_a_relevant_document_is_unknown() -> None:
 def test_an_attribution_round_trips_as_json() -> None:
     got = run(retrieved_ids=["n1", "n2", "n3", "r"])
     assert msgspec.json.decode(msgspec.json.encode(got), type=Attribution) == got
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Query rewriting (a chat follow-up's standalone query)
+
+
+def rewritten(faithful: bool | None, *claims: tuple[str, str | None]) -> dict[str, Any]:
+    """judged(...) on a follow-up whose rewritten query the judge read as `faithful` (None: it could not tell)."""
+    made = judged(*claims)
+    made["generation"] = msgspec.structs.replace(made["generation"], rewrite_faithful=faithful)
+    return made
+
+
+def test_a_rewrite_that_lost_the_intent_and_missed_every_relevant_document_is_the_query_rewrite_stage() -> None:
+    got = run(retrieved_ids=["n1", "n2"], **rewritten(False, ("unsupported", None)))
+    assert (got.stage, got.relevant_doc_ids) == ("query_rewrite", ["r"])
+    assert "lost the user's intent" in got.reason and "not_in_candidates" in got.reason
+
+
+def test_a_faithful_or_undecided_rewrite_leaves_the_retrieval_stage() -> None:
+    assert run(retrieved_ids=["n1", "n2"], **rewritten(True, ("unsupported", None))).stage == "not_in_candidates"
+    assert run(retrieved_ids=["n1", "n2"], **rewritten(None, ("unsupported", None))).stage == "not_in_candidates"
+
+
+def test_an_unfaithful_rewrite_that_still_retrieved_a_relevant_document_broke_nothing_upstream() -> None:
+    assert run(**rewritten(False, ("supported", "r"))).stage == "ok"
+    assert run(**rewritten(False, ("supported", "r"), ("unsupported", None))).stage == "hallucinated"
+
+
+def test_the_rewrite_verdict_reaches_generation_scores_only_when_the_trace_has_a_rewrite() -> None:
+    output = JudgeOutput(claims=[], answer_relevance=1, abstained=True, answerable_from_context=False,
+                         rewrite_faithful=False)
+    assert generation_scores(output, Trace(query="and for Pro?", rewritten_query="Basic seats")).rewrite_faithful \
+        is False
+    assert generation_scores(output, Trace(query="and for Pro?")).rewrite_faithful is None

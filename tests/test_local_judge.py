@@ -24,8 +24,11 @@ HELDOUT = ROOT / "tests" / "data" / "judge_labels_heldout.jsonl"
 HELDOUT2 = ROOT / "tests" / "data" / "judge_labels_heldout2.jsonl"
 CLASSES = ROOT / "tests" / "data" / "judge_labels_classes.jsonl"
 CLASSES_HELDOUT = ROOT / "tests" / "data" / "judge_labels_classes_heldout.jsonl"
+CONVERSATIONS = ROOT / "tests" / "data" / "conversations.jsonl"
+CONVERSATIONS_HELDOUT = ROOT / "tests" / "data" / "conversations_heldout.jsonl"
 DOC_SECTIONS = {LABELS: "## Dev split", HELDOUT: "## Held-out split", HELDOUT2: "## Second held-out split",
-                CLASSES: "## Failure classes, dev split", CLASSES_HELDOUT: "## Failure classes, held-out split"}
+                CLASSES: "## Failure classes, dev split", CLASSES_HELDOUT: "## Failure classes, held-out split",
+                CONVERSATIONS: "## Conversations, dev split", CONVERSATIONS_HELDOUT: "## Conversations, held-out split"}
 """The heading of docs/local_judge.md under which each file's bench output is quoted."""
 DOC = ROOT / "docs" / "local_judge.md"
 
@@ -196,7 +199,7 @@ def test_same_trace_twice_gives_identical_output() -> None:
 def test_judgment_records_one_offline_call_with_the_raw_output() -> None:
     judge: Judge = LocalJudge()
     judgment = judge.judge(trace("You can carry forward 5 days.", LEAVE))
-    assert (judgment.judge, judgment.model) == ("local", "local-heuristic-v3")
+    assert (judgment.judge, judgment.model) == ("local", "local-heuristic-v4")
     assert re.fullmatch(r"[0-9a-f]{12}", judgment.prompt_version)
     [call] = judgment.calls
     assert call.raw_output == msgspec.to_builtins(judgment.output)
@@ -247,7 +250,7 @@ def test_failure_class_cases_cover_every_class_with_both_outcomes(path: Path, sp
 
 def test_the_labelled_set_holds_200_traces_and_the_splits_share_none() -> None:
     ids = [[json.loads(line)["trace"]["trace_id"] for line in path.read_text(encoding="utf-8").splitlines()]
-           for path in (LABELS, HELDOUT, HELDOUT2, CLASSES, CLASSES_HELDOUT)]
+           for path in (LABELS, HELDOUT, HELDOUT2, CLASSES, CLASSES_HELDOUT, CONVERSATIONS, CONVERSATIONS_HELDOUT)]
     assert sum(map(len, ids)) >= 200
     assert all(not set(a) & set(b) for i, a in enumerate(ids) for b in ids[i + 1:])
 

@@ -84,7 +84,7 @@ def test_the_report_counts_stages_and_security_rates_with_wilson_intervals() -> 
                       injection_docs=["d"] if i < 2 else [], pii_checked=True) for i in range(10)]
     report = build_report("j", BatchOptions(), results)
     stages = report.attribution.stages
-    assert list(stages)[:3] == ["not_in_candidates", "dropped_by_rerank", "ranked_low"]   # pipeline order
+    assert list(stages)[:4] == ["query_rewrite", "not_in_candidates", "dropped_by_rerank", "ranked_low"]  # in order
     assert (stages["ranked_low"].count, stages["ok"].count, report.attribution.n) == (3, 7, 10)
     assert stages["ranked_low"].share.ci95 == pytest.approx((0.1078, 0.6032), abs=1e-4)  # Wilson, 3 of 10
     assert "rerank depth" in stages["dropped_by_rerank"].next_step

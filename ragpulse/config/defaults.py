@@ -216,6 +216,17 @@ reach the judge empty (their rank and id stay). With the answer's cap: at most a
 judge for a trace built to be slow (every claim sharing its words with every sentence), and some 30k input tokens of
 an LLM judge."""
 
+JUDGE_MAX_HISTORY_TURNS = 12
+"""Earlier turns of a conversation the judge sees: the most recent ones (a chat's references reach back a few
+turns, rarely a dozen); older turns are left out and the result says so (`judge_input_truncated` names `history`)."""
+
+JUDGE_MAX_HISTORY_CHARS = 12_000
+"""Characters of those turns together the judge sees, newest first: the oldest turn kept may be cut at its start."""
+
+JUDGE_MAX_SESSION_EVIDENCE_CHARS = 40_000
+"""Characters of a trace's session evidence (documents retrieved for earlier turns) together the judge sees, in the
+order given, each document also held to JUDGE_MAX_DOC_CHARS; documents past it are left out (`session_evidence`)."""
+
 JUDGE_CONCURRENCY = 8
 """Judge calls in flight at once inside one worker process."""
 

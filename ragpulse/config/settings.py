@@ -131,6 +131,16 @@ class Settings:
     """RAGPULSE_JUDGE_MAX_CONTEXT_CHARS: characters of all of a trace's documents together the judge sees (default
     100,000). A trace cut by any of the three is judged on what is left and flagged (`judge_input_truncated`)."""
 
+    judge_max_history_turns: int = defaults.JUDGE_MAX_HISTORY_TURNS
+    """RAGPULSE_JUDGE_MAX_HISTORY_TURNS: earlier turns of a conversation the judge sees, the latest (default 12)."""
+
+    judge_max_history_chars: int = defaults.JUDGE_MAX_HISTORY_CHARS
+    """RAGPULSE_JUDGE_MAX_HISTORY_CHARS: characters of those turns together the judge sees (default 12,000)."""
+
+    judge_max_session_evidence_chars: int = defaults.JUDGE_MAX_SESSION_EVIDENCE_CHARS
+    """RAGPULSE_JUDGE_MAX_SESSION_EVIDENCE_CHARS: characters of a trace's session evidence together the judge sees
+    (default 40,000). Cut history or session evidence is flagged like the rest (`judge_input_truncated`)."""
+
     judge_concurrency: int = defaults.JUDGE_CONCURRENCY
     """RAGPULSE_JUDGE_CONCURRENCY: judge calls in flight at once inside one worker process (default 8, 1 to 1,024)."""
 
@@ -351,6 +361,10 @@ class Settings:
             "judge_max_answer_chars": _int(env, "RAGPULSE_JUDGE_MAX_ANSWER_CHARS", cls.judge_max_answer_chars),
             "judge_max_doc_chars": _int(env, "RAGPULSE_JUDGE_MAX_DOC_CHARS", cls.judge_max_doc_chars),
             "judge_max_context_chars": _int(env, "RAGPULSE_JUDGE_MAX_CONTEXT_CHARS", cls.judge_max_context_chars),
+            "judge_max_history_turns": _int(env, "RAGPULSE_JUDGE_MAX_HISTORY_TURNS", cls.judge_max_history_turns),
+            "judge_max_history_chars": _int(env, "RAGPULSE_JUDGE_MAX_HISTORY_CHARS", cls.judge_max_history_chars),
+            "judge_max_session_evidence_chars": _int(env, "RAGPULSE_JUDGE_MAX_SESSION_EVIDENCE_CHARS",
+                                                     cls.judge_max_session_evidence_chars),
             "judge_prices": parse_prices(env.get("RAGPULSE_JUDGE_PRICES")),
             "tenant_daily_budget_usd": _float(env, "RAGPULSE_TENANT_DAILY_BUDGET_USD"),
             "lease_seconds": _int(env, "RAGPULSE_LEASE_SECONDS", cls.lease_seconds),

@@ -14,6 +14,7 @@ from ragpulse.metrics.operational import pipeline_figures
 from ragpulse.model.results import Security, TraceResult
 from ragpulse.reporting.build import diagnostic_k
 from ragpulse.judges.citations import attach_citations
+from ragpulse.judges.conversation import in_context
 from ragpulse.judges.quotes import check_quotes
 from ragpulse.model.verdicts import Judge, JudgeOutput, Judgment
 from ragpulse.metrics.generation import abstained, generation_scores, hallucinated
@@ -118,7 +119,7 @@ def _retrieval(trace: Trace, options: BatchOptions) -> dict[str, Any]:
 
 async def _judged(judge: Judge, trace: Trace) -> Judgment:
     judgment = await judge.ajudge(trace)
-    judgment.output = attach_citations(check_quotes(judgment.output, trace), trace)
+    judgment.output = in_context(attach_citations(check_quotes(judgment.output, trace), trace), trace)
     return judgment
 
 

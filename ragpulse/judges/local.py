@@ -7,6 +7,12 @@ inference, arithmetic beyond a sentence's own total, or a paraphrase whose words
 bench/judge_agreement.py measures it against human labels, and docs/local_judge.md records the figures and what it
 cannot do. Retrieved text is only ever counted and compared, never obeyed: sentences that address a model (the
 security check's verdict, ragpulse.judges.evidence) and superseded documents are not evidence at all.
+
+On a conversation turn it reads the session evidence (documents retrieved for earlier turns) as evidence too, so an
+earlier grounded answer restated is supported, and never the history: a claim only an earlier turn states stays
+unsupported. It cannot resolve references to earlier turns ("it", "that plan": a claim not supported that uses one
+says so in its reason) and cannot tell whether a rewritten query kept the user's intent (`rewrite_faithful` stays null,
+`rewrite_reason` says why); context relevance reads the rewritten query, what the retriever was asked.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from ragpulse.judges.text import (
 from ragpulse.model.verdicts import Claim, DocRelevance, Evidence, JudgeCall, JudgeOutput, Judgment
 from ragpulse.model.trace import RetrievedDoc, Trace
 
-HEURISTIC_VERSION = "local-heuristic-v3"
+HEURISTIC_VERSION = "local-heuristic-v4"
 """Bump when the rules change, so that old and new judgments never share a prompt_version."""
 SUPPORT_COVERAGE = 0.5
 """Share of a claim's content stems that its evidence must contain: half, with slack for rewordings (chosen on the dev split)."""
@@ -98,7 +104,8 @@ def _context(trace: Trace, language: str) -> _Context:
     proper = {v for text in (trace.query, trace.answer or "") for k, v in read(text, language).anchors if k == "name"}
     stale = evidence.superseded(trace, language)
     instruction: set[str] = set()
-    for index, doc in enumerate(trace.retrieved_docs):
+    retrieved = len(trace.retrieved_docs)
+    for index, doc in enumerate([*trace.retrieved_docs, *(trace.session_evidence or ())]):
         visible, hidden = evidence.visible_text(doc.text or "")
         stems: set[str] = set(read(hidden, language).stems) if hidden else set()
         sentences: list[tuple[str, str]] = []
@@ -119,7 +126,8 @@ def _context(trace: Trace, language: str) -> _Context:
             if i and folded.split(maxsplit=1)[0].strip(",") in lexicon.ANAPHORA:
                 pair = f"{sentences[i - 1][0]} {sentence}"
                 units.append(_unit(doc, pair, read(pair, language)))
-        doc_stems.append(frozenset(stems))
+        if index < retrieved:  # session evidence supports claims but is not graded: not retrieved for this turn
+            doc_stems.append(frozenset(stems))
     by_stem: dict[str, list[int]] = defaultdict(list)
     by_anchor: dict[tuple[str, Any], list[int]] = defaultdict(list)
     for i, unit in enumerate(units):
@@ -589,9 +597,11 @@ class LocalJudge:
         context = _context(trace, language)
         query = read(trace.query, language)
         topic = read(lexicon.QUESTION_PHRASES.sub(" ", trace.query), language)
+        asked = read(lexicon.QUESTION_PHRASES.sub(" ", trace.rewritten_query), language) if trace.rewritten_query \
+            else topic
         sentences, abstained = _split_answer(answer, query, language)
-        claims = _verdicts(sentences, context)
-        graded = [DocRelevance(doc_id=doc.id, rank=rank, score=relevance.grade(relevance.coverage(topic, stems)))
+        claims = _unresolved(_verdicts(sentences, context), trace)
+        graded = [DocRelevance(doc_id=doc.id, rank=rank, score=relevance.grade(relevance.coverage(asked, stems)))
                   for rank, (doc, stems) in enumerate(zip(trace.retrieved_docs, context.doc_stems), start=1)]
         answer_reading = read(strip_markers(answer), language)
         if abstained:
@@ -607,7 +617,28 @@ class LocalJudge:
             abstained=abstained,
             key_facts=relevance.key_facts(trace.reference_answer, answer_reading, language),
             injection_followed=injection_followed(trace, answer_reading, language, _genuine(context)),
+            rewrite_reason=CANNOT_JUDGE_REWRITE if trace.rewritten_query is not None else None,
         )
+
+
+CANNOT_JUDGE_REWRITE = "The offline heuristic judge cannot tell whether a rewritten query kept the user's intent."
+"""The local judge's `rewrite_reason` on a turn with a rewritten query (`rewrite_faithful` stays null)."""
+UNRESOLVED = "heuristic: references to earlier turns ({words}) are not resolved"
+"""Appended to the reason of a claim not supported, of a conversation turn, that refers back with an anaphor."""
+
+
+def _unresolved(claims: list[Claim], trace: Trace) -> list[Claim]:
+    """On a turn with history, each claim not supported that uses an anaphor ("it", "that") says that the heuristic
+    does not resolve it: the verdict may be wrong for that reason alone."""
+    if not trace.history:
+        return claims
+    for claim in claims:
+        words = [w for w in dict.fromkeys(fold(claim.text).replace(",", " ").replace(".", " ").split())
+                 if w in lexicon.ANAPHORA]
+        if claim.verdict != "supported" and words:
+            note = UNRESOLVED.format(words=", ".join(f"'{w}'" for w in words))
+            claim.reason = f"{claim.reason}; {note}" if claim.reason else note
+    return claims
 
 
 __all__ = ["LocalJudge", "PROMPT_VERSION", "split_sentences"]

@@ -120,9 +120,10 @@ def _word_bounds(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def chunks_by_doc(trace: Trace) -> dict[str, list[tuple[str | None, str]]]:
-    """Every retrieved chunk's (chunk_id, text), grouped by document id, in rank order."""
+    """Every retrieved chunk's (chunk_id, text), grouped by document id, in rank order, then the session evidence's
+    (documents retrieved for earlier turns of a conversation, which may support a claim too)."""
     chunks: dict[str, list[tuple[str | None, str]]] = {}
-    for doc in trace.retrieved_docs:
+    for doc in [*trace.retrieved_docs, *(trace.session_evidence or ())]:
         chunks.setdefault(doc.id, []).append((doc.chunk_id, doc.text or ""))
     return chunks
 

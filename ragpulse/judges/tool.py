@@ -32,8 +32,6 @@ Score = Literal[1, 2, 3]
 AnswerReason = Annotated[str, Meta(description="One sentence, written before the score.")]
 InjectionReason = Annotated[str | None, Meta(description=(
     "One sentence, written before injection_followed; null when no document instructs the assistant."))]
-
-
 class ClaimCheck(JudgeWritten, kw_only=True):
     """One atomic claim of a sentence, judged against the documents only."""
 
@@ -74,6 +72,7 @@ class RecordVerdicts(JudgeWritten, kw_only=True):
     key_facts: Annotated[list[KeyFact] | None, Meta(description="Null without a <reference>.")] = None
     injection_reason: InjectionReason = None
     injection_followed: bool | None = None
+    rewrite_faithful: bool | None = None
 
 
 def input_schema() -> dict[str, Any]:
@@ -128,7 +127,7 @@ def to_output(verdicts: RecordVerdicts) -> JudgeOutput:
         answer_relevance_reason=verdicts.answer_relevance_reason, context_relevance=relevance,
         answerable_from_context=verdicts.answerable_from_context, abstained=verdicts.abstained,
         key_facts=verdicts.key_facts, injection_followed=verdicts.injection_followed,
-        injection_reason=verdicts.injection_reason,
+        injection_reason=verdicts.injection_reason, rewrite_faithful=verdicts.rewrite_faithful,
     )
 
 

@@ -1,6 +1,7 @@
 """Failure attribution: the first pipeline stage that broke on one trace, and the next step to fix it.
 
-A RAG answer passes through stages in order: first-stage retrieval must put a relevant document among the
+A RAG answer passes through stages in order: a chat app's follow-up is first rewritten into a standalone query (the
+rewrite must keep the user's intent), first-stage retrieval must put a relevant document among the
 candidates, reranking and truncation must keep it in the retrieved list, ranking must lift it into the top k, and
 the generator must answer from it, faithfully, without declining. A question with no answer must be declined. A
 trace's stage is the first check that fails; `ok` when every check passed, `unknown` when a missing label or a
@@ -26,6 +27,11 @@ Edge cases, decided here once:
 - Answerable, retrieval fine, and the answer makes no claim at all: `wrong_abstention` whether or not the judge read
   it as declining, since the user got no answer.
 - Retrieval broken and not judged: the retrieval stage is reported, since it comes first.
+- `query_rewrite` needs both halves: no relevant document in the top k for the `rewritten_query`, and the judge (in
+  the same call as the verdicts) reading the rewrite as having lost a constraint or the intent of the user's query in
+  its conversation (GenerationScores.rewrite_faithful false). A rewrite judged unfaithful while a relevant document
+  still reached the top k broke nothing downstream: the generation stages decide. The offline judge never reads
+  rewrites, so under it the retrieval stage is reported.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ from ragpulse.model.scores import Attribution, GenerationScores, Stage
 from ragpulse.model.verdicts import Claim, UnanswerableSource
 
 NEXT_STEPS: dict[Stage, str] = {
+    "query_rewrite": "Fix the query rewriter: its standalone query dropped what the conversation meant (a plan, "
+                     "product, version or date named earlier). Give it the history, or also retrieve with the "
+                     "user's own query.",
     "not_in_candidates": "Index the missing sources, fix chunking, or add query rewriting / hybrid search so "
                          "first-stage retrieval finds the relevant document.",
     "dropped_by_rerank": "Raise the rerank depth (keep more candidates) or retrain / replace the reranker.",
@@ -78,8 +87,18 @@ def attribute(*, qrels: Mapping[str, int] | None, retrieved_ids: Sequence[str], 
         return unanswerable_stage(generation, source)
     if not relevant:
         return _unlocatable(relevant, generation)
-    return retrieval_stage(relevant, retrieved_ids, candidates, k) or generation_stage(
-        generation, claims, relevant, _present(relevant, retrieved_ids[:k]))
+    broken = retrieval_stage(relevant, retrieved_ids, candidates, k)
+    if broken is not None and generation is not None and generation.rewrite_faithful is False:
+        return rewrite_stage(broken)
+    return broken or generation_stage(generation, claims, relevant, _present(relevant, retrieved_ids[:k]))
+
+
+def rewrite_stage(retrieval: Attribution) -> Attribution:
+    """The rewrite lost the user's intent and retrieval, asked the rewrite, missed every relevant document: the rewrite
+    is the first broken stage (the retrieval stage it caused is named in the reason)."""
+    return Attribution(stage="query_rewrite", reason=f"the judge found the rewritten query lost the user's intent, "
+                       f"and retrieval for it missed: {retrieval.reason} ({retrieval.stage})",
+                       relevant_doc_ids=retrieval.relevant_doc_ids)
 
 
 def relevant_grades(qrels: Mapping[str, int]) -> dict[str, int]:

@@ -126,4 +126,6 @@ def generation_scores(output: JudgeOutput, trace: Trace) -> GenerationScores:
         contradicted=verdicts.count("contradicted"), cited=citation_count(output, trace),
         cited_not_retrieved=not_retrieved,
         cited_without_support=without_support,
+        session_supported=sum(1 for c in output.claims if c.verdict == "supported" and c.support == "session"),
+        rewrite_faithful=output.rewrite_faithful if trace.rewritten_query is not None else None,
     )

@@ -19,7 +19,9 @@ TERMINAL: frozenset[str] = frozenset({"finished", "finished_with_errors", "faile
 """Statuses a job never leaves."""
 TRUNCATED_ANSWER = "answer"
 TRUNCATED_DOCUMENTS = "documents"
-TRUNCATED_PARTS = (TRUNCATED_ANSWER, TRUNCATED_DOCUMENTS)
+TRUNCATED_HISTORY = "history"
+TRUNCATED_SESSION_EVIDENCE = "session_evidence"
+TRUNCATED_PARTS = (TRUNCATED_ANSWER, TRUNCATED_DOCUMENTS, TRUNCATED_HISTORY, TRUNCATED_SESSION_EVIDENCE)
 """What `TraceResult.judge_input_truncated` may name: the `part` label values of ragpulse_judge_input_truncated_total."""
 
 
@@ -174,8 +176,9 @@ class TraceResult(msgspec.Struct, kw_only=True):
     checks: list[str] = []
     """Cheap programmatic checks that flagged this trace (run on every trace, judged or not)."""
     judge_input_truncated: list[str] = []
-    """What the judge was handed cut short (`answer`, `documents`) by RAGPULSE_JUDGE_MAX_ANSWER_CHARS,
-    _DOC_CHARS or _CONTEXT_CHARS: the verdicts are on the text that was left. Empty when the judge saw it all."""
+    """What the judge was handed cut short (`answer`, `documents`, `history`, `session_evidence`) by
+    RAGPULSE_JUDGE_MAX_ANSWER_CHARS, _DOC_CHARS, _CONTEXT_CHARS, _HISTORY_TURNS, _HISTORY_CHARS or
+    _SESSION_EVIDENCE_CHARS: the verdicts are on the text that was left. Empty when the judge saw it all."""
     needs_review: bool = False
     """True when repeated judgments disagreed; a human should look."""
     judgments: list[Judgment] = []

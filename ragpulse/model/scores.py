@@ -32,10 +32,15 @@ class GenerationScores(msgspec.Struct, kw_only=True):
     cited: int
     cited_not_retrieved: list[str]
     cited_without_support: list[str]
+    session_supported: int = 0
+    """Supported claims that only documents retrieved for earlier turns of the conversation support (Claim.support)."""
+    rewrite_faithful: bool | None = None
+    """On a turn with a `rewritten_query`, the judge's reading of whether the rewrite kept the user's intent (false:
+    it lost a constraint); None without a rewrite or when the judge cannot tell (the offline judge)."""
 
 
-Stage = Literal["not_in_candidates", "dropped_by_rerank", "ranked_low", "context_ignored", "hallucinated",
-                "wrong_abstention", "answered_unanswerable", "ok", "unknown"]
+Stage = Literal["query_rewrite", "not_in_candidates", "dropped_by_rerank", "ranked_low", "context_ignored",
+                "hallucinated", "wrong_abstention", "answered_unanswerable", "ok", "unknown"]
 STAGES: tuple[Stage, ...] = get_args(Stage)
 """Every stage, in pipeline order, then `ok` and `unknown`."""
 

@@ -60,6 +60,9 @@ class Claim(msgspec.Struct, kw_only=True, omit_defaults=True):
     sentence name; each must support the claim (its evidence), or the citation counts as without support."""
     cited_unknown: list[str] = []
     """Set by ragpulse: marker labels in this claim's sentence that name no retrieved document."""
+    support: Literal["documents", "session"] | None = None
+    """Set by ragpulse on a supported claim of a conversation turn with session evidence: `session` when only
+    documents retrieved for earlier turns support it (an earlier answer restated), `documents` when this turn's do."""
 
     def __post_init__(self) -> None:
         if self.evidence and self.doc_id is None:
@@ -103,6 +106,13 @@ class JudgeOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     instruction is false, with `injection_reason` saying so."""
     injection_reason: str | None = None
     """The LLM judge's one-sentence reasoning for `injection_followed` (written before it); None when it gave none."""
+    rewrite_faithful: bool | None = None
+    """On a turn with a `rewritten_query`: whether the rewrite kept the constraints and intent of the user's query read
+    in its conversation (false: the rewrite lost them). None without a rewrite, or when the judge cannot tell (the
+    offline `local` judge never decides it)."""
+    rewrite_reason: str | None = None
+    """Why `rewrite_faithful` is what it is, when a judge says: the offline judge says here that it cannot tell (the
+    LLM judge's tool has no room for it; its rules for the rewrite are in ragpulse.judges.conversation)."""
 
 
 class JudgeCall(msgspec.Struct, kw_only=True):
