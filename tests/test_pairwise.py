@@ -433,3 +433,21 @@ def test_a_spent_daily_budget_stops_the_run_item_by_item(
     assert section.spend is not None and section.spend.judge_calls == 2 and section.spend.cost_usd > 0
     stored = runs.get(record.run_id)
     assert stored is not None and (stored.total, stored.done, stored.failed) == (4, 1, 3)
+
+
+def test_the_cli_waits_for_the_pairwise_verdict_and_prints_it(cluster: Cluster, fake: FakeAnthropic) -> None:
+    import subprocess
+    import sys
+
+    fake.prefer = grounded_preference
+    candidate, baseline = two_runs(cluster.http, run_traces(10))
+    out = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "compare", candidate, baseline, "--pairwise",
+                          "--judge", "anthropic", "--server", cluster.url], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pairwise judging by anthropic" in out.stdout and "candidate wins 10, baseline wins 0, ties 0" in out.stdout
+    assert "candidate win rate 1.00 [0.72, 1.00]" in out.stdout and "the judge prefers the candidate" in out.stdout
+    assert "pairwise judging by anthropic queued" in out.stderr or "running" in out.stderr   # it waited on the 202s
+    refused = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "compare", candidate, baseline,
+                              "--pairwise", "--judge", "local", "--server", cluster.url], capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == 2 and "--judge" in refused.stderr                 # argparse: not a pairwise judge

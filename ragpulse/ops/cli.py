@@ -214,15 +214,23 @@ def _job_parsers(sub: argparse._SubParsersAction) -> None:
         "compare", formatter_class=_HelpFormatter, help="compare a job against a baseline job, trace by trace",
         description="Print GET /v1/jobs/CANDIDATE/compare?baseline=BASELINE: the tested metrics' paired deltas "
                     "with intervals and verdicts as `gate` prints them, and the regressed traces with both sides. "
-                    f"Exit codes: {EXIT_OK} printed; {EXIT_FAILED} the service could not be reached or answered an "
-                    f"error (404 for a job it does not know); {EXIT_USAGE} bad arguments.")
+                    f"Exit codes: {EXIT_OK} printed (whatever the verdicts: `gate` exits on them); {EXIT_FAILED} the "
+                    f"service could not be reached or answered an error (404 for a job it does not know), or the "
+                    f"pairwise run failed; {EXIT_INTERRUPTED} interrupted while waiting for it; {EXIT_USAGE} bad "
+                    "arguments.")
     compare.add_argument("candidate", metavar="CANDIDATE", help="the job id to judge")
     compare.add_argument("baseline", metavar="BASELINE", help="the job id to compare it against")
     _server_arguments(compare)
     compare.add_argument("--threshold", type=_positive_float, default=defaults.COMPARE_REGRESSION_THRESHOLD,
                          help="a trace's recall@k or nDCG@k drop that lists it as regressed")
+    compare.add_argument("--pairwise", action="store_true",
+                         help="also have an LLM judge compare the two runs' answers item by item, in both orders, "
+                              "and wait for its verdict (2 judge calls per matched item, at most "
+                              "RAGPULSE_PAIRWISE_MAX_PAIRS items)")
+    compare.add_argument("--judge", choices=("anthropic", "openai"),
+                         help="the pairwise judge (default: the candidate batch's judge, else the service's)")
     compare.set_defaults(run=_job_command, command=lambda client, args: job_commands.compare(
-        client, args.candidate, args.baseline, args.threshold))
+        client, args.candidate, args.baseline, args.threshold, args.pairwise, args.judge))
 
 
 def _job_command(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from ragpulse.config import defaults
 from ragpulse.exceptions import BadAnswer, ClientError, ServerUnreachable, TraceFileError, TracesRejected
 from ragpulse.model.compare import Comparison
 from ragpulse.model.dataset import DatasetList, DatasetVersion
+from ragpulse.model.pairwise import PairwisePending
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, Accepted, JobView, ResultsPage, TraceResult
 from ragpulse.sdk.transport import Backoff, retry_after
@@ -210,6 +211,18 @@ class Client:
         if family is not None:
             params["metrics"] = ",".join(family)
         return self._decode(self._request("GET", f"/v1/jobs/{candidate}/compare", params=params), Comparison)
+
+    def compare_pairwise(self, candidate: str, baseline: str, judge: str | None,
+                         on_progress: Callable[[PairwisePending], None], poll: float = 1.0) -> Comparison:
+        """GET /v1/jobs/{candidate}/compare?baseline=...&pairwise=true until its pairwise run has ended (202 while it
+        runs): the comparison with its `pairwise` section."""
+        params: dict[str, Any] = {"baseline": baseline, "pairwise": "true", **({"judge": judge} if judge else {})}
+        while True:
+            response = self._request("GET", f"/v1/jobs/{candidate}/compare", params=params)
+            if response.status_code != 202:
+                return self._decode(response, Comparison)
+            on_progress(self._decode(response, PairwisePending))
+            time.sleep(poll)
 
     def push_dataset(self, name: str, items: list[dict[str, Any]], description: str | None) -> tuple[DatasetVersion, bool]:
         """POST /v1/datasets/{name}/versions: the version, and whether it is new (False: the latest had these items).

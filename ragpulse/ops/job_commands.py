@@ -10,6 +10,7 @@ from ragpulse.gate.checks import check_comparison
 from ragpulse.gate.config import GateConfig
 from ragpulse.gate.output import table
 from ragpulse.model.compare import Comparison, Regression
+from ragpulse.model.pairwise import Pairwise, PairwisePending
 from ragpulse.model.results import TERMINAL, JobView
 from ragpulse.ops.client import Client
 from ragpulse.ops.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TRACES_FAILED
@@ -71,12 +72,55 @@ def report(client: Client, job_id: str, html: Path | None) -> int:
     return exit_code(job)
 
 
-def compare(client: Client, candidate: str, baseline: str, threshold: float) -> int:
+def compare(client: Client, candidate: str, baseline: str, threshold: float, pairwise: bool = False,
+            judge: str | None = None) -> int:
     """Print GET /v1/jobs/{candidate}/compare?baseline=: the gate's table of the tested family's deltas, then the
-    regressed traces with both sides' values."""
+    regressed traces with both sides' values; with `pairwise`, wait for the pairwise judging and print its verdict."""
     comparison = client.compare(candidate, baseline, threshold)
     print(render_comparison(comparison))
-    return EXIT_OK
+    if not pairwise:
+        return EXIT_OK
+    try:
+        judged = client.compare_pairwise(candidate, baseline, judge, _pairwise_progress)
+    except KeyboardInterrupt:
+        print(f"\nragpulse compare: interrupted; the pairwise run goes on in the service (the same command "
+              "answers it when it has ended)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print("\n" + render_pairwise(judged.pairwise))
+    return EXIT_FAILED if judged.pairwise is None or judged.pairwise.status == "failed" else EXIT_OK
+
+
+def _pairwise_progress(pending: PairwisePending) -> None:
+    p = pending.progress
+    print(f"pairwise judging by {pending.judge} {pending.status}: {p.done + p.failed} of {p.total} items",
+          file=sys.stderr)
+
+
+def render_pairwise(section: Pairwise | None) -> str:
+    """The pairwise verdict: which run the judge prefers and how far to trust it (order consistency, p-value)."""
+    if section is None:
+        return "pairwise: no section in the service's answer"
+    if section.status == "failed":
+        return f"pairwise judging by {section.judge} failed: {section.error}"
+    lines = [f"pairwise judging by {section.judge} ({section.model}, {section.prompt_version}): {section.judged} of "
+             f"{section.matched} matched items judged in both orders, {section.identical} identical answers, "
+             f"{section.failed} failed",
+             f"  candidate wins {section.wins}, baseline wins {section.losses}, ties {section.ties} "
+             f"(a verdict that flips with the order is a tie)"]
+    if section.win_rate is not None:
+        low, high = section.win_rate_ci95 or (section.win_rate, section.win_rate)
+        lines.append(f"  candidate win rate {section.win_rate:.2f} [{low:.2f}, {high:.2f}] (0.50: no difference)")
+    if section.position_consistency is not None:
+        lines.append(f"  order consistency {section.position_consistency:.2f} (low: the verdicts follow the position, "
+                     "not the answers)")
+    if section.p_value is not None:
+        preferred = f"the judge prefers the {section.better}" if section.better else "no significant preference"
+        lines.append(f"  sign test p = {section.p_value:.3g} (alpha {section.alpha:g}): {preferred}")
+    lines += [f"  not judged, {why}: {n}" for why, n in sorted(section.not_judged.items()) if n]
+    lines += [f"  warning: {warning}" for warning in section.warnings]
+    if section.spend is not None:
+        lines.append(f"  spend: {section.spend.judge_calls} judge calls, ${section.spend.cost_usd:.4f}")
+    return "\n".join(lines)
 
 
 def render_comparison(comparison: Comparison) -> str:
