@@ -26,9 +26,11 @@ from tests.support import ROOT, Cluster, wait_for_job
 
 pytestmark = pytest.mark.integration
 EXAMPLES = [json.loads(line) for line in (ROOT / "examples" / "acme_support_traces.jsonl").read_text().splitlines()]
-TRACES = 260
-"""Traces per comparison job: the 65 examples four times over, each copy with its own trace id and question."""
-CHUNK = 100
+TRACES = 500
+"""Traces per comparison job: the 65 examples cycled, each copy with its own trace id and question."""
+CHUNK = 125
+BATCHES = -(-TRACES // CHUNK)
+"""Provider batches of a comparison job: one per chunk."""
 
 
 def traces(n: int, tag: str) -> list[dict]:
@@ -111,7 +113,7 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
 
     batch = traces(TRACES, "batch")
     job_id = cluster.post(batch, delivery="batch")
-    job = waiting_on_provider(cluster, job_id, batches=3)
+    job = waiting_on_provider(cluster, job_id, batches=BATCHES)
     judged = sum(1 for t in batch if t.get("answer"))
     assert 0 < judged < TRACES
     assert job["delivery"] == "batch" and job["status"] == "running"
@@ -130,9 +132,9 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
     before = mine()
     time.sleep(2.5)
     assert mine() == before
-    assert sum(1 for k in before if b":provider:" in k) <= 3 * 2  # a state per provider batch (+ a poll lease)
+    assert sum(1 for k in before if b":provider:" in k) <= BATCHES * 2  # a state per batch (+ a poll lease)
     polls = [k for k in connection.scan_iter(match=f"rq:job:{job_id}*") if b"-poll-" in k]
-    assert len(polls) <= 3                                          # a poll job is not kept once it has run
+    assert len(polls) <= BATCHES                                    # a poll job is not kept once it has run
     assert fake.interactive == calls_before                        # not one interactive call
 
     fake.release()
@@ -159,6 +161,14 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
     assert done["spend"]["cost_usd"] == pytest.approx(billed, rel=1e-6)
     inter_spend = cluster.http.get(f"/v1/jobs/{interactive}").json()["spend"]["cost_usd"]
     assert done["spend"]["cost_usd"] < 0.6 * inter_spend
+
+    # The dry run of each job's traces says within 5% what its report says was billed, in each delivery.
+    for tag, delivery, billed_job in (("inter", "interactive", interactive), ("batch", "batch", job_id)):
+        body = {"traces": traces(TRACES, tag), "options": {"judge": "anthropic", "delivery": delivery}}
+        estimate = cluster.http.post("/v1/batches", params={"dry_run": "true"}, json=body).json()["estimate"]
+        report = cluster.http.get(f"/v1/jobs/{billed_job}/report").json()["generation"]["cost"]
+        assert estimate["cost_usd"] == estimate["cost_by_delivery"][delivery]
+        assert estimate["cost_usd"] == pytest.approx(report["cost_usd"], rel=0.05), (delivery, estimate, report)
 
 
 def test_workers_killed_while_the_batch_runs_and_as_its_results_come_lose_and_duplicate_nothing(
