@@ -118,8 +118,19 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
     assert 0 < judged < TRACES
     assert job["delivery"] == "batch" and job["status"] == "running"
     assert job["provider"]["counts"]["processing"] == judged == fake.batched_requests() - batched_before
-    # Traces no judge reads were stored at once; the judged ones wait on the provider.
+    # Traces no judge reads were stored at once; the judged ones wait on the provider, their retrieval metrics and
+    # checks stored at once too: in the results as `awaiting_judge`, the same as the interactive job's.
     assert job["progress"]["done"] == TRACES - judged
+    assert job["provider"]["awaiting_judge"] == judged
+    waiting, inter_items = cluster.results(job_id), cluster.results(interactive)
+    assert len(waiting) == TRACES and sum(i["status"] == "awaiting_judge" for i in waiting) == judged
+    assert sum(i["retrieval"] is not None for i in waiting if i["status"] == "awaiting_judge") > judged / 2
+    early = ("retrieval", "labels", "missed_doc_ids", "checks", "sampled", "sample_reason", "pipeline")
+    security = lambda item: {k: v for k, v in (item["security"] or {}).items() if k != "injection_followed"}  # noqa: E731
+    for seen, inter in zip(waiting, inter_items):
+        assert {k: seen.get(k) for k in early} == {k: inter.get(k) for k in early}
+        assert security(seen) == security(inter)
+        assert seen["status"] == ("awaiting_judge" if inter["judgments"] else inter["status"])
 
     # Nothing runs while the batch waits: no started RQ job, and polling leaves the key count unchanged.
     # Once the chunk jobs that submitted have returned, the only work-horses are the polls, each over in a moment.
@@ -140,10 +151,11 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
     fake.release()
     done = wait_for_job(cluster.http, job_id, timeout=120)
     assert done["status"] == "finished" and done["provider"]["waiting"] is False
+    assert done["provider"]["awaiting_judge"] == 0
     assert done["provider"]["counts"]["succeeded"] == judged
     assert fake.interactive == calls_before                        # every verdict came out of the batch
 
-    batch_items, inter_items = cluster.results(job_id), cluster.results(interactive)
+    batch_items = cluster.results(job_id)
     assert len(batch_items) == len(inter_items) == TRACES
     assert [comparable(i) for i in batch_items] == [comparable(i) for i in inter_items]
     judged_items = [i for i in batch_items if i["judgments"]]

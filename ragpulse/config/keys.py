@@ -19,6 +19,12 @@ def job_results(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}:results"
 
 
+def job_awaiting(job_id: str) -> str:
+    """Hash: trace index -> msgpack TraceResult (status `awaiting_judge`) of a batch-delivery trace whose judge
+    request waits on a provider batch: its retrieval metrics and checks, shown until its result is stored."""
+    return f"{PREFIX}:job:{job_id}:awaiting"
+
+
 def job_chunks_done(job_id: str) -> str:
     """Set: indexes of the chunks whose results are stored and counted."""
     return f"{PREFIX}:job:{job_id}:chunks_done"

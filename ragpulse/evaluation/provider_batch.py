@@ -23,7 +23,8 @@ import msgspec
 
 from ragpulse.config.prices import call_cost
 from ragpulse.config.settings import Settings
-from ragpulse.evaluation.chunk import ChunkWork, run_chunk, wants_judge
+from ragpulse.evaluation.chunk import ChunkWork, decide, run_chunk, wants_judge
+from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.exceptions import JobNotFound
 from ragpulse.judges import kinds
 from ragpulse.judges.batches import (
@@ -31,7 +32,7 @@ from ragpulse.judges.batches import (
 )
 from ragpulse.intake.estimate import estimate_trace_tokens
 from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
-from ragpulse.model.results import Spend
+from ragpulse.model.results import Spend, TraceResult
 from ragpulse.model.trace import Trace
 from ragpulse.store import ChunkLeases, Store
 from ragpulse.store.spend import SpendLedger
@@ -52,6 +53,7 @@ async def run_batched(store: Store, settings: Settings, work: ChunkWork) -> bool
         async with _leased(store, settings, work):
             outcomes, prepaid = await _outcomes(settings, work, state)
         await run_chunk(store, settings, dataclasses.replace(work, prepaid=prepaid), outcomes)
+        store.results.drop_awaiting(record.job_id, [index for index, _ in work.pending])
         give_back(store, work)
         return False
     if state is not None and state.status != "submitting":
@@ -101,6 +103,7 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
                                                              over_budget=frozenset(i for i, _ in held)))
     if not judged:
         return False
+    store.results.store_awaiting(record.job_id, [await _awaiting(work, index, trace) for index, trace in judged])
     judge = kinds.make_judge(record.options.judge or settings.default_judge, settings)
     api = kinds.batch_api(record.options.judge or settings.default_judge, settings)
     try:
@@ -125,6 +128,15 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
     log.info("job %s chunk %s: %d judge requests submitted in provider batches %s", record.job_id, work.chunk,
              len(requests), state.ids)
     return True
+
+
+async def _awaiting(work: ChunkWork, index: int, trace: Trace) -> TraceResult:
+    """The interim result of a trace whose judge request goes to the provider: retrieval metrics, cheap checks and
+    security checks at once (as the chunk run computes them), the judge's part once the batch answers."""
+    checks, security, sampled, reason = decide(trace, work.policies[trace.app], work.record.options)
+    result = await evaluate_trace(trace, index, work.record.options, None, security=security)
+    result.status, result.checks, result.sampled, result.sample_reason = "awaiting_judge", checks, sampled, reason
+    return result
 
 
 def _affordable(store: Store, settings: Settings, work: ChunkWork,

@@ -70,7 +70,8 @@ class Store:
             return None
         counts = {name: sum(s.counts.get(name, 0) for s in states) for name in OUTCOMES}
         return ProviderProgress(waiting=any(s.status != "ended" for s in states),
-                                batch_ids=[i for s in states for i in s.ids], counts=counts)
+                                batch_ids=[i for s in states for i in s.ids], counts=counts,
+                                awaiting_judge=self.results.awaiting(record.job_id))
 
     def cancel(self, job_id: str, tenant: str) -> JobView:
         """Cancel a job that has not ended: it fails with the reason, its running chunks fail their remaining traces,
