@@ -234,6 +234,7 @@ def test_expired_and_errored_requests_are_retried_once_interactively_and_a_bad_o
 
 
 def test_cancel_cancels_the_provider_batch(cluster: Cluster, fake: FakeAnthropicBatches) -> None:
+    calls_before = fake.interactive
     job_id = cluster.post(traces(10, "cancel"), delivery="batch")
     [batch_id] = waiting_on_provider(cluster, job_id, batches=1)["provider"]["batch_ids"]
     answer = cluster.http.post(f"/v1/jobs/{job_id}/cancel")
@@ -243,6 +244,8 @@ def test_cancel_cancels_the_provider_batch(cluster: Cluster, fake: FakeAnthropic
     assert fake.batches[batch_id]["status"] == "ended"
     assert job["provider"]["counts"]["canceled"] == len(fake.batches[batch_id]["requests"])
     assert "cancelled by the client" in job["error"]
+    wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}").json()["progress"]["failed"] == 10, "traces failed")
+    assert fake.interactive == calls_before              # the canceled requests are not judged interactively instead
     wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}/report").status_code == 200, "the report")
     again = cluster.http.post(f"/v1/jobs/{job_id}/cancel")
     assert again.status_code == 409 and "path.job_id" in again.text
@@ -294,3 +297,28 @@ def test_a_budget_holds_at_the_batch_price_and_the_reservation_is_given_back(
                            c["cache_creation_input_tokens"], "batch")
                  for i in items for j in i["judgments"] for c in j["calls"])
     assert job["spend"]["cost_usd"] == pytest.approx(billed, abs=2e-6)          # the reservation given back
+
+
+def test_a_retry_sends_the_traces_it_runs_again_in_a_fresh_provider_batch(
+        cluster: Cluster, fake: FakeAnthropicBatches) -> None:
+    batch = [t for t in traces(12, "retry") if t.get("answer")][:8]
+    job_id = cluster.post(batch, delivery="batch")
+    [first] = waiting_on_provider(cluster, job_id, batches=1)["provider"]["batch_ids"]
+    assert cluster.http.post(f"/v1/jobs/{job_id}/cancel").status_code == 202
+    wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}").json()["progress"]["failed"] == len(batch),
+               "every trace failed by the cancel")
+    wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}/report").status_code == 200, "the report")
+    assert fake.batches[first]["status"] == "ended"                # its requests all ended `canceled`
+    calls_before, batched_before = fake.interactive, fake.batched_requests()
+
+    assert cluster.http.post(f"/v1/jobs/{job_id}/retry").status_code == 202
+    [second] = waiting_on_provider(cluster, job_id, batches=1)["provider"]["batch_ids"]
+    assert second != first                                         # not the ended batch's results again
+    fake.release()
+    job = wait_for_job(cluster.http, job_id, timeout=120)
+    items = cluster.results(job_id)
+    assert job["status"] == "finished" and [i["status"] for i in items] == ["ok"] * len(batch), [(i["status"], i.get("error")) for i in items]
+    assert fake.batched_requests() - batched_before == len(batch)   # each trace in a fresh request
+    assert fake.interactive == calls_before                         # none retried from the canceled outcome
+    assert all(c["delivery"] == "batch" for i in items for j in i["judgments"] for c in j["calls"])
+    assert job["provider"]["counts"]["succeeded"] == len(batch)

@@ -102,6 +102,11 @@ class ProviderBatches:
         pipe.zrem(keys.provider_polls(), _member(job_id, chunk))
         pipe.hset(keys.job_chunk_states(job_id), chunk, "queued")
 
+    def queue_forget(self, pipe: redis.client.Pipeline, job_id: str, chunk: int) -> None:
+        """Queue the writes dropping the chunk's batches (state and due poll) onto `pipe`: it submits afresh."""
+        pipe.delete(keys.provider_batch(job_id, chunk))
+        pipe.zrem(keys.provider_polls(), _member(job_id, chunk))
+
     def forget(self, job_id: str, chunk: int) -> None:
         """No more polls of the chunk (its job is gone)."""
         self.redis.zrem(keys.provider_polls(), _member(job_id, chunk))
