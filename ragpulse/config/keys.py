@@ -315,6 +315,13 @@ def provider_poll_lease(job_id: str, chunk: int) -> str:
     return f"{PREFIX}:job:{job_id}:provider:{chunk}:poll"
 
 
+def provider_submitted() -> str:
+    """Sorted set: ids of the provider batches this deployment created, scored by when; trimmed to the last
+    defaults.SUBMITTED_REGISTRY_SECONDS at every write and expiring with it. A resumed submission looking for the batch
+    its dead worker may have created leaves these out."""
+    return f"{PREFIX}:provider_submitted"
+
+
 def provider_polls() -> str:
     """Sorted set: `job_id:chunk` of every chunk waiting on a provider batch, scored by when it is next due a poll
     (bounded by the chunks waiting; expires with the last)."""
