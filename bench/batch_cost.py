@@ -82,7 +82,8 @@ def main() -> None:
     for name, t in rows.items():
         estimated = dry_run(batch, *MODES[name])
         print(f"| {name} | {t['input']:,.0f} | {t['cache_read']:,.0f} | {t['cache_write']:,.0f} | {t['output']:,.0f} "
-              f"| {t['cost']:.4f} | {100 * (1 - t['cost'] / base):.1f}% | {estimated:.4f} | {estimated / t['cost']:.3f} |")
+              f"| {t['cost']:.4f} | {100 * (1 - t['cost'] / base):.1f}% | {estimated:.4f} "
+              f"| {estimated / t['cost']:.3f} |")
     estimate = estimate_batch(batch, BatchOptions(judge="anthropic"), MODEL, DEFAULT_PRICES_PER_MTOK)
     print(f"POST /v1/batches?dry_run=true cost_by_delivery: {estimate.cost_by_delivery}")
 

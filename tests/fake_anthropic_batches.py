@@ -3,10 +3,10 @@
 Interactive calls (POST /v1/messages) are FakeAnthropic's. Batches: POST /v1/messages/batches creates one,
 `in_progress` until the test calls `release()` (or at once, at its first retrieve, with `hold=False`); GET
 /v1/messages/batches/{id} gives its processing_status and request_counts; GET .../results the JSONL of its requests'
-outcomes once ended; GET /v1/messages/batches lists them, newest first; POST .../cancel moves it to `canceling`, and the next retrieve ends it with every request
-`canceled`. A released request is judged by FakeAnthropic.respond (scripted faults apply), except those about a
-question in `expire` (ended `expired`) or `error` (ended `errored`). Tokens, cache reads and writes are counted as
-FakeAnthropic counts them.
+outcomes once ended; GET /v1/messages/batches lists them, newest first; POST .../cancel moves it to `canceling`,
+and the next retrieve ends it with every request `canceled`. A released request is judged by FakeAnthropic.respond
+(scripted faults apply), except those about a question in `expire` (ended `expired`) or `error` (ended `errored`).
+Tokens, cache reads and writes are counted as FakeAnthropic counts them.
 """
 
 from __future__ import annotations

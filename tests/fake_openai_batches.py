@@ -108,8 +108,8 @@ class FakeOpenAIBatches(FakeOpenAI):
         if method == "GET" and parts == ["v1", "batches"]:   # the list, newest first, on one page
             with self.batch_lock:
                 views = [self._view(b) for b in reversed(list(self.batches.values()))]
-            return 200, {}, {"object": "list", "data": views, "has_more": False,
-                             "first_id": views[0]["id"] if views else None, "last_id": views[-1]["id"] if views else None}
+            ends = {"first_id": views[0]["id"], "last_id": views[-1]["id"]} if views else {}
+            return 200, {}, {"object": "list", "data": views, "has_more": False, **ends}
         batch = self.batches.get(parts[2]) if len(parts) >= 3 and parts[:2] == ["v1", "batches"] else None
         if batch is None:
             return 404, {}, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}

@@ -126,7 +126,8 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
     assert len(waiting) == TRACES and sum(i["status"] == "awaiting_judge" for i in waiting) == judged
     assert sum(i["retrieval"] is not None for i in waiting if i["status"] == "awaiting_judge") > judged / 2
     early = ("retrieval", "labels", "missed_doc_ids", "checks", "sampled", "sample_reason", "pipeline")
-    security = lambda item: {k: v for k, v in (item["security"] or {}).items() if k != "injection_followed"}  # noqa: E731
+    def security(item: dict) -> dict:
+        return {k: v for k, v in (item["security"] or {}).items() if k != "injection_followed"}
     for seen, inter in zip(waiting, inter_items):
         assert {k: seen.get(k) for k in early} == {k: inter.get(k) for k in early}
         assert security(seen) == security(inter)
@@ -317,7 +318,8 @@ def test_a_retry_sends_the_traces_it_runs_again_in_a_fresh_provider_batch(
     fake.release()
     job = wait_for_job(cluster.http, job_id, timeout=120)
     items = cluster.results(job_id)
-    assert job["status"] == "finished" and [i["status"] for i in items] == ["ok"] * len(batch), [(i["status"], i.get("error")) for i in items]
+    assert job["status"] == "finished"
+    assert [i["status"] for i in items] == ["ok"] * len(batch), [(i["status"], i.get("error")) for i in items]
     assert fake.batched_requests() - batched_before == len(batch)   # each trace in a fresh request
     assert fake.interactive == calls_before                         # none retried from the canceled outcome
     assert all(c["delivery"] == "batch" for i in items for j in i["judgments"] for c in j["calls"])

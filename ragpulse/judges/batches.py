@@ -21,8 +21,8 @@ from ragpulse.judges.structured import Failure, Reply
 
 from ragpulse.model.results import OUTCOMES
 
-__all__ = ["OUTCOMES", "BatchApi", "BatchLookup", "BatchOutcome", "BatchRequest", "BatchState", "ReplayProvider", "custom_id",
-           "index_of", "replaying", "split_requests", "turns_key"]
+__all__ = ["OUTCOMES", "BatchApi", "BatchLookup", "BatchOutcome", "BatchRequest", "BatchState", "ReplayProvider",
+           "custom_id", "index_of", "keyed", "replaying", "split_requests", "turns_key"]
 
 
 @dataclass(frozen=True)
