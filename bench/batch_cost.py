@@ -5,7 +5,9 @@ The requests are the judge's own (AnthropicProvider.params: the system prompt, t
 prefix unmarked (no cache), marked with the 5-minute cache (interactive) or the 1-hour one (batch); the fake counts
 tokens as characters / 4 and reports the marked prefix as a cache write on its first request and a read after. The
 fake writes the cache once per run, as a steady stream of calls does; a real batch processes its requests in parallel
-and may write it several times. Run: `python -m bench.batch_cost [traces]` (default 1,000).
+and may write it several times. Beside each row, the dry run's estimate of the same (ragpulse.intake.estimate: the
+cached rows are what `POST /v1/batches?dry_run=true` answers for Sonnet, whose prefix is cached) and how far it is from
+the fake's figure. Run: `python -m bench.batch_cost [traces]` (default 1,000).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import anthropic
 import msgspec
 
 from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK, call_cost
-from ragpulse.intake.estimate import estimate_batch
+from ragpulse.intake.estimate import cache_split, estimate_batch, estimate_trace_tokens
 from ragpulse.judges.anthropic_judge import AnthropicProvider
 from ragpulse.model.trace import BatchOptions, Trace
 from tests.fake_anthropic import FakeAnthropic
@@ -61,19 +63,29 @@ def run(batch: list[Trace], delivery: str, cache: str) -> dict[str, float]:
     return totals
 
 
+def dry_run(batch: list[Trace], delivery: str, cache: str) -> float:
+    """The dry run's cost of the same requests, with the prefix cached or not."""
+    tokens = [estimate_trace_tokens(t) for t in batch if t.answer]
+    uncached, reads, writes = cache_split(len(tokens), sum(i for i, _ in tokens), cache != "none")
+    return call_cost(DEFAULT_PRICES_PER_MTOK, MODEL, uncached, sum(o for _, o in tokens), reads, writes, delivery)
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     batch = traces(n)
     rows = {name: run(batch, *mode) for name, mode in MODES.items()}
     base = rows["interactive"]["cost"]
     print(f"{n} traces of the examples, judge {MODEL}, list prices {DEFAULT_PRICES_PER_MTOK[MODEL]} USD/MTok")
-    print("| delivery | input | cache read | cache write | output | cost USD | saving vs interactive |")
-    print("|---|---|---|---|---|---|---|")
+    print("| delivery | input | cache read | cache write | output | cost USD | saving vs interactive "
+          "| dry run USD | dry run ÷ cost |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, t in rows.items():
+        estimated = dry_run(batch, *MODES[name])
         print(f"| {name} | {t['input']:,.0f} | {t['cache_read']:,.0f} | {t['cache_write']:,.0f} | {t['output']:,.0f} "
-              f"| {t['cost']:.4f} | {100 * (1 - t['cost'] / base):.1f}% |")
+              f"| {t['cost']:.4f} | {100 * (1 - t['cost'] / base):.1f}% | {estimated:.4f} "
+              f"| {estimated / t['cost']:.3f} |")
     estimate = estimate_batch(batch, BatchOptions(judge="anthropic"), MODEL, DEFAULT_PRICES_PER_MTOK)
-    print(f"dry run (chars / 3.5, cached prefix): {estimate.cost_by_delivery}")
+    print(f"POST /v1/batches?dry_run=true cost_by_delivery: {estimate.cost_by_delivery}")
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@
 Interactive calls (POST /v1/messages) are FakeAnthropic's. Batches: POST /v1/messages/batches creates one,
 `in_progress` until the test calls `release()` (or at once, at its first retrieve, with `hold=False`); GET
 /v1/messages/batches/{id} gives its processing_status and request_counts; GET .../results the JSONL of its requests'
-outcomes once ended; POST .../cancel moves it to `canceling`, and the next retrieve ends it with every request
-`canceled`. A released request is judged by FakeAnthropic.respond (scripted faults apply), except those about a
-question in `expire` (ended `expired`) or `error` (ended `errored`). Tokens, cache reads and writes are counted as
-FakeAnthropic counts them.
+outcomes once ended; GET /v1/messages/batches lists them, newest first; POST .../cancel moves it to `canceling`,
+and the next retrieve ends it with every request `canceled`. A released request is judged by FakeAnthropic.respond
+(scripted faults apply), except those about a question in `expire` (ended `expired`) or `error` (ended `errored`).
+Tokens, cache reads and writes are counted as FakeAnthropic counts them.
 """
 
 from __future__ import annotations
@@ -95,6 +95,11 @@ class FakeAnthropicBatches(FakeAnthropic):
             with self.batch_lock:
                 self.batches[batch["id"]] = batch
             return 200, {}, self._view(batch)
+        if method == "GET" and parts == ["v1", "messages", "batches"]:   # the list, newest first, on one page
+            with self.batch_lock:
+                views = [self._view(b) for b in reversed(list(self.batches.values()))]
+            return 200, {}, {"data": views, "has_more": False, "first_id": views[0]["id"] if views else None,
+                             "last_id": views[-1]["id"] if views else None}
         batch = self.batches.get(parts[3]) if len(parts) >= 4 and parts[:3] == ["v1", "messages", "batches"] else None
         if batch is None:
             return 404, {}, {"type": "error", "error": {"type": "not_found_error", "message": path}}

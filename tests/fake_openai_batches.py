@@ -5,7 +5,8 @@ Chat completions are FakeOpenAI's. Files: POST /v1/files (multipart, purpose bat
 the test calls `release()`; GET /v1/batches/{id} gives its status and request_counts; once `completed` its
 output_file_id holds the succeeded lines and error_file_id the failed ones; a request about a question in `expire`
 is left out of both and the batch ends `expired` (as OpenAI ends a batch its window ran out on); POST
-/v1/batches/{id}/cancel ends it `cancelled` with nothing processed.
+/v1/batches/{id}/cancel ends it `cancelled` with nothing processed; GET /v1/batches lists them (with their metadata),
+newest first.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ class FakeOpenAIBatches(FakeOpenAI):
         return {"id": batch["id"], "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
                 "input_file_id": batch["input_file_id"], "completion_window": "24h", "status": batch["status"],
                 "output_file_id": batch.get("output_file_id"), "error_file_id": batch.get("error_file_id"),
-                "created_at": int(time.time()), "request_counts": batch["counts"]}
+                "created_at": batch["created_at"], "request_counts": batch["counts"],
+                "metadata": batch.get("metadata")}
 
     def route(self, method: str, path: str, headers: Any, raw: bytes) -> tuple[int, dict[str, str], Any]:
         parts = path.split("?")[0].strip("/").split("/")
@@ -97,11 +99,17 @@ class FakeOpenAIBatches(FakeOpenAI):
             body = json.loads(raw)
             requests = [json.loads(line) for line in self.files[body["input_file_id"]].decode().splitlines()]
             batch = {"id": f"batch_{uuid.uuid4().hex[:12]}", "input_file_id": body["input_file_id"],
-                     "requests": requests, "status": "in_progress",
+                     "requests": requests, "status": "in_progress", "created_at": int(time.time()),
+                     "metadata": body.get("metadata"),
                      "counts": {"total": len(requests), "completed": 0, "failed": 0}}
             with self.batch_lock:
                 self.batches[batch["id"]] = batch
             return 200, {}, self._view(batch)
+        if method == "GET" and parts == ["v1", "batches"]:   # the list, newest first, on one page
+            with self.batch_lock:
+                views = [self._view(b) for b in reversed(list(self.batches.values()))]
+            ends = {"first_id": views[0]["id"], "last_id": views[-1]["id"]} if views else {}
+            return 200, {}, {"object": "list", "data": views, "has_more": False, **ends}
         batch = self.batches.get(parts[2]) if len(parts) >= 3 and parts[:2] == ["v1", "batches"] else None
         if batch is None:
             return 404, {}, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}

@@ -26,9 +26,11 @@ from tests.support import ROOT, Cluster, wait_for_job
 
 pytestmark = pytest.mark.integration
 EXAMPLES = [json.loads(line) for line in (ROOT / "examples" / "acme_support_traces.jsonl").read_text().splitlines()]
-TRACES = 260
-"""Traces per comparison job: the 65 examples four times over, each copy with its own trace id and question."""
-CHUNK = 100
+TRACES = 500
+"""Traces per comparison job: the 65 examples cycled, each copy with its own trace id and question."""
+CHUNK = 125
+BATCHES = -(-TRACES // CHUNK)
+"""Provider batches of a comparison job: one per chunk."""
 
 
 def traces(n: int, tag: str) -> list[dict]:
@@ -111,13 +113,25 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
 
     batch = traces(TRACES, "batch")
     job_id = cluster.post(batch, delivery="batch")
-    job = waiting_on_provider(cluster, job_id, batches=3)
+    job = waiting_on_provider(cluster, job_id, batches=BATCHES)
     judged = sum(1 for t in batch if t.get("answer"))
     assert 0 < judged < TRACES
     assert job["delivery"] == "batch" and job["status"] == "running"
     assert job["provider"]["counts"]["processing"] == judged == fake.batched_requests() - batched_before
-    # Traces no judge reads were stored at once; the judged ones wait on the provider.
+    # Traces no judge reads were stored at once; the judged ones wait on the provider, their retrieval metrics and
+    # checks stored at once too: in the results as `awaiting_judge`, the same as the interactive job's.
     assert job["progress"]["done"] == TRACES - judged
+    assert job["provider"]["awaiting_judge"] == judged
+    waiting, inter_items = cluster.results(job_id), cluster.results(interactive)
+    assert len(waiting) == TRACES and sum(i["status"] == "awaiting_judge" for i in waiting) == judged
+    assert sum(i["retrieval"] is not None for i in waiting if i["status"] == "awaiting_judge") > judged / 2
+    early = ("retrieval", "labels", "missed_doc_ids", "checks", "sampled", "sample_reason", "pipeline")
+    def security(item: dict) -> dict:
+        return {k: v for k, v in (item["security"] or {}).items() if k != "injection_followed"}
+    for seen, inter in zip(waiting, inter_items):
+        assert {k: seen.get(k) for k in early} == {k: inter.get(k) for k in early}
+        assert security(seen) == security(inter)
+        assert seen["status"] == ("awaiting_judge" if inter["judgments"] else inter["status"])
 
     # Nothing runs while the batch waits: no started RQ job, and polling leaves the key count unchanged.
     # Once the chunk jobs that submitted have returned, the only work-horses are the polls, each over in a moment.
@@ -130,18 +144,19 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
     before = mine()
     time.sleep(2.5)
     assert mine() == before
-    assert sum(1 for k in before if b":provider:" in k) <= 3 * 2  # a state per provider batch (+ a poll lease)
+    assert sum(1 for k in before if b":provider:" in k) <= BATCHES * 2  # a state per batch (+ a poll lease)
     polls = [k for k in connection.scan_iter(match=f"rq:job:{job_id}*") if b"-poll-" in k]
-    assert len(polls) <= 3                                          # a poll job is not kept once it has run
+    assert len(polls) <= BATCHES                                    # a poll job is not kept once it has run
     assert fake.interactive == calls_before                        # not one interactive call
 
     fake.release()
     done = wait_for_job(cluster.http, job_id, timeout=120)
     assert done["status"] == "finished" and done["provider"]["waiting"] is False
+    assert done["provider"]["awaiting_judge"] == 0
     assert done["provider"]["counts"]["succeeded"] == judged
     assert fake.interactive == calls_before                        # every verdict came out of the batch
 
-    batch_items, inter_items = cluster.results(job_id), cluster.results(interactive)
+    batch_items = cluster.results(job_id)
     assert len(batch_items) == len(inter_items) == TRACES
     assert [comparable(i) for i in batch_items] == [comparable(i) for i in inter_items]
     judged_items = [i for i in batch_items if i["judgments"]]
@@ -159,6 +174,14 @@ def test_a_batch_job_gives_the_interactive_results_at_half_price_without_holding
     assert done["spend"]["cost_usd"] == pytest.approx(billed, rel=1e-6)
     inter_spend = cluster.http.get(f"/v1/jobs/{interactive}").json()["spend"]["cost_usd"]
     assert done["spend"]["cost_usd"] < 0.6 * inter_spend
+
+    # The dry run of each job's traces says within 5% what its report says was billed, in each delivery.
+    for tag, delivery, billed_job in (("inter", "interactive", interactive), ("batch", "batch", job_id)):
+        body = {"traces": traces(TRACES, tag), "options": {"judge": "anthropic", "delivery": delivery}}
+        estimate = cluster.http.post("/v1/batches", params={"dry_run": "true"}, json=body).json()["estimate"]
+        report = cluster.http.get(f"/v1/jobs/{billed_job}/report").json()["generation"]["cost"]
+        assert estimate["cost_usd"] == estimate["cost_by_delivery"][delivery]
+        assert estimate["cost_usd"] == pytest.approx(report["cost_usd"], rel=0.05), (delivery, estimate, report)
 
 
 def test_workers_killed_while_the_batch_runs_and_as_its_results_come_lose_and_duplicate_nothing(
@@ -212,6 +235,7 @@ def test_expired_and_errored_requests_are_retried_once_interactively_and_a_bad_o
 
 
 def test_cancel_cancels_the_provider_batch(cluster: Cluster, fake: FakeAnthropicBatches) -> None:
+    calls_before = fake.interactive
     job_id = cluster.post(traces(10, "cancel"), delivery="batch")
     [batch_id] = waiting_on_provider(cluster, job_id, batches=1)["provider"]["batch_ids"]
     answer = cluster.http.post(f"/v1/jobs/{job_id}/cancel")
@@ -221,6 +245,8 @@ def test_cancel_cancels_the_provider_batch(cluster: Cluster, fake: FakeAnthropic
     assert fake.batches[batch_id]["status"] == "ended"
     assert job["provider"]["counts"]["canceled"] == len(fake.batches[batch_id]["requests"])
     assert "cancelled by the client" in job["error"]
+    wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}").json()["progress"]["failed"] == 10, "traces failed")
+    assert fake.interactive == calls_before              # the canceled requests are not judged interactively instead
     wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}/report").status_code == 200, "the report")
     again = cluster.http.post(f"/v1/jobs/{job_id}/cancel")
     assert again.status_code == 409 and "path.job_id" in again.text
@@ -272,3 +298,29 @@ def test_a_budget_holds_at_the_batch_price_and_the_reservation_is_given_back(
                            c["cache_creation_input_tokens"], "batch")
                  for i in items for j in i["judgments"] for c in j["calls"])
     assert job["spend"]["cost_usd"] == pytest.approx(billed, abs=2e-6)          # the reservation given back
+
+
+def test_a_retry_sends_the_traces_it_runs_again_in_a_fresh_provider_batch(
+        cluster: Cluster, fake: FakeAnthropicBatches) -> None:
+    batch = [t for t in traces(12, "retry") if t.get("answer")][:8]
+    job_id = cluster.post(batch, delivery="batch")
+    [first] = waiting_on_provider(cluster, job_id, batches=1)["provider"]["batch_ids"]
+    assert cluster.http.post(f"/v1/jobs/{job_id}/cancel").status_code == 202
+    wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}").json()["progress"]["failed"] == len(batch),
+               "every trace failed by the cancel")
+    wait_until(lambda: cluster.http.get(f"/v1/jobs/{job_id}/report").status_code == 200, "the report")
+    assert fake.batches[first]["status"] == "ended"                # its requests all ended `canceled`
+    calls_before, batched_before = fake.interactive, fake.batched_requests()
+
+    assert cluster.http.post(f"/v1/jobs/{job_id}/retry").status_code == 202
+    [second] = waiting_on_provider(cluster, job_id, batches=1)["provider"]["batch_ids"]
+    assert second != first                                         # not the ended batch's results again
+    fake.release()
+    job = wait_for_job(cluster.http, job_id, timeout=120)
+    items = cluster.results(job_id)
+    assert job["status"] == "finished"
+    assert [i["status"] for i in items] == ["ok"] * len(batch), [(i["status"], i.get("error")) for i in items]
+    assert fake.batched_requests() - batched_before == len(batch)   # each trace in a fresh request
+    assert fake.interactive == calls_before                         # none retried from the canceled outcome
+    assert all(c["delivery"] == "batch" for i in items for j in i["judgments"] for c in j["calls"])
+    assert job["provider"]["counts"]["succeeded"] == len(batch)

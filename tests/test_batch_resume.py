@@ -34,11 +34,15 @@ class Recorder:
     def __init__(self, sent: list[list[str]], die_at: int | None = None) -> None:
         self.sent, self.die_at = sent, die_at
 
-    async def create(self, requests: Sequence[BatchRequest]) -> str:
+    async def create(self, requests: Sequence[BatchRequest], key: str) -> str:
         if self.die_at is not None and len(self.sent) == self.die_at:
             raise Cut
-        self.sent.append([r.custom_id for r in requests])
+        assert all(r.custom_id.endswith(f"-{key}") for r in requests)
+        self.sent.append([r.custom_id.rpartition("-")[0] for r in requests])
         return f"msgbatch_{len(self.sent)}"
+
+    async def find(self, lookup: object) -> None:
+        return None                                                   # it died before the provider had the batch
 
     async def aclose(self) -> None:
         pass

@@ -275,6 +275,13 @@ BATCH_POLL_LEASE_SECONDS = 120
 """Lease of one poll of a provider batch (Redis SET NX PX): a poller that dies frees it after this long, and any
 worker's janitor then dispatches the poll again."""
 
+SUBMIT_LOOKUP_SKEW_SECONDS = 120.0
+"""How far the provider's clock may be from ours when a resumed submission looks for the batch its dead worker may
+have created (created between the intent's time less this and the intent's time plus the judge timeout plus this)."""
+SUBMITTED_REGISTRY_SECONDS = 3600
+"""How long this deployment remembers the ids of the provider batches it created (what a resumed submission's lookup
+must not take for its own): far longer than a lapsed lease takes to be resumed."""
+
 BATCH_MAX_REQUESTS = 100_000
 """Most requests in one Anthropic Message Batch (its API's limit)."""
 

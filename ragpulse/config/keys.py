@@ -19,6 +19,12 @@ def job_results(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}:results"
 
 
+def job_awaiting(job_id: str) -> str:
+    """Hash: trace index -> msgpack TraceResult (status `awaiting_judge`) of a batch-delivery trace whose judge
+    request waits on a provider batch: its retrieval metrics and checks, shown until its result is stored."""
+    return f"{PREFIX}:job:{job_id}:awaiting"
+
+
 def job_chunks_done(job_id: str) -> str:
     """Set: indexes of the chunks whose results are stored and counted."""
     return f"{PREFIX}:job:{job_id}:chunks_done"
@@ -307,6 +313,13 @@ def provider_batch(job_id: str, chunk: int) -> str:
 def provider_poll_lease(job_id: str, chunk: int) -> str:
     """String with PX: the one poller of a chunk's provider batches (SET NX PX; its token as the value)."""
     return f"{PREFIX}:job:{job_id}:provider:{chunk}:poll"
+
+
+def provider_submitted() -> str:
+    """Sorted set: ids of the provider batches this deployment created, scored by when; trimmed to the last
+    defaults.SUBMITTED_REGISTRY_SECONDS at every write and expiring with it. A resumed submission looking for the batch
+    its dead worker may have created leaves these out."""
+    return f"{PREFIX}:provider_submitted"
 
 
 def provider_polls() -> str:

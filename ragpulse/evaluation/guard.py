@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from ragpulse.config import defaults
@@ -20,6 +21,8 @@ class RunGuard:
         self.job_budget, self.tenant_daily_budget = job_budget, tenant_daily_budget
         self._failure: str | None = None
         self._failure_read_at = float("-inf")
+        self._read: asyncio.Future[str | None] | None = None
+        """The latest read of the job's failure: every trace asking while it is out waits for it."""
 
     def fail(self, reason: str) -> None:
         """This run failed the job: every later trace of the run sees it at once."""
@@ -31,7 +34,15 @@ class RunGuard:
         now = time.monotonic()
         if self._failure is None and now - self._failure_read_at >= defaults.JOB_FAILURE_CHECK_SECONDS:
             self._failure_read_at = now
-            failure = await self.job.failure()
+            self._read = asyncio.ensure_future(self.job.failure())
+        if self._failure is None and self._read is not None:
+            # Traces starting together (a chunk run's first ones, all at once) share the read, none passes before
+            # it is in: a job cancelled before its chunk runs (batch delivery's results) judges none of them.
+            try:
+                failure = await asyncio.shield(self._read)
+            except BaseException:
+                self._read, self._failure_read_at = None, float("-inf")   # read again by the next caller
+                raise
             if self._failure is None:  # fail() may have come while the read was out
                 self._failure = failure
         return self._failure

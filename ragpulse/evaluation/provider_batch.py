@@ -16,26 +16,30 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
+import uuid
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator
 
 import msgspec
 
+from ragpulse.config import defaults
 from ragpulse.config.prices import call_cost
 from ragpulse.config.settings import Settings
-from ragpulse.evaluation.chunk import ChunkWork, run_chunk, wants_judge
+from ragpulse.evaluation.chunk import ChunkWork, decide, run_chunk, wants_judge
+from ragpulse.evaluation.trace import evaluate_trace
 from ragpulse.exceptions import JobNotFound
 from ragpulse.judges import kinds
 from ragpulse.judges.batches import (
-    OUTCOMES, BatchApi, BatchOutcome, BatchRequest, custom_id, index_of, split_requests, turns_key,
+    OUTCOMES, BatchApi, BatchLookup, BatchOutcome, BatchRequest, custom_id, index_of, keyed, split_requests, turns_key,
 )
 from ragpulse.intake.estimate import estimate_trace_tokens
 from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
-from ragpulse.model.results import Spend
+from ragpulse.model.results import Spend, TraceResult
 from ragpulse.model.trace import Trace
 from ragpulse.store import ChunkLeases, Store
 from ragpulse.store.spend import SpendLedger
-from ragpulse.store.provider_batches import ProviderState
+from ragpulse.store.provider_batches import ProviderState, SubmitIntent
 
 log = logging.getLogger("ragpulse.evaluation.provider_batch")
 CACHE_TTL = "1h"
@@ -52,6 +56,7 @@ async def run_batched(store: Store, settings: Settings, work: ChunkWork) -> bool
         async with _leased(store, settings, work):
             outcomes, prepaid = await _outcomes(settings, work, state)
         await run_chunk(store, settings, dataclasses.replace(work, prepaid=prepaid), outcomes)
+        store.results.drop_awaiting(record.job_id, [index for index, _ in work.pending])
         give_back(store, work)
         return False
     if state is not None and state.status != "submitting":
@@ -101,6 +106,7 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
                                                              over_budget=frozenset(i for i, _ in held)))
     if not judged:
         return False
+    store.results.store_awaiting(record.job_id, [await _awaiting(work, index, trace) for index, trace in judged])
     judge = kinds.make_judge(record.options.judge or settings.default_judge, settings)
     api = kinds.batch_api(record.options.judge or settings.default_judge, settings)
     try:
@@ -114,9 +120,17 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
                 state.reserved_usd = reserved
                 store.provider.queue_save(pipe, record.job_id, work.chunk, state)
                 pipe.execute()
-        for part in parts[len(state.ids):]:  # a resumed submission sends only the parts not sent yet
-            state.ids.append(await api.create(part))
-            store.provider.save(record.job_id, work.chunk, state)
+        for number in range(len(state.ids), len(parts)):  # a resumed submission sends only the parts not sent yet
+            batch_id = await _created_unsaved(store, settings, api, state, number)
+            if batch_id is None:
+                key = uuid.uuid4().hex[:16]
+                state.intent = SubmitIntent(key=key, part=number, at=time.time(), requests=len(parts[number]))
+                store.provider.save(record.job_id, work.chunk, state)  # before the provider can accept it
+                batch_id = await api.create([BatchRequest(keyed(r.custom_id, key), r.params) for r in parts[number]],
+                                            key)
+            state.ids.append(batch_id)
+            state.intent = None
+            store.provider.submitted(record.job_id, work.chunk, state, batch_id)
     finally:
         await api.aclose()
         await judge.aclose()  # type: ignore[union-attr]
@@ -125,6 +139,33 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
     log.info("job %s chunk %s: %d judge requests submitted in provider batches %s", record.job_id, work.chunk,
              len(requests), state.ids)
     return True
+
+
+async def _created_unsaved(store: Store, settings: Settings, api: BatchApi, state: ProviderState,
+                           number: int) -> str | None:
+    """The batch of part `number` that a worker created and died before saving, looked up at the provider by the
+    intent it saved first; None when it saved none for this part, or the provider has no such batch (then it is
+    submitted, under a new key)."""
+    intent = state.intent
+    if intent is None or intent.part != number:
+        return None
+    skew = defaults.SUBMIT_LOOKUP_SKEW_SECONDS
+    found = await api.find(BatchLookup(
+        key=intent.key, requests=intent.requests, after=intent.at - skew,
+        before=intent.at + settings.judge_timeout_seconds + skew,
+        known=frozenset(store.provider.submitted_since(intent.at - skew))))
+    log.warning("part %d of a submission cut off after its intent was saved: %s", number,
+                f"provider batch {found} found, not submitted again" if found else "no batch found, submitting it")
+    return found
+
+
+async def _awaiting(work: ChunkWork, index: int, trace: Trace) -> TraceResult:
+    """The interim result of a trace whose judge request goes to the provider: retrieval metrics, cheap checks and
+    security checks at once (as the chunk run computes them), the judge's part once the batch answers."""
+    checks, security, sampled, reason = decide(trace, work.policies[trace.app], work.record.options)
+    result = await evaluate_trace(trace, index, work.record.options, None, security=security)
+    result.status, result.checks, result.sampled, result.sample_reason = "awaiting_judge", checks, sampled, reason
+    return result
 
 
 def _affordable(store: Store, settings: Settings, work: ChunkWork,

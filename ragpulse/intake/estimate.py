@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 
@@ -12,13 +13,27 @@ from ragpulse.judges import kinds
 from ragpulse.judges.prompt import JUDGE_TASK, user_message
 from ragpulse.model.trace import BatchOptions, Trace
 
-OUTPUT_TOKENS_BASE = 120
-"""Estimated output tokens of a verdict before claims: relevance, flags, reasons."""
-OUTPUT_TOKENS_PER_CLAIM = 130
-"""Estimated output tokens per answer sentence (its copy, claim text, reasoning, evidence quotes, verdict)."""
-OUTPUT_TOKENS_PER_DOC = 20
-"""Estimated output tokens per retrieved document (its context-relevance entry: rank, id, score)."""
-_SENTENCE = re.compile(r"[.!?](\s|$)")
+CHARS_PER_TOKEN = 4.0
+"""Characters of the request's JSON per token: the rule of thumb both providers document for English text (and what
+the loopback fakes count). The judge's own spend reservations keep the safer 3.5 (ragpulse.judges.task)."""
+REQUEST_FRAMING_CHARS = 200
+"""JSON around the prefix and the message that every request carries (model, max_tokens, tool_choice, the message's
+role; the keys and brackets of the system blocks and the strict flag add PREFIX_FRAMING_CHARS)."""
+PREFIX_FRAMING_CHARS = 130
+"""JSON around the system prompt, the examples and the tool in the cached prefix (block types, strict, the marker)."""
+OUTPUT_CHARS_BASE = 240
+"""Output JSON of a verdict before its sentences and documents: relevance, its reason, flags, nulls."""
+OUTPUT_CHARS_PER_SENTENCE = 120
+"""Output JSON per answer sentence besides its two copies: keys, verdict, a short reasoning, and (for the supported
+ones) the evidence's doc id and quote, on average. Fitted on the examples as a literal judge writes them (the fakes):
+a heuristic."""
+OUTPUT_SENTENCE_COPIES = 2
+"""Times a verdict writes each answer sentence in full: as the sentence and as its claim."""
+OUTPUT_CHARS_PER_DOC = 40
+"""Output JSON per retrieved document (its context-relevance entry: rank, score) besides its id."""
+OUTPUT_CHARS_PER_FACT = 30
+"""Output JSON of the reference's key fact besides its text."""
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 class Estimate(msgspec.Struct, kw_only=True):
@@ -41,28 +56,50 @@ class Estimate(msgspec.Struct, kw_only=True):
     cost_by_delivery: dict[str, float] | None = None
     """`cost_usd` under each delivery the judge offers (interactive; batch at half price, its cache writes at the
     1-hour TTL's rate); None when the judge has no batch API or the model no price."""
-    method: str = ("characters / 3.5 for input; the fixed prefix written to the prompt cache once and read by every "
-                   "later call when the judge caches it and it reaches the model's minimum; 120 + 130 per answer "
-                   "sentence + 20 per document for output")
+    method: str = ("the request's JSON (prefix, message, framing) / 4 characters per token for input; the fixed prefix "
+                   "written to the prompt cache once and read by every later call when the judge caches it and it "
+                   "reaches the model's minimum; output a heuristic: the verdict's JSON with each answer sentence "
+                   "written twice, a short reasoning and sometimes a quote, / 4")
+
+
+def prefix_tokens() -> int:
+    """Tokens of the fixed prefix every call sends (the tool, the system prompt, the examples): what a prompt cache
+    holds."""
+    task = JUDGE_TASK
+    chars = sum(len(json.dumps(part)) for part in (task.tool, task.system, task.examples)) + PREFIX_FRAMING_CHARS
+    return int(chars / CHARS_PER_TOKEN)
+
+
+def output_tokens(trace: Trace) -> int:
+    """Tokens of the verdict a judge writes for `trace` (a heuristic): every answer sentence written twice (the
+    sentence, its claim) with a short reasoning and sometimes a quote, a relevance entry per document, the reference's
+    key fact."""
+    sentences = [s for s in _SENTENCE.split((trace.answer or "").strip()) if s] or [""]
+    chars = (OUTPUT_CHARS_BASE
+             + sum(OUTPUT_SENTENCE_COPIES * len(json.dumps(s)) + OUTPUT_CHARS_PER_SENTENCE for s in sentences)
+             + sum(OUTPUT_CHARS_PER_DOC + len(json.dumps(doc.id)) for doc in trace.retrieved_docs)
+             + (OUTPUT_CHARS_PER_FACT + len(json.dumps(trace.reference_answer)) if trace.reference_answer else 0))
+    return int(chars / CHARS_PER_TOKEN)
 
 
 def estimate_trace_tokens(trace: Trace) -> tuple[int, int]:
-    """(input, output) tokens one judge call on this trace is expected to use; input includes the fixed prefix."""
-    input_tokens = int(JUDGE_TASK.estimate_input_tokens(len(user_message(trace))))
-    sentences = max(1, len(_SENTENCE.findall(trace.answer or "")))
-    output = OUTPUT_TOKENS_BASE + OUTPUT_TOKENS_PER_CLAIM * sentences + OUTPUT_TOKENS_PER_DOC * len(trace.retrieved_docs)
-    return input_tokens, output
+    """(input, output) tokens one judge call on this trace is expected to use; input includes the fixed prefix.
+
+    Input is the request's JSON as sent (the prefix, the trace's message JSON-escaped, the framing) at
+    CHARS_PER_TOKEN."""
+    message = len(json.dumps(user_message(trace))) + REQUEST_FRAMING_CHARS
+    return prefix_tokens() + int(message / CHARS_PER_TOKEN), output_tokens(trace)
 
 
 def cache_split(calls: int, input_tokens: int, cached: bool) -> tuple[int, int, int]:
     """(uncached input, cache reads, cache writes) of `calls` calls sending `input_tokens` in all, prefixes included.
 
     With a cached prefix the first call writes it and every later one reads it (a judge keeps calling well within
-    the cache's 5-minute lifetime); concurrent first calls may each write, which this does not count.
+    the cache's lifetime); concurrent first calls may each write, which this does not count.
     """
     if not cached or not calls:
         return input_tokens, 0, 0
-    prefix = int(JUDGE_TASK.fixed_tokens)
+    prefix = prefix_tokens()
     return input_tokens - prefix * calls, prefix * (calls - 1), prefix
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import anthropic
 
 from ragpulse.config import defaults
-from ragpulse.judges.batches import OUTCOMES, BatchOutcome, BatchRequest, BatchState
+from ragpulse.judges.batches import OUTCOMES, BatchLookup, BatchOutcome, BatchRequest, BatchState
 
 
 class AnthropicBatches:
@@ -21,11 +21,36 @@ class AnthropicBatches:
     def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self.client = client
 
-    async def create(self, requests: Sequence[BatchRequest]) -> str:
-        """Submit one batch; its id."""
+    async def create(self, requests: Sequence[BatchRequest], key: str) -> str:
+        """Submit one batch; its id. (Message Batches keep no metadata: the key is in the custom_ids.)"""
         batch = await self.client.messages.batches.create(
             requests=[{"custom_id": r.custom_id, "params": r.params} for r in requests])  # type: ignore[misc]
         return batch.id
+
+    async def find(self, lookup: BatchLookup) -> str | None:
+        """The batch created under `lookup.key`. Message Batches keep no metadata and show their custom_ids only in
+        the results of an ended batch, so: among the batches created in the window with as many requests and not
+        known to be another chunk's, the one whose results carry the key; else the only one still running (none,
+        or several: None, and the caller submits again)."""
+        running, verified = [], []
+        async for batch in self.client.messages.batches.list(limit=100):
+            created = batch.created_at.timestamp()
+            if created < lookup.after:
+                break  # newest first: the rest are older
+            counts = batch.request_counts
+            total = sum(getattr(counts, name) for name in OUTCOMES)
+            if created > lookup.before or batch.id in lookup.known or total != lookup.requests:
+                continue
+            if batch.processing_status != "ended":
+                running.append(batch.id)
+                continue
+            async for line in await self.client.messages.batches.results(batch.id):
+                if line.custom_id.endswith(f"-{lookup.key}"):
+                    verified.append(batch.id)
+                break
+        if verified:
+            return verified[0]
+        return running[0] if len(running) == 1 else None
 
     async def retrieve(self, batch_id: str) -> BatchState:
         """Processing status and request counts."""

@@ -21,8 +21,8 @@ from ragpulse.judges.structured import Failure, Reply
 
 from ragpulse.model.results import OUTCOMES
 
-__all__ = ["OUTCOMES", "BatchApi", "BatchOutcome", "BatchRequest", "BatchState", "ReplayProvider", "custom_id",
-           "index_of", "replaying", "split_requests", "turns_key"]
+__all__ = ["OUTCOMES", "BatchApi", "BatchLookup", "BatchOutcome", "BatchRequest", "BatchState", "ReplayProvider",
+           "custom_id", "index_of", "keyed", "replaying", "split_requests", "turns_key"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,22 @@ class BatchRequest:
 
     custom_id: str
     params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BatchLookup:
+    """What a resumed submission knows of the batch its dead worker may have created."""
+
+    key: str
+    """The idempotency key: in the batch's metadata (OpenAI) and at the end of each request's custom_id."""
+    requests: int
+    """How many requests it carries."""
+    after: float
+    """Created after this (epoch seconds, the provider's clock skew allowed for)."""
+    before: float
+    """Created before this."""
+    known: frozenset[str]
+    """Ids of the batches this deployment created and saved (the other chunks'): never the one looked for."""
 
 
 @dataclass(frozen=True)
@@ -60,8 +76,14 @@ class BatchApi(Protocol):
     max_bytes: int
     """Largest body of one batch."""
 
-    async def create(self, requests: Sequence[BatchRequest]) -> str:
-        """Submit one batch (within the provider's limits); its id."""
+    async def create(self, requests: Sequence[BatchRequest], key: str) -> str:
+        """Submit one batch (within the provider's limits) under the client-side idempotency `key` (kept in its
+        metadata where the provider keeps some; the requests' custom_ids end with it already); its id."""
+        ...
+
+    async def find(self, lookup: BatchLookup) -> str | None:
+        """The id of the batch created under `lookup.key` (by a worker that died before saving it), or None when it
+        was not created or cannot be told apart from another."""
         ...
 
     async def retrieve(self, batch_id: str) -> BatchState:
@@ -103,8 +125,13 @@ def custom_id(index: int, repeat: int) -> str:
     return f"t{index}-{repeat}"
 
 
+def keyed(custom: str, key: str) -> str:
+    """`custom` tagged with the idempotency key of the batch that carries it (`t3-0-<key>`)."""
+    return f"{custom}-{key}"
+
+
 def index_of(custom: str) -> int:
-    """The trace index a custom_id names."""
+    """The trace index a custom_id names (keyed or not)."""
     return int(custom[1:].partition("-")[0])
 
 

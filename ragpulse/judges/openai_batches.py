@@ -9,9 +9,11 @@ from collections.abc import AsyncIterator, Sequence
 
 import openai
 
-from ragpulse.judges.batches import BatchOutcome, BatchRequest, BatchState
+from ragpulse.judges.batches import BatchLookup, BatchOutcome, BatchRequest, BatchState
 
 ENDPOINT = "/v1/chat/completions"
+METADATA_KEY = "ragpulse_submission"
+"""The batch metadata field holding the submission's idempotency key."""
 STATUSES = {"validating": "in_progress", "in_progress": "in_progress", "finalizing": "in_progress",
             "cancelling": "canceling", "completed": "ended", "failed": "ended", "expired": "ended",
             "cancelled": "ended"}
@@ -31,14 +33,23 @@ class OpenAIBatches:
     def __init__(self, client: openai.AsyncOpenAI) -> None:
         self.client = client
 
-    async def create(self, requests: Sequence[BatchRequest]) -> str:
-        """Upload the requests as JSONL and start one batch; its id."""
+    async def create(self, requests: Sequence[BatchRequest], key: str) -> str:
+        """Upload the requests as JSONL and start one batch, `key` in its metadata; its id."""
         lines = "".join(json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT, "body": r.params})
                         + "\n" for r in requests)
         uploaded = await self.client.files.create(file=("requests.jsonl", lines.encode()), purpose="batch")
         batch = await self.client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT,
-                                                 completion_window="24h")
+                                                 completion_window="24h", metadata={METADATA_KEY: key})
         return batch.id
+
+    async def find(self, lookup: BatchLookup) -> str | None:
+        """The batch whose metadata carries `lookup.key`, among those created since `lookup.after` (newest first)."""
+        async for batch in self.client.batches.list(limit=100):
+            if batch.created_at < lookup.after:
+                return None
+            if (batch.metadata or {}).get(METADATA_KEY) == lookup.key:
+                return batch.id
+        return None
 
     async def retrieve(self, batch_id: str) -> BatchState:
         """Status and request counts: processing until it ends, then succeeded, errored and how the rest ended."""

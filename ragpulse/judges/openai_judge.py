@@ -197,9 +197,21 @@ def _reply(completion: Any, headers: Mapping[str, str], model: str, tool_name: s
     return Reply(
         output=output, problem=problem, raw_output=output if output is not None else message.model_dump(),
         model=completion.model or model, stop_reason=choice.finish_reason if choice is not None else None,
-        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage(0, 0),
+        usage=_usage(usage),
         request_id=headers.get("x-request-id"), headers=headers, turn=message,
     )
+
+
+def _usage(usage: Any) -> Usage:
+    """Tokens as billed: `prompt_tokens` counts the cached ones too (`prompt_tokens_details.cached_tokens`, billed at
+    the cached-input rate), so they are taken out of the input and counted as cache reads."""
+    if usage is None:
+        return Usage(0, 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or 0
+    prompt = usage.prompt_tokens or 0
+    cached = cached if isinstance(cached, int) and 0 < cached <= prompt else 0
+    return Usage(prompt - cached, usage.completion_tokens or 0, cache_read_input_tokens=cached)
 
 
 def _structured_output(message: Any, tool_name: str) -> tuple[Any, str | None]:

@@ -13,7 +13,9 @@ from ragpulse.model.scores import Attribution
 from ragpulse.model.scores import GenerationScores
 
 JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]
-TraceStatus = Literal["ok", "failed", "judge_error", "skipped_budget"]
+TraceStatus = Literal["ok", "failed", "judge_error", "skipped_budget", "awaiting_judge"]
+"""`awaiting_judge`: batch delivery, the judge request waits on the provider; the retrieval metrics and checks are
+in, the result is replaced once the batch has answered (never in a report)."""
 LabelState = Literal["labelled", "no_relevant", "unlabelled"]
 TERMINAL: frozenset[str] = frozenset({"finished", "finished_with_errors", "failed"})
 """Statuses a job never leaves."""
@@ -76,6 +78,9 @@ class ProviderProgress(msgspec.Struct, kw_only=True):
     counts: dict[str, int]
     """The batches' request counts summed: processing, succeeded, errored, expired, canceled (the provider says how
     each request ended only once its whole batch has ended)."""
+    awaiting_judge: int = 0
+    """Traces whose retrieval metrics and checks are stored while their judge request waits on the provider: in the
+    job's results with status `awaiting_judge` until the batch answers."""
 
 
 class JobView(msgspec.Struct, kw_only=True):

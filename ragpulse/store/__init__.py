@@ -13,7 +13,7 @@ import redis
 from ragpulse.exceptions import Conflict, JobNotFound
 from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.job_list import JobFilter
-from ragpulse.model.results import OUTCOMES, TERMINAL, JobView, Progress, ProviderProgress, ResultsPage
+from ragpulse.model.results import OUTCOMES, TERMINAL, JobView, Progress, ProviderProgress, ResultsPage, Spend
 from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.store.chunks import ChunkLeases, chunked
 from ragpulse.store.clock import utcday, utcnow
@@ -70,7 +70,8 @@ class Store:
             return None
         counts = {name: sum(s.counts.get(name, 0) for s in states) for name in OUTCOMES}
         return ProviderProgress(waiting=any(s.status != "ended" for s in states),
-                                batch_ids=[i for s in states for i in s.ids], counts=counts)
+                                batch_ids=[i for s in states for i in s.ids], counts=counts,
+                                awaiting_judge=self.results.awaiting(record.job_id))
 
     def cancel(self, job_id: str, tenant: str) -> JobView:
         """Cancel a job that has not ended: it fails with the reason, its running chunks fail their remaining traces,
@@ -132,16 +133,25 @@ class Store:
         return self.results.report(job_id)
 
     def reopen_unfinished(self, job_id: str, tenant: str) -> list[int]:
-        """For a retry: forget failed and skipped results and return the chunks to run again."""
+        """For a retry: forget failed and skipped results and return the chunks to run again. A batch-delivery chunk
+        forgets its ended provider batches too, so the traces it runs again go to the provider in fresh requests
+        instead of being answered by the old results (expired, errored, canceled or judged before)."""
         record = self.jobs.get(job_id, tenant)
         indexes = self.results.unfinished_indexes(job_id)
         chunks = sorted({i // record.chunk_size for i in indexes})
         if not chunks:
             return []
+        states = self.provider.states(job_id, record.n_chunks)
         with self.redis.pipeline() as pipe:
             self.results.forget(pipe, job_id, indexes)
             self.chunks.reopen(pipe, job_id, chunks)
             self.jobs.reopen(pipe, job_id)
+            for chunk in chunks:
+                state = states[chunk]
+                if state is not None and state.reserved_usd:  # a reservation never given back: given back now
+                    SpendLedger.queue_add(pipe, job_id, record.tenant, Spend(
+                        judge_calls=0, input_tokens=0, output_tokens=0, cost_usd=-state.reserved_usd))
+                self.provider.queue_forget(pipe, job_id, chunk)
             pipe.execute()
         return chunks
 

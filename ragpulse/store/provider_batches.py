@@ -14,7 +14,7 @@ from typing import Literal
 import msgspec
 import redis
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 
 ProviderStatus = Literal["submitting", "waiting", "canceling", "ended"]
 
@@ -23,6 +23,22 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 """Delete the poll lease only when it is still the caller's (KEYS: lease; ARGV: token)."""
+
+
+class SubmitIntent(msgspec.Struct, kw_only=True):
+    """A provider batch about to be created, saved before the request goes out: a worker killed after the provider
+    accepted it and before its id was saved leaves this, and the submission resumed looks the batch up by it instead
+    of creating it again."""
+
+    key: str
+    """Client-side idempotency key: in the batch's metadata where the provider keeps some (OpenAI), and at the end of
+    every request's custom_id (both)."""
+    part: int
+    """Which part of the chunk's requests (split_requests) the batch carries."""
+    at: float
+    """When the intent was saved (epoch seconds): the batch, if created, was created after this."""
+    requests: int
+    """How many requests the batch carries."""
 
 
 class ProviderState(msgspec.Struct, kw_only=True):
@@ -39,6 +55,8 @@ class ProviderState(msgspec.Struct, kw_only=True):
     """The requests' estimated cost at the batch price, counted in the job's and tenant's spend at submission (so
     budgets see it while the batch runs) and given back once the chunk has run on the results (their actual cost is
     counted then, call by call)."""
+    intent: SubmitIntent | None = None
+    """The batch being created, until its id is saved with `ids` (submitting only)."""
 
 
 _decoder = msgspec.json.Decoder(ProviderState)
@@ -69,6 +87,20 @@ class ProviderBatches:
     def queue_save(self, pipe: redis.client.Pipeline, job_id: str, chunk: int, state: ProviderState) -> None:
         """Queue the write of the chunk's state onto `pipe`."""
         pipe.set(keys.provider_batch(job_id, chunk), msgspec.json.encode(state), ex=self.ttl)
+
+    def submitted(self, job_id: str, chunk: int, state: ProviderState, batch_id: str) -> None:
+        """Save the state holding a newly created batch's id, and remember the id as this deployment's."""
+        now = time.time()
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(keys.provider_batch(job_id, chunk), msgspec.json.encode(state), ex=self.ttl)
+            pipe.zadd(keys.provider_submitted(), {batch_id: now})
+            pipe.zremrangebyscore(keys.provider_submitted(), "-inf", now - defaults.SUBMITTED_REGISTRY_SECONDS)
+            pipe.expire(keys.provider_submitted(), defaults.SUBMITTED_REGISTRY_SECONDS)
+            pipe.execute()
+
+    def submitted_since(self, since: float) -> set[str]:
+        """Ids of the provider batches this deployment created since `since` (epoch seconds)."""
+        return {m.decode() for m in self.redis.zrangebyscore(keys.provider_submitted(), since, "+inf")}
 
     def wait(self, job_id: str, chunk: int, state: ProviderState, due_in: float) -> None:
         """The chunk waits on its provider batches: state saved, due a poll in `due_in` seconds, and no longer
@@ -101,6 +133,11 @@ class ProviderBatches:
         self.queue_save(pipe, job_id, chunk, state)
         pipe.zrem(keys.provider_polls(), _member(job_id, chunk))
         pipe.hset(keys.job_chunk_states(job_id), chunk, "queued")
+
+    def queue_forget(self, pipe: redis.client.Pipeline, job_id: str, chunk: int) -> None:
+        """Queue the writes dropping the chunk's batches (state and due poll) onto `pipe`: it submits afresh."""
+        pipe.delete(keys.provider_batch(job_id, chunk))
+        pipe.zrem(keys.provider_polls(), _member(job_id, chunk))
 
     def forget(self, job_id: str, chunk: int) -> None:
         """No more polls of the chunk (its job is gone)."""

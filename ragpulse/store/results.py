@@ -90,9 +90,32 @@ class Results:
         start = _parse_cursor(cursor)
         indexes = list(range(start, min(start + limit, total)))
         raw = self.redis.hmget(keys.job_results(job_id), [str(i) for i in indexes]) if indexes else []
+        missing = [str(i) for i, v in zip(indexes, raw) if v is None]
+        if missing:  # a trace waiting on a provider batch shows its interim result meanwhile
+            interim = dict(zip(missing, self.redis.hmget(keys.job_awaiting(job_id), missing)))
+            raw = [v if v is not None else interim[str(i)] for i, v in zip(indexes, raw)]
         items = [_result_decoder.decode(v) for v in raw if v is not None]
         end = start + len(indexes)
         return ResultsPage(items=items, next_cursor=str(end) if end < total else None)
+
+    def store_awaiting(self, job_id: str, results: Sequence[TraceResult]) -> None:
+        """Keep the interim results (retrieval metrics and checks) of traces whose judge request waits on a provider
+        batch; a trace's final result, once stored, takes their place."""
+        if results:
+            with self.redis.pipeline(transaction=True) as pipe:
+                pipe.hset(keys.job_awaiting(job_id), mapping={str(r.index): _encoder.encode(r) for r in results})
+                pipe.expire(keys.job_awaiting(job_id), self.ttl)
+                pipe.execute()
+
+    def drop_awaiting(self, job_id: str, indexes: Iterable[int]) -> None:
+        """Forget the interim results of these traces (their final results are stored)."""
+        fields = [str(i) for i in indexes]
+        if fields:
+            self.redis.hdel(keys.job_awaiting(job_id), *fields)
+
+    def awaiting(self, job_id: str) -> int:
+        """How many interim results wait on a provider batch."""
+        return self.redis.hlen(keys.job_awaiting(job_id))
 
     def unfinished_indexes(self, job_id: str) -> list[int]:
         """Indexes of the traces that failed or were skipped."""
