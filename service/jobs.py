@@ -64,12 +64,18 @@ class JobController(Controller):
     def retry(self, job_id: JobId, call: Call) -> JobView:
         """Re-run only the traces that failed or were skipped; results already stored are kept.
 
-        409 naming `path.job_id` while the job is still queued or running."""
+        409 naming `path.job_id` while the job is still queued or running, or while a worker is still finishing one
+        of its chunks (a cancelled job: a retry then would race the old run's end)."""
         store, tenant = call.store, call.tenant
         job = store.job(job_id, tenant)
         if job.status not in TERMINAL:
             raise Conflict(f"job {job_id} is {job.status}; retry it once it has ended",
                                    [{"path": "path.job_id", "message": "job still running"}])
+        busy = store.chunks.in_flight(job_id)
+        if busy:
+            raise Conflict(f"job {job_id} is {job.status} but a worker is still finishing chunk(s) "
+                           f"{', '.join(map(str, busy))} (a cancelled job stops after its current traces); retry in "
+                           "a few seconds", [{"path": "path.job_id", "message": "chunks still finishing"}])
         chunks = store.reopen_unfinished(job_id, tenant)
         if chunks:
             requeue(store, call.services.enqueuer, job_id, chunks)

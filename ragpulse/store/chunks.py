@@ -75,6 +75,19 @@ class ChunkLeases:
                 claimed.append(int(chunk))
         return claimed
 
+    def in_flight(self, job_id: str) -> list[int]:
+        """Chunks a live worker still holds (started, lease not lapsed): a cancelled job's chunks finish their
+        current traces before they stop."""
+        started = [int(c) for c, state in self.redis.hgetall(keys.job_chunk_states(job_id)).items()
+                   if state == b"started"]
+        if not started:
+            return []
+        with self.redis.pipeline(transaction=False) as pipe:
+            for chunk in started:
+                pipe.exists(keys.job_lease(job_id, chunk))
+            leased = pipe.execute()
+        return [chunk for chunk, held in zip(started, leased) if held]
+
     def reopen(self, pipe: redis.client.Pipeline, job_id: str, chunks: Sequence[int]) -> None:
         """Queue the writes that make these chunks run again onto `pipe`."""
         pipe.srem(keys.job_chunks_done(job_id), *chunks)
