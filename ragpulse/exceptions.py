@@ -21,6 +21,7 @@
     │   └── OverBacklogShare   the tenant holds its share of the online stream: its post is refused (503)
     ├── AlreadyAnswered        a post's Idempotency-Key was answered before: that answer is replayed, nothing written
     ├── TraceNotFound          no online trace record with this id for this tenant (404)
+    ├── SessionNotFound        no sampled turn of this conversation for this tenant (404)
     ├── JobNotFound            no such job for this tenant (404)
     ├── DatasetNotFound        no such dataset, or no such version of it, for this tenant (404)
     ├── StoreUnavailable       Redis cannot be reached (503)
@@ -170,6 +171,10 @@ class AlreadyAnswered(RagpulseError):
 
 class TraceNotFound(RagpulseError):
     """No online trace record with this id exists for the calling tenant."""
+
+
+class SessionNotFound(RagpulseError):
+    """No sampled turn of this session is kept for the calling tenant."""
 
 
 class JobNotFound(RagpulseError):

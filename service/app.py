@@ -51,6 +51,7 @@ from service.review import ReviewPageController
 from service.review_auth import review_resolver
 from service.review_login import ReviewLoginController
 from service.review_metrics import AgreementCollector
+from service.sessions import SessionController
 from service.traces import TraceController
 from service.openapi import document
 
@@ -122,7 +123,7 @@ def create_app(
                                                        settings.review_max_sessions),
                         datasets=DatasetStore(client, DatasetLimits.from_settings(settings)))
     app = Litestar(
-        route_handlers=[BatchController, TraceController, otlp_traces, list_jobs, JobController, CalibrationController,
+        route_handlers=[BatchController, TraceController, SessionController, otlp_traces, list_jobs, JobController, CalibrationController,
                         LabelController, ReviewController, DatasetController, GenerationController,
                         AppPolicyController, MonitorController,
                         ReviewLoginController, ReviewPageController, PagesController, healthz, readyz, metrics],

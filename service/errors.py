@@ -20,7 +20,7 @@ from ragpulse.exceptions import (
     Backlogged, BodyTimeout, IdempotencyKeyReused, OverBacklogShare,
     Conflict, DatasetNotFound, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, StoreRefused, StoreUnavailable,
-    TooLarge, TraceNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
+    TooLarge, TraceNotFound, SessionNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
 
@@ -41,6 +41,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     Forbidden: (403, "Forbidden"),
     JobNotFound: (404, "Job not found"),
     TraceNotFound: (404, "Trace not found"),
+    SessionNotFound: (404, "Session not found"),
     DatasetNotFound: (404, "Dataset not found"),
 }
 

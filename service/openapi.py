@@ -42,6 +42,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/batches", "post"): (400, 401, 413, 415, 422, 429, 503),
     ("/v1/traces", "post"): (400, 401, 413, 415, 422, 429, 503),
     ("/v1/traces/{trace_id}", "get"): (400, 401, 404, 503),
+    ("/v1/sessions/{session_id}", "get"): (400, 401, 404, 503),
     ("/v1/otlp/v1/traces", "post"): (400, 401, 413, 415, 429, 503),
     ("/v1/jobs", "get"): (400, 401, 503),
     ("/v1/jobs/{job_id}", "get"): (400, 401, 404, 503),
@@ -114,6 +115,8 @@ _WHY_HERE = {
                               "Bearer <metrics token>` (an API key opens no metrics).",
     ("/v1/traces/{trace_id}", "get", 404): "No record of this trace for this tenant: it was not sampled (only "
                                             "counted), its record expired, or it is another tenant's.",
+    ("/v1/sessions/{session_id}", "get", 404): "No sampled turn of this session is kept for this tenant: none was "
+                                                "sampled, they expired, or the session is another tenant's.",
     ("/v1/traces", "post", 503): "Redis is unreachable or refused the write, or the online stream holds "
                                  "RAGPULSE_ONLINE_MAX_BACKLOG unprocessed posts (workers are behind); retry after "
                                  "`Retry-After` seconds.",

@@ -56,7 +56,7 @@ def test_policy_shows_the_rules_in_force_with_their_defaults_and_sources(client:
     assert set(fresh["always_judge"]) == set(rules)                 # every rule, the ones on by default included
     assert fresh["stored"] is False and fresh["app"] == app and fresh["max_source_age_days"] is None
     assert fresh["sources"] == {"sample_rate": "RAGPULSE_SAMPLE_RATE", **{f"always_judge.{r}": "default" for r in rules},
-                                "max_source_age_days": "default"}
+                                "max_source_age_days": "default", "sample_by": "default"}
 
     written = client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5, "always_judge": {"negative_feedback": False},
                                                           "max_source_age_days": 90})
@@ -68,7 +68,8 @@ def test_policy_shows_the_rules_in_force_with_their_defaults_and_sources(client:
         assert policy["sources"] == {"sample_rate": "stored", "always_judge.negative_feedback": "stored",
                                      "always_judge.cited_not_retrieved": "default",
                                      "always_judge.top_score_below": "default",
-                                     "always_judge.injection_docs": "default", "max_source_age_days": "stored"}
+                                     "always_judge.injection_docs": "default", "max_source_age_days": "stored",
+                                     "sample_by": "default"}
 
 
 def test_production_traces_are_sampled_by_policy(client: httpx.Client) -> None:

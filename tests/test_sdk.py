@@ -372,6 +372,7 @@ def test_the_example_apps_find_the_server_by_ragpulse_port(stack, app: str) -> N
 
 @pytest.mark.parametrize(("typed", "struct"), [
     ("Job", "ragpulse.model.results:JobView"), ("TraceRecord", "ragpulse.store.online_records:OnlineTrace"),
+    ("Session", "ragpulse.store.sessions:SessionView"), ("SessionTurn", "ragpulse.store.sessions:SessionTurnView"),
     ("Report", "ragpulse.reporting.report:Report"), ("Comparison", "ragpulse.model.compare:Comparison"),
 ])
 def test_the_helpers_types_name_exactly_the_services_fields(typed: str, struct: str) -> None:

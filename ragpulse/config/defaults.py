@@ -378,6 +378,22 @@ DEFAULT_MIN_CACHEABLE_TOKENS = 1024
 ONLINE_RESULT_TTL_SECONDS = 86400
 """How long the record of a sampled online trace (GET /v1/traces/{trace_id}) stays in Redis."""
 
+SESSION_MAX_TURNS = 100
+"""Sampled turns a session's index (GET /v1/sessions/{session_id}, session evidence) keeps at most: the latest."""
+
+SESSION_DOCS_PER_TURN = 10
+"""Documents of a turn kept in its session's index as evidence for later turns (the top-ranked ones)."""
+
+SESSION_DOC_CHARS = 4_000
+"""Characters of a document's text kept in its session's index (its start)."""
+
+SESSION_EVIDENCE_DOCS = 20
+"""Documents of earlier turns handed to the judge as a trace's `session_evidence` when the app sent none."""
+
+SESSION_EVIDENCE_CHARS = 40_000
+"""Characters of earlier turns' documents handed to the judge as `session_evidence` at most (the judge input caps
+then apply as to any document)."""
+
 MAX_TRACES_PER_POST = 1000
 """Most traces in one POST /v1/traces (413 above it); larger sets go to POST /v1/batches."""
 

@@ -151,6 +151,14 @@ def online_trace(tenant: str, trace_id: str) -> str:
     return f"{PREFIX}:trace:{len(tenant)}:{tenant}:{trace_id}"
 
 
+def session(tenant: str, session_id: str) -> str:
+    """Sorted set: the sampled turns of one online conversation (store.sessions), scored by turn index, each member a
+    msgpack SessionTurn (trace id and the turn's documents, capped); at most defaults.SESSION_MAX_TURNS (the latest
+    kept), expiring settings.online_result_ttl_seconds after its latest turn, as the turns' records do. The tenant is
+    length-prefixed: session ids may hold ':'."""
+    return f"{PREFIX}:session:{len(tenant)}:{tenant}:{session_id}"
+
+
 def otlp_pending(queue_prefix: str) -> str:
     """Sorted set: OpenTelemetry traces waiting to be assembled (member `otlp_member`), scored by when they are due
     (their root span arrived and RAGPULSE_OTLP_SETTLE_SECONDS passed, or RAGPULSE_OTLP_MAX_WAIT_SECONDS since their

@@ -94,7 +94,7 @@ def skipped_result(trace: Trace, index: int, reason: str, options: BatchOptions,
 def _identity(trace: Trace, index: int) -> dict[str, Any]:
     return {"trace_id": trace.trace_id or str(index), "index": index, "app": trace.app,
             "question_type": trace.question_type, "source": trace.source, "answerable": trace.answerable,
-            "item_id": trace.item_id, "split": trace.split,
+            "item_id": trace.item_id, "split": trace.split, "session_id": trace.session_id, "turn": trace.turn,
             "environment": environment_of(trace.environment),
             "query_hash": None if trace.trace_id else query_hash(trace.query), "pipeline": pipeline_figures(trace)}
 

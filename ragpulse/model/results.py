@@ -163,6 +163,10 @@ class TraceResult(msgspec.Struct, kw_only=True):
     """The dataset item the trace answered (a batch bound to a dataset); comparisons match traces by it first."""
     split: str | None = None
     """The item's split (`dev`, `test`)."""
+    session_id: str | None = None
+    """The conversation the trace is a turn of (the trace's `session_id`)."""
+    turn: int | None = None
+    """The turn's index in its session (the trace's `turn`): the report's `by_turn` and the session metrics read it."""
     environment: StoredEnvironment = "production"
     """Where the trace was produced: only `production` results count in the monitor and the series alerts read."""
     labels: LabelState

@@ -31,6 +31,12 @@ UNANSWERABLE = MetricDef("ragpulse_unanswerable_traces", "counter",
                          "Judged traces labelled unanswerable, or unlabelled and judged not answerable from their "
                          "context: the unanswerable hallucination rate's denominator.", (*PER_APP, "judge"))
 ABSTENTIONS = MetricDef("ragpulse_abstentions", "counter", "Judged traces whose answer abstained.", PER_APP)
+SESSION_TURNS = MetricDef("ragpulse_session_turns_judged", "counter",
+                          "Judged turns of conversations (traces with a session_id) by turn bucket (`first`: turn 0, "
+                          "`follow_up`: a later turn, `unknown`: no turn index) and outcome (`hallucinated`, "
+                          "`grounded`: made claims, none unsupported or contradicted; `abstained`; `no_claims`): the "
+                          "hallucination rate of a bucket is hallucinated / (hallucinated + grounded), its abstention "
+                          "rate abstained / all.", (*PER_APP, "turn", "outcome"))
 JUDGE_ERRORS = MetricDef("ragpulse_judge_errors", "counter", "Traces that ended as judge_error.", PER_APP)
 CHECKS = MetricDef("ragpulse_checks_failed", "counter", "Cheap programmatic checks that flagged a trace.",
                    (*PER_APP, "check"))
@@ -110,6 +116,7 @@ UNANSWERABLE_HALLUCINATIONS = GENERATION_BY_NAME["unanswerable_hallucination_rat
 """Families declared with their metric in ragpulse.metrics.registry, named here for the alert rules' sake."""
 
 ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIMS, UNANSWERABLE, ABSTENTIONS,
+       SESSION_TURNS,
        JUDGE_ERRORS, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
        RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, SECURITY_CHECKED, ACL_LEAKS, INJECTION_DOCS,
        INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, STALE_TRACES, ATTRIBUTION, PIPELINE_LATENCY, PIPELINE_COST,

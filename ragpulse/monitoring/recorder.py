@@ -9,6 +9,8 @@ from ragpulse.config.prices import call_cost
 from ragpulse.store.atomic import WriteQueue
 from ragpulse.model.results import Pipeline, Security, TraceResult
 from ragpulse.model.environment import environment_of
+from ragpulse.model.scores import GenerationScores
+from ragpulse.model.turns import turn_bucket
 from ragpulse.model.trace import Trace
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.monitoring import catalog as m
@@ -46,7 +48,17 @@ def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
         batch.inc(m.ABSTENTIONS, app)
     if g.unanswerable:
         batch.inc(m.UNANSWERABLE, labels)
+    if result.session_id is not None:
+        batch.inc(m.SESSION_TURNS, {**app, "turn": turn_bucket(result.turn), "outcome": turn_outcome(g)})
     count_registered(batch, result, labels)
+
+
+def turn_outcome(g: GenerationScores) -> str:
+    """The `outcome` label of a judged turn: hallucinated or grounded when it made claims (hallucination_rate's
+    population), else abstained or no_claims."""
+    if g.claims:
+        return "hallucinated" if g.hallucinated else "grounded"
+    return "abstained" if g.abstained else "no_claims"
 
 
 def count_security(batch: MetricsBatch, app: dict[str, str], security: Security) -> None:

@@ -27,11 +27,23 @@ class AlwaysJudge(Base):
     """A retrieved document carries instructions aimed at the model: the judge says whether the answer obeyed."""
 
 
+SampleBy = Literal["session", "trace"]
+"""What the sample draws: whole conversations (`session`: a trace with a `session_id` is sampled by a hash of its app
+and session, so a session sampled at its first turn keeps all its turns and session metrics are unbiased; a trace
+without one by its trace id) or single traces (`trace`: every trace by its trace id, turns of one session drawn
+apart)."""
+
+
 class SamplingPolicy(Base):
     """How much of an app's production traffic is judged. Traces not sampled are counted, not judged."""
 
     sample_rate: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
-    """Share of traces judged, chosen deterministically by a hash of trace_id (a retried post samples alike)."""
+    """Share of traces (or of sessions, see `sample_by`) judged, chosen deterministically by a hash of trace_id (of app
+    and session_id) so a retried post samples alike."""
+    sample_by: SampleBy = "session"
+    """`session` (default): a trace with a `session_id` is sampled with its whole session (a hash of app and
+    session_id decides, the same for every turn); a trace without one by its trace_id. `trace`: each trace by its
+    trace_id. The always-judge rules add single turns either way."""
     always_judge: AlwaysJudge = msgspec.field(default_factory=AlwaysJudge)
     max_source_age_days: Annotated[float, Meta(gt=0, le=36_500)] | None = None
     """Retrieved documents whose `updated_at` is older than this are stale (security.stale_docs); unset: no check."""
@@ -85,7 +97,8 @@ def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float
         differs = stored is not None and value != getattr(builtin, rule.name)
         sources[f"always_judge.{rule.name}"] = "stored" if differs else "default"
     sources["max_source_age_days"] = "stored" if policy.max_source_age_days is not None else "default"
-    return PolicyInForce(app=app, stored=stored is not None, sample_rate=policy.sample_rate,
+    sources["sample_by"] = "stored" if stored is not None and policy.sample_by != "session" else "default"
+    return PolicyInForce(app=app, stored=stored is not None, sample_rate=policy.sample_rate, sample_by=policy.sample_by,
                          always_judge=AlwaysJudgeInForce(**msgspec.structs.asdict(policy.always_judge)),
                          max_source_age_days=policy.max_source_age_days, sources=sources)
 
@@ -93,6 +106,14 @@ def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float
 def hash_fraction(trace_id: str) -> float:
     """A uniform number in [0, 1) fixed by the trace id."""
     return int.from_bytes(hashlib.sha256(trace_id.encode()).digest()[:8], "big") / 2**64
+
+
+def sample_key(trace: Trace, policy: SamplingPolicy) -> str:
+    """What the sample hashes: `app:session_id` for a turn of a session under `sample_by: session` (app names hold no
+    `:`, so no two apps' sessions collide), else the trace id."""
+    if policy.sample_by == "session" and trace.session_id is not None:
+        return f"{trace.app}:{trace.session_id}"
+    return trace.trace_id or ""
 
 
 def cheap_checks(trace: Trace, policy: SamplingPolicy) -> list[str]:
@@ -124,7 +145,7 @@ def sampling_decision(trace: Trace, policy: SamplingPolicy, checks: list[str]) -
     for check in checks:
         if forced.get(check):
             return True, f"always:{check}"
-    if hash_fraction(trace.trace_id or "") < policy.sample_rate:
+    if hash_fraction(sample_key(trace, policy)) < policy.sample_rate:
         return True, "sampled"
     return False, "not_sampled"
 

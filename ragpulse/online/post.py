@@ -12,7 +12,7 @@ from ragpulse.model.environment import environment_of
 from ragpulse.model.trace import Trace
 from ragpulse.monitoring.recorder import queue_received_counts
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, sampling_decision
-from ragpulse.store import online_records
+from ragpulse.store import online_records, sessions
 from ragpulse.store.online_records import OnlineTrace
 from ragpulse.store.atomic import Command, Writes, room_in
 
@@ -78,7 +78,8 @@ def pending_record(trace: Trace, decision: Decision, received_at: str) -> Online
     """The record of a trace not processed yet."""
     return OnlineTrace(trace_id=trace.trace_id or "", app=trace.app, environment=environment_of(trace.environment),
                        status="pending", sampled=decision.sampled,
-                       sample_reason=decision.reason, checks=decision.checks, received_at=received_at)
+                       sample_reason=decision.reason, checks=decision.checks, received_at=received_at,
+                       session_id=trace.session_id, turn=trace.turn)
 
 
 @dataclass
@@ -110,6 +111,8 @@ names no environment is given `production`. `policies`
             sampled_ids.append(record.trace_id)
             pipe.set(keys.online_trace(tenant, record.trace_id), online_records.encode(record),
                      ex=settings.online_result_ttl_seconds)
+            if trace.session_id is not None:
+                sessions.queue_turn(pipe, tenant, trace, settings.online_result_ttl_seconds)
     queue_received_counts(pipe, settings.apps, settings.tenants, tenant, traces)
     return StagedPost(post, sampled_ids)
 

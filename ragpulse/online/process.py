@@ -27,7 +27,7 @@ from ragpulse.model.trace import BatchOptions, Trace
 from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.monitoring.sampling import judge_for_injection
-from ragpulse.store import online_records
+from ragpulse.store import online_records, sessions
 from ragpulse.online.post import Decision, Post, pending_record
 from ragpulse.security.trace import check_trace
 from ragpulse.store.atomic import Group, Writes, WriteQueue
@@ -132,8 +132,9 @@ class PostProcessor:
             elif reason := await self._budget_spent(judge, tenant):
                 result = skipped_result(trace, index, reason, ONLINE_OPTIONS, security)
             else:
+                judged = await sessions.with_session_evidence(self.client, tenant, trace)
                 async with self._bound:
-                    result = await evaluate_trace(trace, index, ONLINE_OPTIONS, judge, self.limits, security)
+                    result = await evaluate_trace(judged, index, ONLINE_OPTIONS, judge, self.limits, security)
         except RETRIED_ERRORS:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data (JudgeAuthError included)

@@ -12,7 +12,10 @@ Read, by span kind (OpenInference `openinference.span.kind`, else inferred from 
   (`llm.output_messages.N.message.content`, `gen_ai.completion.N.content`, `output.value`);
 - usage: `llm.token_count.{prompt,completion}` or `gen_ai.usage.{input,output,prompt,completion}_tokens`, summed over
   LLM spans; model: `llm.model_name` or `gen_ai.response.model` / `gen_ai.request.model`;
-- latency: retrieval, rerank and generation from those spans' durations, total from the root span's.
+- latency: retrieval, rerank and generation from those spans' durations, total from the root span's;
+- conversation: `session.id` is the `session_id`; the LLM span's chat messages before the last user message (user and
+  assistant ones; system and tool messages dropped) are the `history`, and the number of user messages among them the
+  `turn` (inferred); a retriever's `input.value` that differs from the query is the `rewritten_query`.
 
 The trace id is the OpenTelemetry trace id (32 hex characters); `app` is the resource's `service.name` (characters
 outside `A-Za-z0-9._-` become `-`, `default` when unset).
@@ -34,8 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from ragpulse.exceptions import SpansInvalid
-from ragpulse.model.trace import MAX_TOKEN_COUNT
+from ragpulse.model.trace import MAX_HISTORY_TURNS, MAX_TOKEN_COUNT, SessionId
 from ragpulse.otlp.spans import SpanRecord
 
 _APP_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -77,10 +82,13 @@ def assemble(spans: Sequence[SpanRecord]) -> Assembled:
         candidates = [d["id"] for d in _documents(rerankers[-1].attributes, "reranker.input_documents", notes)] or \
             [d["id"] for d in docs] or None
         docs = _documents(rerankers[-1].attributes, "reranker.output_documents", notes) or docs
+    query = _query(root, retrievers, llms)
     trace = {"trace_id": root.trace_id, "app": app_name(root.service), "source": "production",
-             "query": _query(root, retrievers, llms), "retrieved_docs": _unique(docs),
+             "query": query, "retrieved_docs": _unique(docs),
              "answer": _answer(root, llms), "candidates": candidates, "generator_model": _model(llms),
-             "usage": _usage(llms, notes), "latency_ms": _latency(root, retrievers, rerankers, llms)}
+             "usage": _usage(llms, notes), "latency_ms": _latency(root, retrievers, rerankers, llms),
+             "rewritten_query": _rewritten(retrievers, query),
+             **conversation(spans, root, llms, notes)}
     trace = {key: value for key, value in trace.items() if value not in (None, "", {}, [])}
     missing = [name for name, key in (("query", "query"), ("documents", "retrieved_docs")) if key not in trace]
     return Assembled(trace=trace, missing=missing, notes=notes)
@@ -119,6 +127,57 @@ def _query(root: SpanRecord, retrievers: list[SpanRecord], llms: list[SpanRecord
         if found:
             return found
     return None
+
+
+def _rewritten(retrievers: list[SpanRecord], query: str | None) -> str | None:
+    """What the retriever was asked (its `input.value`) when it differs from the user's query: the app's rewrite."""
+    for span in retrievers:
+        asked = _field(span.attributes, "input.value")
+        if asked and query and asked.strip() != query.strip():
+            return asked
+    return None
+
+
+def conversation(spans: Sequence[SpanRecord], root: SpanRecord, llms: list[SpanRecord],
+                 notes: list[Note]) -> dict[str, Any]:
+    """`session_id`, `turn` and `history` of a chat turn: `session.id` (OpenInference; the root span's first, else any
+    span's), and the messages of the last LLM span that has any (`llm.input_messages.N.message.{role,content}`, else
+    `gen_ai.prompt.N.{role,content}`): the messages before its last user message, user and assistant ones only (system
+    and tool messages dropped), are the history, at most the latest MAX_HISTORY_TURNS. The turn index is inferred
+    (a heuristic): the number of user messages in that history. An unusable `session.id` is dropped with a note."""
+    found: dict[str, Any] = {}
+    session = next((s.attributes["session.id"] for s in (root, *spans) if s.attributes.get("session.id")), None)
+    if session is not None:
+        try:
+            found["session_id"] = msgspec.convert(str(session), SessionId)
+        except msgspec.ValidationError as exc:
+            notes.append(("dropped", f"session.id: {_shown(session)} is no session id ({exc})"))
+    messages = next((m for span in reversed(llms) if (m := _messages(span.attributes))), [])
+    last_user = max((i for i, (role, _) in enumerate(messages) if role == "user"), default=None)
+    if last_user is None:
+        return found
+    history = [{"role": role, "content": content} for role, content in messages[:last_user]
+               if role in ("user", "assistant")][-MAX_HISTORY_TURNS:]
+    if history:
+        found["history"] = history
+    if "session_id" in found:
+        found["turn"] = sum(1 for turn in history if turn["role"] == "user")
+    return found
+
+
+def _messages(attributes: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (role, content) input messages of an LLM span, in order: OpenInference's, else OpenLLMetry / GenAI's."""
+    for prefix, base in (("llm.input_messages", "{prefix}.{i}.message.{key}"), ("gen_ai.prompt", "{prefix}.{i}.{key}")):
+        found = []
+        for i in range(10_000):
+            content = attributes.get(base.format(prefix=prefix, i=i, key="content"))
+            role = attributes.get(base.format(prefix=prefix, i=i, key="role"))
+            if content is None and role is None:
+                break
+            found.append((str(role or "").lower(), _text(content) or ""))
+        if found:
+            return found
+    return []
 
 
 def _answer(root: SpanRecord, llms: list[SpanRecord]) -> str | None:

@@ -222,6 +222,26 @@ class AttributionSection(Struct):
     stages: dict[str, StageCount]
 
 
+class SessionsSection(Struct):
+    """Conversations: traces with a `session_id`, grouped by app and session, in turn order (`turn`, else their order
+    in the job). A turn's position is its `turn` + 1. Rates are Wilson intervals, the mean a percentile bootstrap."""
+
+    n_sessions: int
+    n_turns: int
+    """Turns evaluated (every status but failed)."""
+    session_hallucination_rate: Estimate | None
+    """Share of sessions with at least one hallucinated turn, among sessions with a turn in hallucination_rate's
+    population (judged, made claims)."""
+    turns_to_first_hallucination: Estimate | None
+    """Over sessions that hallucinated: the position of the first hallucinated turn (1 = the opening question)."""
+    first_hallucination_at: dict[str, int]
+    """Sessions by the turn index of their first hallucination (`0`, `1`, `2`, `3+`)."""
+    hallucination_by_turn: dict[str, Estimate]
+    """hallucination_rate by turn index (`0`, `1`, `2`, `3+`)."""
+    abstention_by_turn: dict[str, Estimate]
+    """Share of judged turns whose answer abstained, by turn index (`0`, `1`, `2`, `3+`)."""
+
+
 class Target(Struct):
     """The target a metric is held to, and whether the report's mean meets it."""
 
@@ -280,6 +300,12 @@ class Report(Struct):
     by_split: dict[str, Group] = {}
     """Traces per dataset split (`dev`, `test`, `unspecified` for traces naming no item); empty when no trace has a
     split."""
+    by_turn: dict[str, Group] = {}
+    """Turns of sessions by position: `first` (turn 0), `follow_up` (later turns), `unknown` (a session's trace
+    without `turn`); empty when no trace has a `session_id`. Follow-ups read earlier turns: their figures apart."""
+    sessions: SessionsSection | None = None
+    """Per-session hallucination, turns to the first hallucination, hallucination and abstention by turn index; None
+    when no trace has a `session_id`."""
     subsets: dict[str, Group] = {}
     """For a job bound to a dataset, the two subsets the seeds report apart: `human` (human-written items) and `test`
     (the frozen test split nobody tunes on), each with its own figures; empty otherwise."""

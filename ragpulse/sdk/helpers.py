@@ -10,7 +10,7 @@ import httpx
 
 from ragpulse.exceptions import RagpulseSDKError
 from ragpulse.sdk.transport import Transport, problem
-from ragpulse.sdk.types import Comparison, Job, Report, TraceRecord
+from ragpulse.sdk.types import Comparison, Job, Report, Session, TraceRecord
 
 TERMINAL = frozenset({"finished", "finished_with_errors", "failed"})
 """Job statuses that no longer change (the service's own list, repeated to keep the SDK's imports light)."""
@@ -76,6 +76,10 @@ class Helpers:
     def trace(self, trace_id: str) -> TraceRecord:
         """GET /v1/traces/{id}: a sampled online trace's record (`status` pending, done or failed; `result`)."""
         return self._json("GET", f"/v1/traces/{trace_id}")  # type: ignore[return-value]
+
+    def session(self, session_id: str) -> Session:
+        """GET /v1/sessions/{id}: a conversation's sampled turns, ordered by turn, each with its trace record."""
+        return self._json("GET", f"/v1/sessions/{session_id}")  # type: ignore[return-value]
 
     def _json(self, method: str, path: str, ok: int | None = None, **kwargs: Any) -> dict[str, Any]:
         response = self._api.send(method, path, **kwargs)

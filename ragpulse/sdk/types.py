@@ -1,6 +1,6 @@
 """The shapes of what the SDK's helpers return: TypedDicts over the service's JSON (plain dicts at run time, so
 importing them costs nothing). Each lists the service struct's fields; tests/test_sdk.py checks they stay in step
-with the service's structs (JobView, OnlineTrace, Report, Comparison)."""
+with the service's structs (JobView, OnlineTrace, SessionView, SessionTurnView, Report, Comparison)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,25 @@ class TraceRecord(TypedDict):
     error: str | None
     result: dict[str, Any] | None
     environment: str
+    session_id: str | None
+    turn: int | None
+
+
+class SessionTurn(TypedDict):
+    """One sampled turn of GET /v1/sessions/{session_id}."""
+
+    turn: int | None
+    trace_id: str
+    app: str
+    trace: TraceRecord | None
+    """The turn's record (None once expired)."""
+
+
+class Session(TypedDict):
+    """GET /v1/sessions/{session_id}: a conversation's sampled turns, ordered by turn."""
+
+    session_id: str
+    turns: list[SessionTurn]
 
 
 class Report(TypedDict):
@@ -86,6 +105,10 @@ class Report(TypedDict):
     dataset: dict[str, Any] | None
     """The dataset version a bound batch ran."""
     by_split: dict[str, Any]
+    by_turn: dict[str, Any]
+    """Turns of sessions apart: first (turn 0), follow_up, unknown (no turn index)."""
+    sessions: dict[str, Any] | None
+    """Per-session hallucination, turns to first hallucination, hallucination and abstention by turn index."""
     subsets: dict[str, Any]
     """The human-written subset and the test split reported apart."""
 

@@ -33,7 +33,8 @@ class OnlineTrace(msgspec.Struct, kw_only=True):
     sampled: bool
     """True when the app's sampling policy sent it to the judge."""
     sample_reason: str
-    """`sampled` (the hash of trace_id fell under the sample rate), `always:<check>` (an always-judge rule), or
+    """`sampled` (the hash of trace_id, or of app and session_id for a session sampled whole, fell under the sample
+    rate), `always:<check>` (an always-judge rule), or
     `not_sampled`."""
     checks: list[str] = []
     """The cheap programmatic checks that flagged it (every trace gets them, judged or not)."""
@@ -43,6 +44,11 @@ class OnlineTrace(msgspec.Struct, kw_only=True):
     """When a worker finished it."""
     error: str | None = None
     """Why it failed."""
+    session_id: str | None = None
+    """The conversation this trace is a turn of (the trace's `session_id`); GET /v1/sessions/{session_id} lists its
+    sampled turns."""
+    turn: int | None = None
+    """The turn's index in its session (the trace's `turn`)."""
     result: TraceResult | None = None
     """Once processed: retrieval metrics when it has gold labels, and, when judged, the generation metrics and the
     judge's claims with their verdicts."""
@@ -63,6 +69,11 @@ def finished(record: OnlineTrace, result: TraceResult, processed_at: str) -> Onl
 def encode(record: OnlineTrace) -> bytes:
     """The stored form of a record."""
     return _encoder.encode(record)
+
+
+def decode(raw: bytes) -> OnlineTrace:
+    """A stored record."""
+    return _decoder.decode(raw)
 
 
 def read(client: redis.Redis, tenant: str, trace_id: str) -> OnlineTrace:
