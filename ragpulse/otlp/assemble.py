@@ -3,7 +3,8 @@
 Read, by span kind (OpenInference `openinference.span.kind`, else inferred from OpenLLMetry / GenAI attributes):
 
 - query: the root span's `input.value` (or `traceloop.entity.input`), else the retriever's, else the last user
-  message of an LLM span (`llm.input_messages.N.message`, `gen_ai.prompt.N`); JSON values give their `query`,
+  message of an LLM span (`llm.input_messages.N.message`, `gen_ai.prompt.N`); in a conversation (`session.id`, or
+  a chat history) that last user message comes before the retriever's input; JSON values give their `query`,
   `question`, `input` or `text` field;
 - documents: `retrieval.documents.N.document.{id,content,score,metadata}` of RETRIEVER spans, in start order; with a
   RERANKER span its `reranker.output_documents` are the retrieved documents and its `reranker.input_documents` the
@@ -82,13 +83,13 @@ def assemble(spans: Sequence[SpanRecord]) -> Assembled:
         candidates = [d["id"] for d in _documents(rerankers[-1].attributes, "reranker.input_documents", notes)] or \
             [d["id"] for d in docs] or None
         docs = _documents(rerankers[-1].attributes, "reranker.output_documents", notes) or docs
-    query = _query(root, retrievers, llms)
+    chat = conversation(spans, root, llms, notes)
+    query = _query(root, retrievers, llms, chat=bool(chat))
     trace = {"trace_id": root.trace_id, "app": app_name(root.service), "source": "production",
              "query": query, "retrieved_docs": _unique(docs),
              "answer": _answer(root, llms), "candidates": candidates, "generator_model": _model(llms),
              "usage": _usage(llms, notes), "latency_ms": _latency(root, retrievers, rerankers, llms),
-             "rewritten_query": _rewritten(retrievers, query),
-             **conversation(spans, root, llms, notes)}
+             "rewritten_query": _rewritten(retrievers, query), **chat}
     trace = {key: value for key, value in trace.items() if value not in (None, "", {}, [])}
     missing = [name for name, key in (("query", "query"), ("documents", "retrieved_docs")) if key not in trace]
     return Assembled(trace=trace, missing=missing, notes=notes)
@@ -116,14 +117,21 @@ def _unique(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def _query(root: SpanRecord, retrievers: list[SpanRecord], llms: list[SpanRecord]) -> str | None:
-    for span in (root, *retrievers):
+def _query(root: SpanRecord, retrievers: list[SpanRecord], llms: list[SpanRecord], chat: bool = False) -> str | None:
+    """The root's input, else the retriever's, else the LLM's last user message; in a conversation (a session or a
+    chat history) the user's last message comes before the retriever's input, which is then the app's rewrite."""
+    inputs = (root, *retrievers)
+    for span in inputs[:1] if chat else inputs:
         found = _field(span.attributes, "input.value", "traceloop.entity.input")
         if found:
             return found
     for span in reversed(llms):
         found = _last_message(span.attributes, "llm.input_messages", "user") or \
             _last_message(span.attributes, "gen_ai.prompt", "user")
+        if found:
+            return found
+    for span in retrievers if chat else ():
+        found = _field(span.attributes, "input.value", "traceloop.entity.input")
         if found:
             return found
     return None
