@@ -394,3 +394,22 @@ def test_an_otlp_export_of_a_two_turn_chat_arrives_as_two_turns_of_one_session(c
     assert all(t["trace"]["result"]["generation"] is not None for t in body["turns"])
     # the follow-up's evidence: the first turn's document, as its judge gets it
     assert [d.id for d in sessions.session_evidence(redis_client, "default", sid, before_turn=1, limit=5)] == ["basic"]
+
+
+def test_the_report_gives_turns_apart_in_json_text_and_html() -> None:
+    from ragpulse.model.trace import BatchOptions
+    from ragpulse.reporting.build import build_report
+    from ragpulse.reporting.html import render_html
+    from ragpulse.reporting.render import render_report
+
+    results = [result(0, "A", 0, scored(1, False)), result(1, "A", 1, scored(1, True)),
+               result(2, "B", 0, scored(1, False)), result(3, None, None, scored(1, True))]
+    report = build_report("job", BatchOptions(), results)
+    assert set(report.by_turn) == {"first", "follow_up"}                # the sessionless trace is in no turn bucket
+    assert (report.by_turn["first"].generation.hallucination_rate.mean,
+            report.by_turn["follow_up"].generation.hallucination_rate.mean) == (0.0, 1.0)
+    assert report.sessions.session_hallucination_rate.mean == 0.5
+    text = render_report(report)
+    assert "BY TURN" in text and "session_hallucination_rate" in text and "abstention_rate (turn 1)" in text
+    assert "By turn" in render_html(report)
+    assert build_report("job", BatchOptions(), results[3:]).by_turn == {}

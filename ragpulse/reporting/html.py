@@ -123,6 +123,8 @@ def _dataset_sections(report: Report, k: int) -> list[str]:
         parts += ["<h2>Human-written subset and test split</h2>", _breakdown(report.subsets, k)]
     if report.by_split:
         parts += ["<h2>By split</h2>", _breakdown(report.by_split, k)]
+    if report.by_turn:
+        parts += ["<h2>By turn (conversations: first turn and follow-ups)</h2>", _breakdown(report.by_turn, k)]
     return parts
 
 

@@ -40,12 +40,27 @@ def render_report(report: Report) -> str:
         out += ["", "HUMAN-WRITTEN SUBSET AND TEST SPLIT (reported apart: the test split is the frozen portion)",
                 *_breakdown_table(report.subsets, diagnostic_k(method.k))]
     for title, groups in (("BY QUESTION TYPE", report.by_question_type), ("BY SOURCE", report.by_source),
-                          *((("BY SPLIT", report.by_split),) if report.by_split else ())):
+                          *((("BY SPLIT", report.by_split),) if report.by_split else ()),
+                          *((("BY TURN (conversations: first turn and follow-ups)", report.by_turn),)
+                            if report.by_turn else ())):
         out += ["", title, *_breakdown_table(groups, diagnostic_k(method.k))]
+    out += _sessions(report)
     out += _worst(report)
     if report.failures:
         out += ["", "FAILED TRACES", *(f"  {f.trace_id}: {f.error}" for f in report.failures)]
     return "\n".join(out)
+
+
+def _sessions(report: Report) -> list[str]:
+    """The conversation figures: per session, then per turn index."""
+    section = report.sessions
+    if section is None:
+        return []
+    rates = {"session_hallucination_rate": section.session_hallucination_rate,
+             "turns_to_first_hallucination": section.turns_to_first_hallucination,
+             **{f"hallucination_rate (turn {k})": e for k, e in section.hallucination_by_turn.items()},
+             **{f"abstention_rate (turn {k})": e for k, e in section.abstention_by_turn.items()}}
+    return ["", f"SESSIONS ({section.n_sessions} sessions, {section.n_turns} turns)", *_metric_table(rates)]
 
 
 def _metric_table(metrics: Mapping[str, Estimate | None], targets: Mapping[str, Target] | None = None) -> list[str]:
