@@ -13,7 +13,7 @@ from ragpulse.store.sessions import SessionView
 from service.context import Call
 
 SessionIdParam = Annotated[str, Parameter(min_length=1, max_length=256, pattern=URL_SEGMENT_PATTERN,
-                                          description="The traces' `session_id`.")]
+                                          description="The session_id its traces carry.")]
 
 
 class SessionController(Controller):

@@ -413,3 +413,24 @@ def test_the_report_gives_turns_apart_in_json_text_and_html() -> None:
     assert "BY TURN" in text and "session_hallucination_rate" in text and "abstention_rate (turn 1)" in text
     assert "By turn" in render_html(report)
     assert build_report("job", BatchOptions(), results[3:]).by_turn == {}
+
+
+def test_a_batchs_follow_ups_get_their_earlier_turns_documents_from_the_jobs_index(redis_client: redis.Redis) -> None:
+    job_id = uuid.uuid4().hex
+    docs = {name: RetrievedDoc(id=name, text=f"{name} text") for name in ("basic", "pro", "faq", "other")}
+    traces = [Trace(query="And Pro?", session_id="s", turn=1, retrieved_docs=[docs["pro"]]),   # posted first
+              Trace(query="Basic?", session_id="s", turn=0, retrieved_docs=[docs["basic"], docs["faq"]]),
+              Trace(query="Other?", session_id="t", retrieved_docs=[docs["other"]]),
+              Trace(query="Then?", session_id="t", retrieved_docs=[docs["faq"]]),             # no turn: batch order
+              Trace(query="Lone", retrieved_docs=[docs["faq"]]),
+              Trace(query="Sent", session_id="s", turn=2, session_evidence=[])]
+    with redis_client.pipeline() as pipe:
+        sessions.queue_job_turns(pipe, job_id, traces, ttl_seconds=60)
+        pipe.execute()
+    assert 0 < redis_client.ttl(keys.job_session(job_id, "s")) <= 60
+    filled = dict(sessions.with_job_evidence(redis_client, job_id, list(enumerate(traces))))
+    assert [d.id for d in filled[0].session_evidence] == ["basic", "faq"]   # turn 0's, though it came later
+    assert filled[1].session_evidence is None                              # the opening turn: nothing earlier
+    assert filled[2].session_evidence is None and [d.id for d in filled[3].session_evidence] == ["other"]
+    assert filled[4].session_evidence is None and filled[5].session_evidence == []   # no session; the app's own
+    assert traces[0].session_evidence is None                              # the stored trace is left as it was

@@ -159,6 +159,12 @@ def session(tenant: str, session_id: str) -> str:
     return f"{PREFIX}:session:{len(tenant)}:{tenant}:{session_id}"
 
 
+def job_session(job_id: str, session_id: str) -> str:
+    """Sorted set: the turns of one session in a batch job (store.sessions.queue_job_turns), as `session` holds them
+    online; at most defaults.SESSION_MAX_TURNS; expires with the job (settings.result_ttl_seconds)."""
+    return f"{PREFIX}:job:{job_id}:session:{session_id}"
+
+
 def otlp_pending(queue_prefix: str) -> str:
     """Sorted set: OpenTelemetry traces waiting to be assembled (member `otlp_member`), scored by when they are due
     (their root span arrived and RAGPULSE_OTLP_SETTLE_SECONDS passed, or RAGPULSE_OTLP_MAX_WAIT_SECONDS since their

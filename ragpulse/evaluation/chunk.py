@@ -45,7 +45,7 @@ from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, judge_for_injection, sampling_decision
 from ragpulse.security.trace import check_trace
-from ragpulse.store import JobRecord, Store
+from ragpulse.store import JobRecord, Store, sessions
 from ragpulse.store.aio import AsyncJobStore
 from ragpulse.store.atomic import WriteQueue
 from ragpulse.store.connection import RETRIED_ERRORS, OutageBackoff, worker_async_client
@@ -88,6 +88,7 @@ def open_chunk(store: Store, settings: Settings, job_id: str, chunk: int) -> Chu
     store.jobs.mark_started(job_id)
     stored = store.results.stored_indexes(job_id, range(offset, offset + len(traces)))
     pending = [(offset + i, t) for i, t in enumerate(traces) if offset + i not in stored]
+    pending = sessions.with_job_evidence(store.redis, job_id, pending)   # a follow-up's earlier turns' documents
     policies = PolicyStore(store.redis, settings.default_sample_rate, settings.max_apps_per_tenant)
     apps = {trace.app for _, trace in pending}
     return ChunkWork(record, chunk, pending, {app: policies.get(record.tenant, app) for app in apps})

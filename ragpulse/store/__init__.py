@@ -15,6 +15,7 @@ from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.job_list import JobFilter
 from ragpulse.model.results import OUTCOMES, TERMINAL, JobView, Progress, ProviderProgress, ResultsPage, Spend
 from ragpulse.model.trace import BatchOptions, Trace
+from ragpulse.store import sessions
 from ragpulse.store.chunks import ChunkLeases, chunked
 from ragpulse.store.clock import utcday, utcnow
 from ragpulse.store.job_index import JobIndex
@@ -53,6 +54,7 @@ class Store:
                         apps=sorted({trace.app for trace in traces}), dataset=dataset)
         self.chunks.stage(pipe, job_id, chunks)
         self.index.stage(pipe, tenant, job_id)
+        sessions.queue_job_turns(pipe, job_id, traces, self.ttl)
         return len(chunks)
 
     def job(self, job_id: str, tenant: str | None = None) -> JobView:

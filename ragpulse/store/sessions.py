@@ -70,11 +70,12 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(SessionTurn)
 
 
-def indexed_turn(trace: Trace) -> SessionTurn:
-    """What the index keeps of a sampled turn: its id, turn index, app and top documents, capped."""
+def indexed_turn(trace: Trace, ident: str | None = None) -> SessionTurn:
+    """What the index keeps of a sampled turn: its id (`ident` for a batch trace posted without one), turn index,
+    app and top documents, capped."""
     docs = [EvidenceDoc(doc.id, doc.text[: defaults.SESSION_DOC_CHARS] if doc.text is not None else None)
             for doc in trace.retrieved_docs[: defaults.SESSION_DOCS_PER_TURN]]
-    return SessionTurn(trace.trace_id or "", trace.turn, trace.app, docs)
+    return SessionTurn(ident or trace.trace_id or "", trace.turn, trace.app, docs)
 
 
 def score(trace: Trace, now: float | None = None) -> float:
@@ -124,12 +125,15 @@ def read(client: redis.Redis, tenant: str, session_id: str) -> SessionView:
 def gather_evidence(found: Sequence[SessionTurn], before_turn: int | None, limit: int,
                     max_chars: int = defaults.SESSION_EVIDENCE_CHARS, exclude_trace: str | None = None,
                     exclude_docs: Iterable[str] = ()) -> list[RetrievedDoc]:
-    """Documents (id and text) retrieved for the session's earlier turns: those before `before_turn` (every other
-    indexed turn when it is None), the latest turn first and each turn's in rank order, a document once, at most
+    """Documents (id and text) retrieved for the session's earlier turns: those before `before_turn` (when it is None,
+    those indexed before `exclude_trace`, this turn), the latest turn first and each turn's in rank order, a document once, at most
     `limit` of them and `max_chars` of text in all (the last one cut to fit). `exclude_docs` (this turn's own
     documents) are left out."""
-    earlier = [t for t in found if t.trace_id != exclude_trace
-               and (before_turn is None or (t.turn is not None and t.turn < before_turn))]
+    if before_turn is not None:
+        earlier = [t for t in found if t.turn is not None and t.turn < before_turn]
+    else:   # no index: the turns before this one's place in the index (arrival order), else every other one
+        place = next((i for i, t in enumerate(found) if t.trace_id == exclude_trace), None)
+        earlier = list(found[:place]) if place is not None else [t for t in found if t.trace_id != exclude_trace]
     seen, docs, room = set(exclude_docs), [], max_chars
     for turn in reversed(earlier):
         for doc in turn.docs:
@@ -162,3 +166,50 @@ async def with_session_evidence(client: redis.asyncio.Redis, tenant: str, trace:
     evidence = gather_evidence(found, trace.turn, limit, max_chars, exclude_trace=trace.trace_id,
                                exclude_docs=(doc.id for doc in trace.retrieved_docs))
     return msgspec.structs.replace(trace, session_evidence=evidence) if evidence else trace
+
+
+# -- a batch's sessions: the same index per job, so a follow-up in a batch gets its earlier turns' documents too ----
+
+def job_ident(index: int) -> str:
+    """How a batch trace is named in its job's session index: its place in the job (trace ids may be absent)."""
+    return f"#{index}"
+
+
+def queue_job_turns(pipe: WriteQueue, job_id: str, traces: Sequence[Trace], ttl_seconds: int,
+                    max_turns: int = defaults.SESSION_MAX_TURNS) -> None:
+    """Queue onto `pipe` the index of a batch's sessions (every trace with a `session_id`), one sorted set per session
+    of the job (keys.job_session), with the job's lifetime: turns without `turn` are ordered by their place in the
+    batch."""
+    touched: set[str] = set()
+    for index, trace in enumerate(traces):
+        if trace.session_id is None:
+            continue
+        key = keys.job_session(job_id, trace.session_id)
+        order = float(trace.turn) if trace.turn is not None else UNNUMBERED + index
+        pipe.zadd(key, {_encoder.encode(indexed_turn(trace, job_ident(index))): order})  # type: ignore[dict-item]
+        touched.add(key)
+    for key in sorted(touched):
+        pipe.zremrangebyrank(key, 0, -(max_turns + 1))
+        pipe.expire(key, ttl_seconds)
+
+
+def with_job_evidence(client: redis.Redis, job_id: str, pending: list[tuple[int, Trace]],
+                      limit: int = defaults.SESSION_EVIDENCE_DOCS,
+                      max_chars: int = defaults.SESSION_EVIDENCE_CHARS) -> list[tuple[int, Trace]]:
+    """A chunk's traces to judge: each turn of a session without `session_evidence` gets the documents of the
+    session's earlier turns in the same job (copies; one round trip for the chunk's sessions)."""
+    wanted = sorted({t.session_id for _, t in pending if t.session_id is not None and t.session_evidence is None})
+    if not wanted:
+        return pending
+    with client.pipeline(transaction=False) as pipe:
+        for session_id in wanted:
+            pipe.zrange(keys.job_session(job_id, session_id), 0, -1)
+        found = dict(zip(wanted, (decoded(raw) for raw in pipe.execute()), strict=True))
+    filled = []
+    for index, trace in pending:
+        if trace.session_id in found and trace.session_evidence is None:
+            evidence = gather_evidence(found[trace.session_id], trace.turn, limit, max_chars, job_ident(index),
+                                       (doc.id for doc in trace.retrieved_docs))
+            trace = msgspec.structs.replace(trace, session_evidence=evidence) if evidence else trace
+        filled.append((index, trace))
+    return filled
