@@ -61,7 +61,7 @@ def test_the_index_is_bounded_expires_and_feeds_the_judge_copy(redis_client: red
         pipe.execute()
     kept = sessions.turns(redis_client, tenant, sid)
     assert [t.turn for t in kept] == [2, 3, 4]                        # the latest 3 of 5
-    assert len(kept[0].docs[0].text or "") == 4_000                   # a document's text kept to SESSION_DOC_CHARS
+    assert len(kept[0].docs[0].text or "") == 2_000                   # a document's text kept to SESSION_DOC_CHARS
     assert 0 < redis_client.ttl(keys.session(tenant, sid)) <= 60
     assert sessions.turns(redis_client, "another-tenant", sid) == []
     assert [d.id for d in sessions.session_evidence(redis_client, tenant, sid, before_turn=4, limit=5)] == ["d3", "d2"]

@@ -381,10 +381,10 @@ ONLINE_RESULT_TTL_SECONDS = 86400
 SESSION_MAX_TURNS = 100
 """Sampled turns a session's index (GET /v1/sessions/{session_id}, session evidence) keeps at most: the latest."""
 
-SESSION_DOCS_PER_TURN = 10
+SESSION_DOCS_PER_TURN = 8
 """Documents of a turn kept in its session's index as evidence for later turns (the top-ranked ones)."""
 
-SESSION_DOC_CHARS = 4_000
+SESSION_DOC_CHARS = 2_000
 """Characters of a document's text kept in its session's index (its start)."""
 
 SESSION_EVIDENCE_DOCS = 20
