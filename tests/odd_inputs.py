@@ -969,8 +969,35 @@ DATASET_CASES = [
     Odd("compare-on-mismatch-unknown", COMPARE + "&on_mismatch=maybe", None, 400, "query.on_mismatch"),
 ]
 
+SESSION_CASES = [   # conversations (issue 29): the session fields, and the session endpoint's path
+    Odd("turn-without-session", BATCH, batch(trace(turn=1)), 422, "$.traces[0]"),
+    Odd("online-turn-without-session", TRACES, dumps({"traces": [trace(turn=0)]}), 422, "$.traces[0]"),
+    Odd("turn-negative", BATCH, batch(trace(session_id="s", turn=-1)), 422, "$.traces[0].turn"),
+    Odd("turn-over-100000", BATCH, batch(trace(session_id="s", turn=100_001)), 422, "$.traces[0].turn"),
+    Odd("turn-string", BATCH, batch(trace(session_id="s", turn="1")), 422, "$.traces[0].turn"),
+    Odd("session-id-empty", BATCH, batch(trace(session_id="")), 422, "$.traces[0].session_id"),
+    Odd("session-id-slash", TRACES, dumps({"traces": [trace(session_id="a/b")]}), 422, "$.traces[0].session_id"),
+    Odd("session-id-dot-dot", TRACES, dumps({"traces": [trace(session_id="..")]}), 422, "$.traces[0].session_id"),
+    Odd("session-id-over-256-chars", BATCH, batch(trace(session_id=long(257))), 422, "$.traces[0].session_id"),
+    Odd("history-role-system", BATCH, batch(trace(session_id="s", history=[{"role": "system", "content": "x"}])),
+        422, "$.traces[0].history[0].role"),
+    Odd("history-content-missing", BATCH, batch(trace(history=[{"role": "user"}])), 422, "$.traces[0].history[0]"),
+    Odd("history-unknown-field", BATCH, batch(trace(history=[{"role": "user", "content": "x", "name": "a"}])), 422,
+        "$.traces[0].history[0]"),
+    Odd("history-over-200", BATCH, batch(trace(history=[{"role": "user", "content": "x"}] * 201)), 422,
+        "$.traces[0].history"),
+    Odd("history-not-a-list", BATCH, batch(trace(history="user: hi")), 422, "$.traces[0].history"),
+    Odd("rewritten-query-empty", BATCH, batch(trace(rewritten_query="")), 422, "$.traces[0].rewritten_query"),
+    Odd("session-evidence-doc-without-id", BATCH, batch(trace(session_evidence=[{"text": "t"}])), 422,
+        "$.traces[0].session_evidence[0]"),
+    Odd("session-path-dot-dot-escaped", "GET /v1/sessions/%2E%2E", None, 400, "path.session_id"),
+    Odd("session-path-over-256-chars", f"GET /v1/sessions/{long(257)}", None, 400, "path.session_id"),
+    Odd("session-path-control-char", "GET /v1/sessions/a%01b", None, 400, "path.session_id"),
+    Odd("session-unknown", "GET /v1/sessions/no-such-session-here", None, 404),
+]
+
 ODD_INPUT: list[Odd] = [*TOP_LEVEL, *SYNTAX, *DUPLICATES, *TRACE_FIELDS, *DOCUMENTS, *OPTIONS, *ACCEPTED, *ONLINE,
                         *CALIBRATIONS, *LABEL_CASES, *POLICY_CASES, *HEADERS, *HTTP, *QUERIES, *OTLP_CASES,
-                        *DATASET_CASES]
+                        *DATASET_CASES, *SESSION_CASES]
 """Every case, in the order sent."""
 assert len({case.id for case in ODD_INPUT}) == len(ODD_INPUT), "case ids must be unique"
