@@ -113,6 +113,8 @@ class PostProcessor:
                 pipe.set(keys.online_trace(post.tenant, record.trace_id), online_records.encode(record),
                          ex=self.settings.online_result_ttl_seconds)
                 queue_reviewable(pipe, self.settings, post.tenant, TraceRef(record.trace_id), result, trace)
+                if result.sampled and not decision.sampled and trace.session_id is not None:  # judged for injection
+                    sessions.queue_turn(pipe, post.tenant, trace, self.settings.online_result_ttl_seconds)
         return pipe.group
 
     def failed_writes(self, post: Post, error: str) -> Group:
