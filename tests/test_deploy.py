@@ -60,7 +60,7 @@ METRICS = {
     "ragpulse_job_duration_seconds", "ragpulse_api_batches_total",
     "ragpulse_api_requests_rejected_total", "ragpulse_online_lag_seconds", "ragpulse_online_backlog",
     "ragpulse_online_posts_failed_total", "ragpulse_api_online_posts_total", "ragpulse_otlp_handover_lag_seconds",
-    *SECURITY_AND_PIPELINE, *(gauge.name for gauge in AGREEMENT_GAUGES),
+    "ragpulse_session_turns_judged_total", *SECURITY_AND_PIPELINE, *(gauge.name for gauge in AGREEMENT_GAUGES),
 }
 """The metric names the API exposes (issue 5). A rule or panel naming anything else would silently show nothing."""
 

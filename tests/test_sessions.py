@@ -243,6 +243,16 @@ def read_session(http: httpx.Client, sid: str, turns: int, timeout: float = 60) 
         time.sleep(0.2)
 
 
+def turns_counted(http: httpx.Client, bucket: str) -> float:
+    """ragpulse_session_turns_judged_total in one turn bucket, summed over tenants and outcomes, from /metrics (the
+    session's workers know no API key: they count this test's tenant as `other`)."""
+    total = 0.0
+    for line in http.get("/metrics").text.splitlines():
+        if line.startswith("ragpulse_session_turns_judged_total{") and f'turn="{bucket}"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 @pytest.mark.integration
 def test_a_sessions_sampled_turns_read_back_in_order_for_its_tenant_only(api_factory, stack,
                                                                         redis_client: redis.Redis) -> None:
@@ -250,6 +260,7 @@ def test_a_sessions_sampled_turns_read_back_in_order_for_its_tenant_only(api_fac
     app, sid = f"chat-{uuid.uuid4().hex[:6]}", f"s-{uuid.uuid4().hex[:8]}"
     with httpx.Client(base_url=url, timeout=30, headers={"Authorization": "Bearer key-acme"}) as acme:
         assert acme.put(f"/v1/apps/{app}/policy", json={"sample_rate": 1.0}).status_code == 200
+        before = {bucket: turns_counted(acme, bucket) for bucket in ("first", "follow_up")}
         later = chat_trace(app, sid, 1, "Pro costs 30.", ("pro", "Pro costs 30."),
                            history=[{"role": "user", "content": "What does Basic cost?"},
                                     {"role": "assistant", "content": "Basic costs 10."}],
@@ -267,6 +278,8 @@ def test_a_sessions_sampled_turns_read_back_in_order_for_its_tenant_only(api_fac
         evidence = sessions.session_evidence(redis_client, "acme", sid, before_turn=1, limit=5)
         assert [(d.id, d.text) for d in evidence] == [("basic", "Basic costs 10.")]
         assert acme.get(f"/v1/traces/{sid}-1").json()["turn"] == 1
+        assert {bucket: turns_counted(acme, bucket) - n for bucket, n in before.items()} == {"first": 1,
+                                                                                            "follow_up": 1}
         other = acme.get(f"/v1/sessions/{sid}", headers={"Authorization": "Bearer key-globex"})
         assert other.status_code == 404 and other.headers["content-type"].startswith("application/problem+json")
         assert acme.get(f"/v1/sessions/never-{sid}").status_code == 404
