@@ -39,7 +39,7 @@ from ragpulse.evaluation.trace import evaluate_trace  # noqa: E402
 from ragpulse.judges import kinds  # noqa: E402
 from ragpulse.model.trace import BatchOptions, Trace  # noqa: E402
 from ragpulse.monitoring.sampling import SamplingPolicy  # noqa: E402
-from ragpulse.online.post import pending_record, stage_post  # noqa: E402
+from ragpulse.online.post import Decision, pending_record, stage_post  # noqa: E402
 from ragpulse.ops.redis_server import PrivateRedis  # noqa: E402
 from ragpulse.store import online_records, sessions  # noqa: E402
 from ragpulse.store.atomic import Writes  # noqa: E402
@@ -70,14 +70,9 @@ def index_bytes(client: redis.Redis, turns: list[Trace]) -> tuple[float, float]:
             sessions.queue_turn(pipe, "bench", trace, 3600)
         pipe.execute()
     per_turn = client.memory_usage(keys.session("bench", turns[0].session_id or "")) / len(turns)
-    record = pending_record(turns[0], *_decision())
+    record = pending_record(turns[0], Decision(True, "sampled", []), "2026-12-02T00:00:00Z")
     client.set("bench:record", online_records.encode(record))
     return per_turn, client.memory_usage("bench:record")
-
-
-def _decision() -> tuple:
-    from ragpulse.online.post import Decision
-    return Decision(True, "sampled", []), "2026-12-02T00:00:00Z"
 
 
 async def evidence_seconds(url: str, follow_up: Trace, n: int) -> float:
