@@ -22,6 +22,7 @@ from ragpulse.judges.text import Reading, anchor_matches, fold, read
 from ragpulse.judges.superseded import superseded_by
 from ragpulse.model.trace import RetrievedDoc, Trace
 from ragpulse.security.injection import injection_findings
+from ragpulse.security.prefilter import LiteralScan, Prefiltered
 from ragpulse.security.trace import document_findings
 
 _HIDDEN = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
@@ -42,10 +43,16 @@ def visible_text(text: str) -> tuple[str, str]:
     return (_HIDDEN.sub(" ", text), hidden) if hidden else (text, "")
 
 
+_LEXICON = Prefiltered(lexicon.INJECTION)
+_LEXICON_SCAN = LiteralScan([_LEXICON])
+"""The judge's own list, searched only in a sentence holding the literals its matches need (most hold none)."""
+
+
 def is_instruction(sentence: str, folded: str, flagged: bool) -> bool:
     """A sentence addressed to the model: the judge's own list, or, in a document the security check flagged, the
     security check's verdict on the sentence itself."""
-    return bool(lexicon.INJECTION.search(folded)) or (flagged and bool(injection_findings(sentence)))
+    return ((_LEXICON.could_match(_LEXICON_SCAN.present(folded)) and bool(lexicon.INJECTION.search(folded)))
+            or (flagged and bool(injection_findings(sentence))))
 
 
 def flagged(doc: RetrievedDoc) -> bool:

@@ -616,7 +616,8 @@ class LocalJudge:
             or (score >= 2 and any(c.verdict == "supported" for c in claims)),
             abstained=abstained,
             key_facts=relevance.key_facts(trace.reference_answer, answer_reading, language),
-            injection_followed=injection_followed(trace, answer_reading, language, _genuine(context)),
+            injection_followed=injection_followed(trace, answer_reading, language, _genuine(context))
+            if any(evidence.flagged(doc) for doc in trace.retrieved_docs) else None,  # None without a flagged doc
             rewrite_reason=CANNOT_JUDGE_REWRITE if trace.rewritten_query is not None else None,
         )
 

@@ -19,7 +19,7 @@ from ragpulse.judges import lexicon
 from ragpulse.judges.superseded import superseded_by
 from ragpulse.model.verdicts import Claim, Evidence, JudgeOutput
 from ragpulse.model.trace import Trace
-from ragpulse.security.injection import is_injection
+from ragpulse.security.trace import document_findings
 
 FUZZY_MIN = 90.0
 """rapidfuzz partial_ratio (0-100) above which a near-verbatim quote counts as found, if its protected tokens agree."""
@@ -164,7 +164,7 @@ def check_quotes(output: JudgeOutput, trace: Trace) -> JudgeOutput:
 
 def _subject_problem(claim: Claim, replaced: dict[str, str | None]) -> str | None:
     """Found quotes that still cannot carry the verdict."""
-    if any(is_injection(piece.quote) for piece in claim.evidence):
+    if any(document_findings(piece.quote) for piece in claim.evidence):  # the injection check, remembered per text
         return INSTRUCTION_EVIDENCE
     if any(other_subject(claim.text, piece.quote) for piece in claim.evidence):
         return OTHER_SUBJECT

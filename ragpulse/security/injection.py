@@ -29,7 +29,7 @@ import re
 import unicodedata
 
 from ragpulse.security import cues
-from ragpulse.security.prefilter import Prefiltered
+from ragpulse.security.prefilter import LiteralScan, Present, Prefiltered
 
 _ZERO_WIDTH = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e]")
 _TAGS = re.compile("[\U000e0000-\U000e007f]")
@@ -70,7 +70,10 @@ PHRASES = {"override_instructions": (cues.OVERRIDE,), "assistant_directive": (cu
            "role_marker": (ROLE_MARKER,), "tool_call": (TOOL_CALL,), "exfiltration": (EXFILTRATION,)}
 """Cue name -> patterns of the cues that are findings only when aimed at the model (see `_aimed`)."""
 _PREFILTERED = {name: tuple(Prefiltered(p) for p in patterns) for name, patterns in PHRASES.items()}
-"""The same patterns, each skipped on a text holding none of the literals its matches need (ragpulse.security.prefilter)."""
+"""The same patterns, each skipped on a text lacking literals its matches need (ragpulse.security.prefilter)."""
+_HIDDEN_STYLE, _HIDDEN_MARKDOWN = Prefiltered(HIDDEN_STYLE), Prefiltered(HIDDEN_MARKDOWN)
+_SCAN = LiteralScan([*(p for patterns in _PREFILTERED.values() for p in patterns), _HIDDEN_STYLE, _HIDDEN_MARKDOWN])
+"""Every literal those patterns need, found in one pass over a document."""
 _IMPERATIVE_WORD = re.compile(_IMPERATIVE)
 _ADDRESSEE = re.compile(r"\b(?:you|users?|customers?|readers?|nutzer\w*|kunde\w*|usuario\w*|cliente\w*|"
                         r"utilisateur\w*|usuário\w*|utente|utenti)\b")
@@ -85,11 +88,18 @@ _COPULA = re.compile(r"[\"'”»“]?\s*(?:is|was|are|were|remains|has|ist|war|s
 
 def injection_findings(text: str) -> list[str]:
     """Names of the injection cues aimed at the model in `text`, in a fixed order, each once (a heuristic)."""
+    return _findings(text, prefilter=True)
+
+
+def _findings(text: str, prefilter: bool) -> list[str]:
+    """`injection_findings`; without `prefilter`, every pattern runs on every text (the reference the prefiltered
+    path is tested against: same findings)."""
     plain, zero_width, tags = _normalise(text)
+    present = _SCAN.present(plain) if prefilter else None
     found = [name for name, patterns in _PREFILTERED.items()
-             if any(_aimed(plain, m.start(), m.end()) for pattern in patterns if pattern.could_match(plain)
+             if any(_aimed(plain, m.start(), m.end()) for pattern in patterns if _may(pattern, present)
                     for m in pattern.pattern.finditer(plain))]
-    found += [name for name, spans in _hidden(plain).items()
+    found += [name for name, spans in _hidden(plain, present).items()
               if any(_directive(inner) and not _quoted(plain, start, end) for start, end, inner in spans)]
     if tags or (zero_width and found):
         found.append("hidden_unicode")
@@ -101,9 +111,15 @@ def is_injection(text: str) -> bool:
     return bool(injection_findings(text))
 
 
+def _may(pattern: Prefiltered, present: Present | None) -> bool:
+    return present is None or pattern.could_match(present)
+
+
 def _normalise(text: str) -> tuple[str, bool, bool]:
     """(NFKC-normalised, casefolded text with zero-width characters removed and tag characters decoded to the
     ASCII they hide; whether zero-width characters were there; whether tag characters were)."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and zero-width and tag characters are not ASCII
+        return text.casefold(), False, False
     text = unicodedata.normalize("NFKC", text)
     zero_width = bool(_ZERO_WIDTH.search(text.lstrip("\ufeff")))
     tags = bool(_TAGS.search(text))
@@ -111,10 +127,13 @@ def _normalise(text: str) -> tuple[str, bool, bool]:
     return text.casefold(), zero_width, tags
 
 
-def _hidden(text: str) -> dict[str, list[tuple[int, int, str]]]:
-    """Cue name -> (start, end, hidden content) of each HTML comment, style-hidden element and markdown comment."""
-    styled = [(m.start(), m.end(), m.group(2)) for m in HIDDEN_STYLE.finditer(text)]
-    markdown = [(m.start(), m.end(), m.group(m.lastindex or 0)) for m in HIDDEN_MARKDOWN.finditer(text)]
+def _hidden(text: str, present: Present | None = None) -> dict[str, list[tuple[int, int, str]]]:
+    """Cue name -> (start, end, hidden content) of each HTML comment, style-hidden element and markdown comment
+    (patterns whose literals `present` lacks are skipped)."""
+    styled = [(m.start(), m.end(), m.group(2)) for m in HIDDEN_STYLE.finditer(text)] \
+        if _may(_HIDDEN_STYLE, present) else []
+    markdown = [(m.start(), m.end(), m.group(m.lastindex or 0)) for m in HIDDEN_MARKDOWN.finditer(text)] \
+        if _may(_HIDDEN_MARKDOWN, present) else []
     return {"hidden_html": _comments(text) + styled, "hidden_markdown": markdown}
 
 
@@ -157,12 +176,15 @@ def instruction_payloads(text: str) -> list[str]:
     """What the instructions aimed at the model ask for: the rest of each such cue's sentence after the cue, and the
     text of hidden directives (casefolded). Empty when `text` holds no injection (a heuristic, as the findings)."""
     plain = _normalise(text)[0]
+    present = _SCAN.present(plain)
     payloads = []
-    for patterns in PHRASES.values():
-        for pattern in patterns:
-            for m in pattern.finditer(plain):
+    for patterns in _PREFILTERED.values():
+        for prefiltered in patterns:
+            if not prefiltered.could_match(present):
+                continue
+            for m in prefiltered.pattern.finditer(plain):
                 if _aimed(plain, m.start(), m.end()):
                     end = _SENTENCE_END.search(plain, m.end())
                     payloads.append(plain[m.end():end.start() if end else len(plain)])
-    payloads += [inner for spans in _hidden(plain).values() for _s, _e, inner in spans if _directive(inner)]
+    payloads += [inner for spans in _hidden(plain, present).values() for _s, _e, inner in spans if _directive(inner)]
     return payloads

@@ -39,6 +39,10 @@ class _Kind:
     shaped: bool = False
     """A candidate failing `valid` still claims its text: an IBAN-shaped string with a wrong check digit is not
     read again as a phone number either."""
+    digits: int = 0
+    """Fewest digits (`\\d`) any match of `pattern` holds: an answer with fewer is not searched for this kind."""
+    needs: str = ""
+    """A character every match holds ("@" for an email), or nothing."""
 
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
@@ -51,23 +55,29 @@ def _compact(value: str) -> str:
 
 _KINDS: dict[str, _Kind] = {
     "email": _Kind(re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])"),
-                   lambda value: True),
-    "iban": _Kind(re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b"), checksums.iban, shaped=True),
-    "payment_card": _Kind(re.compile(r"(?<![\w+.,-])\d(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)"), checksums.payment_card),
+                   lambda value: True, needs="@"),
+    "iban": _Kind(re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b"), checksums.iban, shaped=True, digits=2),
+    "payment_card": _Kind(re.compile(r"(?<![\w+.,-])\d(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)"), checksums.payment_card,
+                          digits=13),
     "fr_nir": _Kind(re.compile(r"\b[1-8] ?\d\d ?(?:0[1-9]|1[0-2]|[2-9]\d) ?(?:\d\d|2[AB]) ?\d{3} ?\d{3} ?\d\d\b"),
-                    checksums.fr_nir, shaped=True),
-    "de_steuer_id": _Kind(re.compile(r"(?<![\w+.,-])[1-9]\d(?: ?\d{3}){3}(?![\w-]|[.,]\d)"), checksums.de_steuer_id),
+                    checksums.fr_nir, shaped=True, digits=13),
+    "de_steuer_id": _Kind(re.compile(r"(?<![\w+.,-])[1-9]\d(?: ?\d{3}){3}(?![\w-]|[.,]\d)"), checksums.de_steuer_id,
+                          digits=11),
     "it_codice_fiscale": _Kind(re.compile(r"\b[A-Z]{6}[\dLMNP-V]{2}[ABCDEHLMPRST][\dLMNP-V]{2}[A-Z]"
                                           r"[\dLMNP-V]{3}[A-Z]\b", re.IGNORECASE),
                                checksums.it_codice_fiscale, shaped=True),
-    "es_dni": _Kind(re.compile(r"\b(?:\d{8}|[XYZ]-?\d{7})-?[A-Z]\b", re.IGNORECASE), checksums.es_dni, shaped=True),
-    "us_ssn": _Kind(re.compile(r"(?<![\w-])\d{3}-\d\d-\d{4}(?![\w-])"), checksums.us_ssn),
-    "uk_nino": _Kind(re.compile(r"\b[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]\b"), checksums.uk_nino),
+    "es_dni": _Kind(re.compile(r"\b(?:\d{8}|[XYZ]-?\d{7})-?[A-Z]\b", re.IGNORECASE), checksums.es_dni, shaped=True,
+                    digits=7),
+    "us_ssn": _Kind(re.compile(r"(?<![\w-])\d{3}-\d\d-\d{4}(?![\w-])"), checksums.us_ssn, digits=9, needs="-"),
+    "uk_nino": _Kind(re.compile(r"\b[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]\b"), checksums.uk_nino, digits=6),
 }
 """Kinds in the order they claim text: a span taken by one (an IBAN) is not read again by a later one (a phone)."""
 
 KINDS: tuple[str, ...] = (*_KINDS, "phone")
 """Every kind `pii_kinds` can report: the `kind` label values of ragpulse_security_pii_answers_total."""
+PHONE_DIGITS = 2
+"""Fewest digits any candidate of `phones.PHONE` holds (an international or cued number: a first digit and a last)."""
+_NOT_DIGIT = re.compile(r"\D+")
 
 
 def pii_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
@@ -97,11 +107,18 @@ def pii_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
     return {name: len(keys) for name, keys in found.items()}
 
 
-def _candidates(answer: str) -> Iterator[tuple[str, str, tuple[int, int], bool]]:
-    """(kind, value, span, valid) of each candidate, kind by kind in claiming order, phones last."""
+def _candidates(answer: str, prefilter: bool = True) -> Iterator[tuple[str, str, tuple[int, int], bool]]:
+    """(kind, value, span, valid) of each candidate, kind by kind in claiming order, phones last. A kind whose
+    pattern needs more digits than the answer holds, or a character it lacks, is not searched: it has no candidate
+    (without `prefilter` every pattern runs: the reference the tests compare with)."""
+    digits = len(_NOT_DIGIT.sub("", answer)) if prefilter else len(answer) + PHONE_DIGITS
     for name, kind in _KINDS.items():
+        if digits < kind.digits or (prefilter and kind.needs and kind.needs not in answer):
+            continue
         for match in kind.pattern.finditer(answer):
             yield name, match.group(), match.span(), kind.valid(_compact(match.group()))
+    if digits < PHONE_DIGITS:
+        return
     for match in phones.PHONE.finditer(answer):
         span = phones.phone_span(match)
         yield "phone", answer[span[0]:span[1]], span, phones.phone_ok(match)

@@ -15,26 +15,48 @@ from ragpulse.security.staleness import stale_doc_ids
 
 INJECTION_CACHE_SIZE = 50_000
 """Documents whose injection findings a process remembers (by a hash of their text): production apps retrieve the
-same documents again and again, and the pattern scan is the costly check (~1 ms for 2 KB)."""
+same documents again and again (a scan costs ~0.03 ms for a 500-character document that holds no cue word, more
+for one that does)."""
+RECENT_TEXTS = 512
+"""Texts of the last few traces remembered by the text itself as well: the security check, the offline judge's
+evidence, its injection-followed heuristic and the quote check each ask about the same document of a trace, and a
+string keeps its own hash, so asking again costs a dict lookup instead of a digest of the text."""
+RECENT_MAX_CHARS = 16_384
+"""Longer texts are remembered only by their digest (the recent texts hold at most 512 x 16 KB)."""
 
 
 class _FindingsCache:
-    """A bounded LRU of injection findings keyed by a 16-byte digest of the text (the text itself is not kept)."""
+    """A bounded LRU of injection findings keyed by a 16-byte digest of the text (the text itself is not kept),
+    behind a small first-in-first-out memo of the most recent texts keyed by the text (a changed text is another
+    key in both, so a document edited under the same id is scanned again)."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, size: int, recent: int = RECENT_TEXTS) -> None:
+        self.size, self.recent_size = size, recent
         self.found: OrderedDict[bytes, tuple[str, ...]] = OrderedDict()
+        self.recent: dict[str, tuple[str, ...]] = {}
 
     def findings(self, text: str) -> tuple[str, ...]:
+        found = self.recent.get(text)
+        if found is not None:
+            return found
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        cached = self.found.get(key)
-        if cached is not None:
+        found = self.found.get(key)
+        if found is not None:
             self.found.move_to_end(key)
-            return cached
-        found = self.found[key] = tuple(injection_findings(text))
-        if len(self.found) > self.size:
-            self.found.popitem(last=False)
+        else:
+            found = self.found[key] = tuple(injection_findings(text))
+            if len(self.found) > self.size:
+                self.found.popitem(last=False)
+        if len(text) <= RECENT_MAX_CHARS:
+            if len(self.recent) >= self.recent_size:
+                del self.recent[next(iter(self.recent))]
+            self.recent[text] = found
         return found
+
+    def clear(self) -> None:
+        """Forget every text (benchmarks time a cold process this way)."""
+        self.found.clear()
+        self.recent.clear()
 
 
 _cache = _FindingsCache(INJECTION_CACHE_SIZE)
@@ -44,6 +66,11 @@ def document_findings(text: str) -> tuple[str, ...]:
     """The injection cues found in one document's text, remembered per text: what `check_trace` reports, and what
     the offline judge reads so that it never quotes as evidence a document sentence this check flags."""
     return _cache.findings(text)
+
+
+def clear_findings_cache() -> None:
+    """Forget the findings of every text this process scanned."""
+    _cache.clear()
 
 
 def check_trace(trace: Trace, now: datetime.datetime, max_source_age_days: float | None) -> Security:
