@@ -162,6 +162,17 @@ def _pii_answers() -> list[str]:
     return out
 
 
+def test_superseded_marks_equal_the_plain_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [*DOCUMENTS, *RANDOM_TEXTS, "This policy REPLACES the 2022 travel policy.", "[Superseded] old terms",
+             "Ersetzt die Reiserichtlinie 2022.", "Este documento reemplaza la política de viajes de 2022."]
+    fast = [(evidence._marked(t), [m.group() for m in evidence._REPLACES.finditer(t)]
+             if not evidence._lacks(t, evidence._REPLACE_WORDS) else []) for t in texts]
+    monkeypatch.setattr(evidence, "_lacks", lambda text, words: False)
+    plain = [(evidence._marked(t), [m.group() for m in evidence._REPLACES.finditer(t)]) for t in texts]
+    assert fast == plain
+    assert sum(marked for marked, _ in plain) >= 3 and sum(bool(found) for _, found in plain) >= 3
+
+
 def test_pii_candidates_equal_the_plain_search() -> None:
     found = 0
     for answer in _pii_answers():
@@ -179,6 +190,7 @@ def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(security_trace._cache, "findings", lambda text: tuple(injection._findings(text, False)))
     monkeypatch.setattr(pii, "_candidates", lambda answer: _FAST_CANDIDATES(answer, prefilter=False))
     monkeypatch.setattr(evidence, "_LEXICON", Prefiltered(re.compile("")))  # requires nothing: always searched
+    monkeypatch.setattr(evidence, "_lacks", lambda text, words: False)     # superseded marks always searched
 
 
 def _security(traces: list[Trace]) -> list[bytes]:

@@ -68,6 +68,8 @@ def superseded(trace: Trace, language: str) -> frozenset[int]:
     by_metadata = superseded_by(trace)
     out = {i for i, doc in enumerate(docs) if doc.id in by_metadata or _marked(doc.text or "")}
     for j, doc in enumerate(docs):
+        if _lacks(doc.text or "", _REPLACE_WORDS):
+            continue
         for match in _REPLACES.finditer(doc.text or ""):
             what = read(match.group("what"), language)
             if len(what.content) + len(what.anchors) < 2:
@@ -78,7 +80,25 @@ def superseded(trace: Trace, language: str) -> frozenset[int]:
 
 def _marked(text: str) -> bool:
     """The text says it is superseded ("SUPERSEDED:", "[superseded]", "superseded by ...")."""
+    if _lacks(text, _MARK_WORDS):
+        return False
     return bool(_MARKED.search(text) or _MARKED_ANY_CASE.search(text))
+
+
+_MARK_WORDS = ("supersed", "obsolet", "archived", "replaced by", "withdrawn", "veraltet", "vervallen")
+"""One of these is in every match of _MARKED and _MARKED_ANY_CASE on ASCII text (the accented one needs more)."""
+_REPLACE_WORDS = ("replaces", "supersedes", "ersetzt", "reemplaza", "sustituye", "remplace", "substitui", "sostituisce",
+                  "vervangt")
+"""The verbs of _REPLACES, one of which is in every match."""
+
+
+def _lacks(text: str, words: tuple[str, ...]) -> bool:
+    """True when an ASCII text holds none of `words` in any case, so the case-blind patterns built on them cannot
+    match (on ASCII text a case-blind match is a match of the lower-cased text; other text is always searched)."""
+    if not text.isascii():
+        return False
+    lower = text.lower()
+    return not any(word in lower for word in words)
 
 
 def _names(what: Reading, doc: RetrievedDoc, language: str) -> bool:
