@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from re import _constants as c  # type: ignore[attr-defined]  # the parser's opcodes (CPython's own, stable in 3.11+)
 from re import _parser  # type: ignore[attr-defined]
 from typing import Union
@@ -69,6 +69,7 @@ class Prefiltered:
         self.requirement: Requirement = (None if pattern.flags & re.IGNORECASE
                                          else _simplified(requirement(_parser.parse(pattern.pattern, pattern.flags))))
         self.required: Required = _flat(self.requirement)
+        self._holds = _compiled(self.requirement)
 
     def could_match(self, text: str | Present) -> bool:
         """False only when no match can exist in `text` (a literal every match contains is absent from it)."""
@@ -76,7 +77,7 @@ class Prefiltered:
         if self.required is None:
             return True
         # A met requirement has one of its literals present: most texts are turned away by this one set operation.
-        return present.any_of(self.required) and holds(self.requirement, present)
+        return present.any_of(self.required) and self._holds(present)
 
     def literals(self) -> frozenset[str]:
         """Every literal the requirement names."""
@@ -112,6 +113,31 @@ def holds(req: Requirement, present: Present) -> bool:
     if kind == "and":
         return all(holds(part, present) for part in parts)
     return any(holds(part, present) for part in parts)
+
+
+def _compiled(req: Requirement) -> Callable[[Present], bool]:
+    """`holds` for one requirement as a generated expression: no recursion per text, and the parts of an "and"
+    tested rarest first (longest shortest literal), so a text usually fails on its first test."""
+    sets: list[frozenset[str]] = []
+
+    def expression(part: Requirement) -> str:
+        if part is None:
+            return "True"
+        if isinstance(part, frozenset):
+            sets.append(part)
+            return f"p.any_of(s[{len(sets) - 1}])"
+        kind, parts = part
+        ordered = sorted(parts, key=_rarity, reverse=True) if kind == "and" else parts
+        return "(" + f" {kind} ".join(expression(x) for x in ordered) + ")"
+
+    code = f"lambda p: {expression(req)}"
+    return eval(code, {"s": tuple(sets)})  # noqa: S307 - built here from the pattern's own literals, not from input
+
+
+def _rarity(part: Requirement) -> int:
+    """How unlikely a part is to hold on a text: the length of its shortest literal."""
+    literals = _literals(part)
+    return min(map(len, literals)) if literals else 0
 
 
 def required(sequence: _parser.SubPattern) -> Required:
