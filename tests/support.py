@@ -83,6 +83,20 @@ def start_worker(redis_url: str, tmp: Path, extra: Mapping[str, str] | None = No
     return spawn([sys.executable, "-m", "worker"], child_env(redis_url, extra), tmp / f"worker-{name}.log")
 
 
+@contextlib.contextmanager
+def api_and_workers(redis_url: str, tmp: Path, env: Mapping[str, str], workers: int = 1,
+                    name: str = "w") -> Iterator[httpx.Client]:
+    """An API and `workers` RQ workers sharing `env`; a client of the API, both stopped on exit."""
+    url, api = start_api(redis_url, tmp, env)
+    procs = [api, *(start_worker(redis_url, tmp, env, name=f"{name}{n}") for n in range(workers))]
+    try:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            yield client
+    finally:
+        for proc in procs:
+            proc.stop()
+
+
 def children_of(pid: int) -> set[int]:
     """Pids whose parent is `pid`, read from /proc."""
     found = set()

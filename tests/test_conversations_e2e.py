@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.fake_anthropic import FakeAnthropic, parse_user_message
-from tests.support import start_api, start_worker, wait_for_job
+from tests.support import api_and_workers, wait_for_job
 
 pytestmark = pytest.mark.integration
 DATA = Path(__file__).resolve().parent / "data"
@@ -40,12 +40,8 @@ def api(redis_url: str, fake: FakeAnthropic, tmp_path_factory: pytest.TempPathFa
     env = {"RAGPULSE_QUEUE": f"conv-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "test-key",
            "RAGPULSE_JUDGE_BASE_URL": fake.url, "RAGPULSE_JUDGE_MAX_RETRIES": "1",
            "RAGPULSE_JUDGE_MAX_HISTORY_TURNS": "6"}
-    url, proc = start_api(redis_url, tmp, env)
-    worker = start_worker(redis_url, tmp, env, name="conv")
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with api_and_workers(redis_url, tmp, env, name="conv") as client:
         yield client
-    for p in (proc, worker):
-        p.stop()
 
 
 def run(api: httpx.Client, traces: list[dict], judge: str = "anthropic") -> tuple[dict[str, dict], dict]:

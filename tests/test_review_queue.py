@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from ragpulse.labels.design import ReviewDesign, draw
-from tests.support import start_api, start_worker, wait_for_job
+from tests.support import api_and_workers, wait_for_job
 from tests.test_labels import label, online, post_online
 from tests.test_online import metric
 
@@ -58,12 +58,8 @@ def api(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ht
     tmp = tmp_path_factory.mktemp("review")
     env = {"RAGPULSE_QUEUE": f"review-{uuid.uuid4().hex[:8]}", "RAGPULSE_REVIEW_SAMPLE_RATE": str(Q),
            "RAGPULSE_APPS": "rq", "RAGPULSE_JUDGE": "local", "RAGPULSE_JUDGE_MAX_ANSWER_CHARS": "300"}
-    url, proc = start_api(redis_url, tmp, env)
-    worker = start_worker(redis_url, tmp, env, name="review")
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with api_and_workers(redis_url, tmp, env, name="review") as client:
         yield client
-    for p in (proc, worker):
-        p.stop()
 
 
 def expected_picks(client: httpx.Client, app: str, ids: list[str], job_id: str | None = None) -> dict[str, tuple]:
