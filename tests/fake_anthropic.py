@@ -1,6 +1,6 @@
 """A fake Anthropic Messages API on loopback: a real HTTP server that the real anthropic SDK talks to via base_url.
 
-By default it judges like a literal-minded LLM writing prompt v3's tool input: each answer sentence is a claim with
+By default it judges like a literal-minded LLM writing prompt v4's tool input: each answer sentence is a claim with
 its reasoning, supported when it appears in a document or a session document (quoted from there; never from the
 history), unsupported otherwise, and every document gets a relevance entry by rank; a rewritten query is
 faithful when it keeps the question's names and figures. Tests script faults with `push(...)`: the next requests
