@@ -3,8 +3,9 @@
 The Anthropic judge judges the example traces (examples/acme_support_traces.jsonl) one after another through the
 real SDK against tests.fake_anthropic.FakeAnthropic, once per model of the price table; the fake counts tokens with a
 real tokenizer (cl100k, tests/tokens.py: Claude's own is not public and counts somewhat more) and caches a marked
-prefix that reaches the model's minimum (its own table of Anthropic's minimums). The OpenAI-compatible judge runs the
-same traces against tests.fake_openai.FakeOpenAI, which caches nothing: its figure is the whole request.
+prefix that reaches the model's minimum (its own table of Anthropic's minimums). The OpenAI judge runs the same traces
+against tests.fake_openai.FakeOpenAI once per OpenAI model of the price table, the fake simulating OpenAI's automatic
+cache (a repeated prefix of 1,024 tokens or more, in steps of 128), and once against a self-hosted model (no cache).
 
 Printed per model: the minimum cacheable length, the worked examples the prefix carries, the prefix (tools + system,
 as written to the cache), and per trace (first call of each; a repair turn is a second call, counted apart): the
@@ -26,7 +27,7 @@ import anthropic
 import msgspec
 import openai
 
-from ragpulse.config.prices import CACHE_READ_PRICE_FACTOR, DEFAULT_PRICES_PER_MTOK
+from ragpulse.config.prices import CACHE_READ_PRICE_FACTOR, DEFAULT_PRICES_PER_MTOK, OPENAI_FACTORS
 from ragpulse.exceptions import JudgeError
 from ragpulse.judges.anthropic_judge import AnthropicJudge
 from ragpulse.judges.openai_judge import OpenAIJudge
@@ -74,11 +75,17 @@ def anthropic_row(model: str) -> dict[str, float]:
             "equivalent": uncached + CACHE_READ_PRICE_FACTOR * reads}
 
 
-def openai_row() -> float:
-    with FakeOpenAI(model="qwen2.5:14b", usage="cl100k") as fake:
+def openai_row(model: str, cache: bool) -> dict[str, float]:
+    with FakeOpenAI(model=model, usage="cl100k", prompt_cache=cache) as fake:
         client = openai.AsyncOpenAI(base_url=fake.base_url, api_key="bench", max_retries=0)
-        calls = asyncio.run(first_calls(OpenAIJudge(client, "qwen2.5:14b", 4096, 0.0, structured="tools")))
-    return statistics.mean(c.input_tokens for c in calls)
+        calls = asyncio.run(first_calls(OpenAIJudge(client, model, 4096, 0.0, structured="tools")))
+    warm = calls[1:]
+    uncached = statistics.mean(c.input_tokens for c in warm)
+    reads = statistics.mean(c.cache_read_input_tokens for c in warm)
+    factor = OPENAI_FACTORS[model].cache_read if model in OPENAI_FACTORS else 1.0
+    return {"uncached": uncached, "reads": reads, "cold": statistics.mean(c.input_tokens + c.cache_read_input_tokens
+                                                                          for c in calls),
+            "equivalent": uncached + factor * reads, "factor": factor}
 
 
 def main() -> None:
@@ -92,12 +99,15 @@ def main() -> None:
     print("| model | minimum | worked examples | prefix (cache write) | uncached / trace | cache read / trace "
           "| cold request / trace | warm, input-price equivalent / trace |")
     print("|---|---|---|---|---|---|---|---|")
-    for model in DEFAULT_PRICES_PER_MTOK:
+    for model in (m for m in DEFAULT_PRICES_PER_MTOK if m not in OPENAI_FACTORS):
         r = anthropic_row(model)
         print(f"| {model} | {r['minimum']:,} | {r['worked']} | {r['prefix']:,} ({r['written']:,.0f}) "
               f"| {r['uncached']:,.0f} | {r['reads']:,.0f} | {r['cold']:,.0f} | {r['equivalent']:,.0f} |")
-    print(f"| openai judge (no cache simulated) | - | 0 | - | {openai_row():,.0f} | 0 | - | - |")
-
+    for model, cache in [*((m, True) for m in OPENAI_FACTORS), ("qwen2.5:14b", False)]:
+        r = openai_row(model, cache)
+        label = f"{model} (openai judge, cached input {r['factor']}x)" if cache else f"{model} (self-hosted, no cache)"
+        print(f"| {label} | {1024 if cache else '-'} | 0 | - | {r['uncached']:,.0f} | {r['reads']:,.0f} "
+              f"| {r['cold']:,.0f} | {r['equivalent']:,.0f} |")
 
 if __name__ == "__main__":
     main()

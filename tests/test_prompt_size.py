@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from ragpulse.config import defaults
-from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK
+from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK, OPENAI_FACTORS
 from ragpulse.judges.anthropic_judge import AnthropicProvider
 from ragpulse.judges.openai_judge import OpenAIProvider, request_parts
 from ragpulse.judges.prompt import JUDGE_TASK
@@ -21,10 +21,13 @@ from ragpulse.judges.task import min_cacheable_tokens
 from ragpulse.model.trace import Trace
 from tests import tokens
 from tests.fake_anthropic import FakeAnthropic
+from tests.fake_openai import FakeOpenAI
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "acme_support_traces.jsonl"
 TRACES = [msgspec.convert(json.loads(line), Trace) for line in EXAMPLES.read_text().splitlines() if line.strip()]
 JUDGED = [trace for trace in TRACES if trace.answer]
+CLAUDE = [model for model in DEFAULT_PRICES_PER_MTOK if model not in OPENAI_FACTORS]
+OPENAI = list(OPENAI_FACTORS)
 BASE_BUDGET = 2000
 """Tokens a trace's whole request may take where nothing is cached (issue 28), the conversation section of issue 29
 included."""
@@ -37,13 +40,13 @@ def requests(model: str) -> list[dict]:
 
 
 def test_the_fakes_table_of_minimums_agrees_with_the_service_for_every_priced_model() -> None:
-    for model in DEFAULT_PRICES_PER_MTOK:
+    for model in CLAUDE:
         assert min_cacheable_tokens(model) == tokens.min_cacheable(model), model
     assert defaults.MIN_CACHEABLE_TOKENS["claude-sonnet-4-6"] == 2048
 
 
-@pytest.mark.parametrize("model", list(DEFAULT_PRICES_PER_MTOK))
-def test_every_priced_model_reads_the_prefix_from_the_cache_and_pays_in_full_for_the_trace_alone(model: str) -> None:
+@pytest.mark.parametrize("model", CLAUDE)
+def test_every_priced_claude_model_reads_the_prefix_from_the_cache_and_pays_in_full_for_the_trace_alone(model: str) -> None:
     """The first call writes the marked prefix, every later one reads it; what is billed in full per trace (the
     fake's input_tokens) stays within 2,000 on the examples, and is the trace's message alone."""
     fake = FakeAnthropic(model=model, usage="cl100k")
@@ -82,9 +85,27 @@ def test_worked_examples_go_only_to_models_that_need_them_and_reach_their_minimu
         return tokens.count([*body["tools"], *body["system"]])
 
     assert JUDGE_TASK.for_model("claude-sonnet-4-5") is JUDGE_TASK
-    for model in DEFAULT_PRICES_PER_MTOK:
+    for model in CLAUDE:
         minimum = tokens.min_cacheable(model)
         assert prefix(model) >= minimum, model
         if JUDGE_TASK.for_model(model) is not JUDGE_TASK:
             assert prefix(model) <= 1.3 * minimum, model
     assert JUDGE_TASK.for_model("claude-sonnet-4-6").examples.count("Worked example") < len(JUDGE_TASK.padding)
+
+
+@pytest.mark.parametrize("model", OPENAI)
+def test_every_priced_openai_model_caches_the_prefix_by_itself(model: str) -> None:
+    """OpenAI caches a prefix of 1,024 tokens or more by itself (the fake simulates it): the openai judge's prefix, the
+    tool and the system message with the short examples, reaches that, so every call after the first reads it."""
+    provider = OpenAIProvider(openai.AsyncOpenAI(api_key="test", base_url="http://127.0.0.1:9/v1"), model, 1024, 0.0,
+                              structured="tools")
+    fake = FakeOpenAI(model=model, usage="cl100k", prompt_cache=True)
+    try:
+        usages = [fake.respond("/v1/chat/completions", provider.params(provider.first_turns(trace)), {})[2]["usage"]
+                  for trace in JUDGED]
+    finally:
+        fake.server.server_close()
+    first, *rest = usages
+    assert first["prompt_tokens_details"]["cached_tokens"] == 0
+    assert all(u["prompt_tokens_details"]["cached_tokens"] >= 1024 for u in rest)
+    assert max(u["prompt_tokens"] - u["prompt_tokens_details"]["cached_tokens"] for u in rest) <= 2000
