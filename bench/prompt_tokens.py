@@ -8,9 +8,9 @@ against tests.fake_openai.FakeOpenAI once per OpenAI model of the price table, t
 cache (a repeated prefix of 1,024 tokens or more, in steps of 128), and once against a self-hosted model (no cache).
 
 Printed per model: the minimum cacheable length, the worked examples the prefix carries, the prefix (tools + system,
-as written to the cache), and per trace (first call of each; a repair turn is a second call, counted apart): the
-input billed in full (uncached), the cache reads, the whole request when nothing is cached (cold), and the
-input-price equivalent once the prefix is cached (uncached + 0.1 x reads). The request's parts are counted alone too:
+as written to the cache), and per trace (the first call of each; a repair turn's second call is left out): the
+input billed in full (uncached), the cache reads, the whole request (billed in full when nothing is cached), and the
+input-price equivalent once the prefix is cached (uncached + the model's cached-input rate x reads). The request's parts are counted alone too:
 system rules, short examples, worked examples, tool schema, message.
 Run: `python -m bench.prompt_tokens`.
 """
@@ -92,12 +92,13 @@ def main() -> None:
     worked = "\n\n".join(JUDGE_TASK.padding)
     tool = tokens.part_text(TOOL)
     messages = [tokens.cl100k(user_message(trace)) for trace in JUDGED]
-    print(f"{len(JUDGED)} judged example traces; load average {os.getloadavg()[0]:.2f}; tokens: cl100k (tests/tokens.py)")
+    print(f"{len(JUDGED)} judged example traces; load average {os.getloadavg()[0]:.2f}; "
+          "tokens: cl100k (tests/tokens.py)")
     print(f"parts: system {tokens.cl100k(SYSTEM)}, short examples {tokens.cl100k(EXAMPLES)}, tool schema "
           f"{tokens.cl100k(tool)}, all {len(JUDGE_TASK.padding)} worked examples {tokens.cl100k(worked)}, message "
           f"mean {statistics.mean(messages):.0f} (max {max(messages)})")
     print("| model | minimum | worked examples | prefix (cache write) | uncached / trace | cache read / trace "
-          "| cold request / trace | warm, input-price equivalent / trace |")
+          "| whole request / trace | warm, input-price equivalent / trace |")
     print("|---|---|---|---|---|---|---|---|")
     for model in (m for m in DEFAULT_PRICES_PER_MTOK if m not in OPENAI_FACTORS):
         r = anthropic_row(model)

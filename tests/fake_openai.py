@@ -92,12 +92,13 @@ class FakeOpenAI(JudgeFake):
             message = {"role": "assistant", "content": None, "tool_calls": [{
                 "id": f"call_{uuid.uuid4().hex[:20]}", "type": "function",
                 "function": {"name": body["tool_choice"]["function"]["name"], "arguments": text}}]}
+        details = {"prompt_tokens_details": {"cached_tokens": self._cached(body)}} if self.prompt_cache else {}
         completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:20]}", "object": "chat.completion", "created": 0, "model": self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": fault.finish_reason}],
             "usage": {"prompt_tokens": self.prompt_tokens(body), "completion_tokens": len(text) // 4,
                       "total_tokens": self.prompt_tokens(body) + len(text) // 4,
-                      **({"prompt_tokens_details": {"cached_tokens": self._cached(body)}} if self.prompt_cache else {})},
+                      **details},
         }
         return 200, {"x-request-id": request_id}, completion
 

@@ -41,9 +41,9 @@ PROMPT_V1 = "d3ea616ede76"
 """PROMPT_VERSION of prompt v1 (one quote per claim, no reasoning, relevance by document id)."""
 PROMPT_V2 = "56a313a87328"
 """PROMPT_VERSION of prompt v2 (flat claims, optional fields, no examples, no document dates)."""
-PROMPT_V3 = "d5d73377d6a0"
-"""PROMPT_VERSION of prompt v3 (sentences and claims, evidence before the verdict, eight short examples, no worked
-examples)."""
+PROMPT_V3 = ("d5d73377d6a0", "6eac1a7edc00")
+"""PROMPT_VERSIONs of prompt v3 (sentences and claims, evidence before the verdict, eight short examples, no worked
+examples), before and after issue 29's conversation section."""
 
 
 @pytest.fixture
@@ -364,7 +364,7 @@ def test_a_prefix_below_the_models_minimum_is_not_marked(fake: FakeAnthropic) ->
 
 
 def test_the_prompt_version_is_new() -> None:
-    assert PROMPT_VERSION not in (PROMPT_V1, PROMPT_V2, PROMPT_V3) and len(PROMPT_VERSION) == 12
+    assert PROMPT_VERSION not in (PROMPT_V1, PROMPT_V2, *PROMPT_V3) and len(PROMPT_VERSION) == 12
 
 
 def test_cache_reads_cost_a_tenth_and_writes_a_quarter_more() -> None:

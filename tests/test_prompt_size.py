@@ -46,7 +46,8 @@ def test_the_fakes_table_of_minimums_agrees_with_the_service_for_every_priced_mo
 
 
 @pytest.mark.parametrize("model", CLAUDE)
-def test_every_priced_claude_model_reads_the_prefix_from_the_cache_and_pays_in_full_for_the_trace_alone(model: str) -> None:
+def test_every_priced_claude_model_reads_the_prefix_from_the_cache_and_pays_in_full_for_the_trace_only(
+        model: str) -> None:
     """The first call writes the marked prefix, every later one reads it; what is billed in full per trace (the
     fake's input_tokens) stays within 2,000 on the examples, and is the trace's message alone."""
     fake = FakeAnthropic(model=model, usage="cl100k")
