@@ -1,15 +1,18 @@
 """A fake Anthropic Messages API on loopback: a real HTTP server that the real anthropic SDK talks to via base_url.
 
-By default it judges like a literal-minded LLM writing prompt v3's tool input: each answer sentence is a claim with
+By default it judges like a literal-minded LLM writing prompt v4's tool input: each answer sentence is a claim with
 its reasoning, supported when it appears in a document or a session document (quoted from there; never from the
 history), unsupported otherwise, and every document gets a relevance entry by rank; a rewritten query is
 faithful when it keeps the question's names and figures. Tests script faults with `push(...)`: the next requests
 get them in order (429 with retry-after, 529, 500, 401, slow answers, malformed or truncated tool input, a 200 that
 is not a message).
 
-Prompt caching is simulated: when the request marks a prefix with `cache_control` and that prefix reaches
-`cache_min_tokens`, the first request with that prefix reports it as `cache_creation_input_tokens` and later ones
-as `cache_read_input_tokens`; `input_tokens` then counts only the rest. Tokens are characters / 4.
+Prompt caching is simulated: when the request marks a prefix with `cache_control` and that prefix reaches the
+request model's minimum cacheable length (tests.tokens.MIN_CACHEABLE_TOKENS, or `cache_min_tokens` when given), the
+first request with that prefix reports it as `cache_creation_input_tokens` and later ones as
+`cache_read_input_tokens`; `input_tokens` then counts only the rest. Tokens are characters / 4 of the JSON body
+(`usage="quarter"`, the default: cheap, and what the dry run's estimate is fitted to) or counted with a real tokenizer
+over the text the model reads (`usage="cl100k"`: what prompt-size figures use; see tests.tokens).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests import tokens
 from tests.loopback import JudgeFake, json_handler
 
 _BLOCK = re.compile(r"<(question|answer|reference|answer_1|answer_2|rewritten_query)>(.*?)</\1>", re.S)
@@ -161,14 +165,19 @@ class FakeAnthropic(JudgeFake):
     """Start with `with FakeAnthropic() as fake:`; point the SDK at `fake.url`."""
 
     def __init__(self, model: str = "claude-sonnet-4-6", latency: float = 0.0, rpm: int = 0,
-                 window_seconds: float = 60.0, cache_min_tokens: int = 1024, supports_strict: bool = True,
-                 prefer: Callable[[dict[str, Any]], dict[str, Any]] = grounded_preference) -> None:
+                 window_seconds: float = 60.0, cache_min_tokens: int | None = None, supports_strict: bool = True,
+                 prefer: Callable[[dict[str, Any]], dict[str, Any]] = grounded_preference,
+                 usage: str = "quarter") -> None:
         super().__init__(json_handler(lambda handler, body: self.respond(
             body, {k.lower(): v for k, v in handler.headers.items()})))
         self.model = model
         self.prefer = prefer
         """How it answers a pairwise comparison (record_preference), given parse_comparison's item."""
         self.cache_min_tokens = cache_min_tokens
+        """The shortest prefix it caches; None: the request model's minimum (tests.tokens.min_cacheable)."""
+        self.usage = usage
+        """How it counts tokens: "quarter" (characters / 4 of the JSON body) or "cl100k" (a real tokenizer over the text
+        the model reads)."""
         self.supports_strict = supports_strict
         self.cached_prefixes: set[str] = set()
         self.latency = latency
@@ -227,11 +236,15 @@ class FakeAnthropic(JudgeFake):
 
     def _input_usage(self, body: dict[str, Any]) -> dict[str, int]:
         """input_tokens, plus cache fields when the request marks a cacheable prefix (a creation, then reads)."""
-        total = len(json.dumps(body)) // 4
         prefix = cached_prefix(body)
-        if prefix is None or len(json.dumps(prefix)) // 4 < self.cache_min_tokens:
+        if self.usage == "quarter":
+            total, cached = tokens.quarter(body), len(json.dumps(prefix)) // 4 if prefix is not None else 0
+        else:
+            total, cached = tokens.count(tokens.parts(body)), tokens.count(prefix) if prefix is not None else 0
+        minimum = self.cache_min_tokens if self.cache_min_tokens is not None else \
+            tokens.min_cacheable(str(body.get("model", "")))
+        if prefix is None or cached < minimum:
             return {"input_tokens": total}
-        cached = len(json.dumps(prefix)) // 4
         key = json.dumps([body.get("model"), prefix], sort_keys=True)
         with self.lock:
             hit = key in self.cached_prefixes

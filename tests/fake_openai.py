@@ -4,7 +4,9 @@ It judges as tests/fake_anthropic.py does (the same literal-minded verdicts from
 with a forced record_verdicts tool call, or with the JSON as content when the request asks for response_format
 json_schema. `supports_tools=False` makes it answer a request with tools as a server without tool support does (400
 naming tools). Tests script faults with `push(...)`: 429 with retry-after, 500, 401, truncation (finish_reason
-"length"), invalid tool arguments, a 200 that is not a completion. Tokens are characters / 4.
+"length"), invalid tool arguments, a 200 that is not a completion. Tokens are counted as tests.fake_anthropic counts
+them (`usage="quarter"`, the default, or `"cl100k"`: see tests.tokens). `prompt_cache=True` simulates OpenAI's
+automatic prompt caching (off by default, so a request's usage does not depend on the ones before it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from tests.fake_anthropic import (
     PAIRWISE_TOOL, grounded_preference, literal_verdicts, parse_comparison, parse_user_message,
 )
+from tests import tokens
 from tests.loopback import JudgeFake, json_handler
 
 ERROR_TYPES = {401: "invalid_api_key", 403: "permission_denied", 429: "rate_limit_exceeded", 500: "server_error",
@@ -44,7 +47,8 @@ class FakeOpenAI(JudgeFake):
     """Start with `with FakeOpenAI() as fake:`; point the SDK at `fake.base_url` (`.../v1`)."""
 
     def __init__(self, model: str = "qwen2.5:14b", supports_tools: bool = True,
-                 prefer: Callable[[dict[str, Any]], dict[str, Any]] = grounded_preference) -> None:
+                 prefer: Callable[[dict[str, Any]], dict[str, Any]] = grounded_preference,
+                 usage: str = "quarter", prompt_cache: bool = False) -> None:
         super().__init__(json_handler(lambda handler, body: self.respond(
             handler.path, body, {k.lower(): v for k, v in handler.headers.items()})))
         self.model = model
@@ -52,6 +56,13 @@ class FakeOpenAI(JudgeFake):
         self.prefer = prefer
         """How it answers a pairwise comparison (record_preference), given parse_comparison's item."""
         self.base_url = f"{self.url}/v1"
+        self.usage = usage
+        """How it counts prompt tokens: "quarter" (characters / 4 of the JSON body) or "cl100k" (the text the model
+        reads)."""
+        self.prompt_cache = prompt_cache
+        """Report a prefix seen before as `prompt_tokens_details.cached_tokens`, as OpenAI does by itself: the tools
+        and the messages before the first user message, when they reach 1,024 tokens, in whole steps of 128."""
+        self.cached_prefixes: set[str] = set()
         self.tool_answers: dict[str, Callable[[str], dict[str, Any] | Fault]] = {
             PAIRWISE_TOOL: lambda text: self.prefer(parse_comparison(text))}
         """Tool (or response_format schema) name -> the answer to a request for it other than record_verdicts: from
@@ -81,14 +92,33 @@ class FakeOpenAI(JudgeFake):
             message = {"role": "assistant", "content": None, "tool_calls": [{
                 "id": f"call_{uuid.uuid4().hex[:20]}", "type": "function",
                 "function": {"name": body["tool_choice"]["function"]["name"], "arguments": text}}]}
+        details = {"prompt_tokens_details": {"cached_tokens": self._cached(body)}} if self.prompt_cache else {}
         completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:20]}", "object": "chat.completion", "created": 0, "model": self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": fault.finish_reason}],
-            "usage": {"prompt_tokens": len(json.dumps(body)) // 4, "completion_tokens": len(text) // 4,
-                      "total_tokens": (len(json.dumps(body)) + len(text)) // 4},
+            "usage": {"prompt_tokens": self.prompt_tokens(body), "completion_tokens": len(text) // 4,
+                      "total_tokens": self.prompt_tokens(body) + len(text) // 4,
+                      **details},
         }
         return 200, {"x-request-id": request_id}, completion
 
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """What it reports as usage.prompt_tokens for this request."""
+        return tokens.quarter(body) if self.usage == "quarter" else tokens.count(tokens.parts(body))
+
+    def _cached(self, body: dict[str, Any]) -> int:
+        """Tokens of this request's prefix read from the simulated cache (0 on its first sight, or under 1,024)."""
+        messages = body.get("messages", [])
+        before = messages[:next((i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages))]
+        prefix = [*body.get("tools", []), *[m.get("content") or "" for m in before]]
+        counted = tokens.quarter({"p": prefix}) if self.usage == "quarter" else tokens.count(prefix)
+        if counted < 1024:
+            return 0
+        key = json.dumps([body.get("model"), prefix], sort_keys=True)
+        with self.lock:
+            hit = key in self.cached_prefixes
+            self.cached_prefixes.add(key)
+        return counted // 128 * 128 if hit else 0
 
     def _tool_answer(self, body: dict[str, Any], user_message: str) -> Fault:
         """The scripted answer for the tool or schema the request names, as a Fault; none scripted: the default."""

@@ -1,6 +1,7 @@
 """The dry run agrees with what the judge is billed (issue 27): the estimate of the examples, priced by the table, is
 within 5% of the loopback fake's usage counts for the judge's own requests priced by the same table (what the report
-sums), for interactive and batch delivery, with the prefix cached (Sonnet) and not (Haiku 4.5, below its minimum)."""
+sums), for interactive and batch delivery, with the prefix cached (Sonnet 4.6 and Haiku 4.5, with the worked examples
+each is sent to reach its minimum: issue 28) and not (a minimum not even the worked examples reach)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import anthropic
 import msgspec
 import pytest
 
+from ragpulse.config import defaults
 from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK, call_cost
 from ragpulse.config.settings import Settings
 from ragpulse.intake.estimate import estimate_batch
@@ -57,12 +59,15 @@ def billed(fake: FakeAnthropic, model: str, traces: list[Trace], delivery: str) 
 
 
 @pytest.mark.parametrize("delivery", ["interactive", "batch"])
-@pytest.mark.parametrize(("fake", "cached"), [("claude-sonnet-4-6", True), ("claude-haiku-4-5", False)],
-                         indirect=["fake"], ids=["cache", "no-cache"])
+@pytest.mark.parametrize(("fake", "cached"), [("claude-sonnet-4-6", True), ("claude-haiku-4-5", True),
+                                             ("claude-haiku-4-5", False)],
+                         indirect=["fake"], ids=["cache", "cache-4096", "no-cache"])
 def test_the_dry_run_is_within_5_percent_of_the_fakes_usage_priced_by_the_table(
-        fake: FakeAnthropic, cached: bool, delivery: str) -> None:
+        fake: FakeAnthropic, cached: bool, delivery: str, monkeypatch: pytest.MonkeyPatch) -> None:
     traces = example_traces(130)                                  # the 65 examples twice
     model = fake.model
+    if not cached:  # a minimum not even the worked examples reach: the prefix goes unmarked, billed in full
+        monkeypatch.setitem(defaults.MIN_CACHEABLE_TOKENS, model, 100_000)
     cost, tokens = billed(fake, model, traces, delivery)
     estimate = estimate_batch(traces, BatchOptions(judge="anthropic", delivery=delivery), model,
                               DEFAULT_PRICES_PER_MTOK)

@@ -10,9 +10,10 @@ from typing import get_args
 import pytest
 
 from ragpulse.ops import cli
-from ragpulse.intake.estimate import estimate_batch
+from ragpulse.intake.estimate import estimate_batch, prefix_tokens
 from ragpulse.exceptions import ConfigError
 from ragpulse.judges import kinds
+from ragpulse.judges.prompt import JUDGE_TASK
 from ragpulse.intake.warnings import data_quality_warnings
 from ragpulse.model.trace import BatchOptions, JudgeName, RetrievedDoc, Trace
 from ragpulse.config import defaults
@@ -83,10 +84,17 @@ def test_only_a_billable_judge_is_priced_and_none_makes_no_calls() -> None:
     assert priced["anthropic"].cost_usd > 0 and priced["anthropic"].model == MODEL
     anthropic, openai = priced["anthropic"], priced["openai"]
     assert openai.cost_usd > 0                                              # priced by its model, not its name
-    # the same tokens; only the judge that marks its prefix for the cache has it billed as a cache write
-    assert openai.input_tokens == anthropic.input_tokens + anthropic.cache_creation_input_tokens
-    assert anthropic.cache_creation_input_tokens > 0
+    # only the judge that marks its prefix for the cache has it billed as a cache write, and on a model whose minimum
+    # the short prefix misses (Sonnet 4.6: 2,048) that prefix carries the worked examples that make it cacheable
+    padded = JUDGE_TASK.for_model(MODEL)
+    assert anthropic.cache_creation_input_tokens == prefix_tokens(padded) > prefix_tokens(JUDGE_TASK)
+    assert openai.input_tokens == anthropic.input_tokens + prefix_tokens(JUDGE_TASK)
     assert openai.cache_creation_input_tokens == 0
+    # where the short prefix reaches the minimum (Sonnet 4.5: 1,024), both judges send the same tokens
+    short = {name: estimate_batch(traces(), BatchOptions(judge=name), "claude-sonnet-4-5", PRICES)
+             for name in ("anthropic", "openai")}
+    cached = short["anthropic"]
+    assert short["openai"].input_tokens == cached.input_tokens + cached.cache_creation_input_tokens
     assert (priced["local"].cost_usd, priced["local"].model, priced["local"].judge_calls) == (0.0, None, 1)
     assert priced["none"].judge_calls == 0
 

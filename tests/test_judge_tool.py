@@ -12,8 +12,9 @@ import anthropic
 import msgspec
 import pytest
 
-from ragpulse.judges.prompt import EXAMPLES, SYSTEM, TOOL
+from ragpulse.judges.prompt import EXAMPLES, JUDGE_TASK, SYSTEM, TOOL, render_worked
 from ragpulse.judges.tool import RecordVerdicts, input_schema, problems, to_output
+from ragpulse.judges.worked import WORKED, Worked
 from ragpulse.model.verdicts import DocRelevance, Evidence
 from ragpulse.model.trace import RetrievedDoc, Trace
 
@@ -221,3 +222,26 @@ def test_list_numbers_bullets_and_markdown_need_not_be_copied() -> None:
     dropped = given[:2] + given[3:]
     problem = problems(msgspec.convert(tool_input(sentences=dropped, context_relevance=[]), RecordVerdicts), trace)
     assert problem is not None and "Click `Reset`." in problem
+
+
+@pytest.mark.parametrize("worked", WORKED, ids=lambda worked: worked.title)
+def test_each_worked_example_is_output_the_checks_accept(worked: Worked) -> None:
+    """The worked examples the prefix may carry are what a careful judge writes: valid, every sentence listed and
+    every document scored, each quote copied from the document (and chunk) it names, no quote on an unsupported
+    claim."""
+    verdicts = msgspec.convert(worked.verdicts, RecordVerdicts)
+    assert problems(verdicts, worked.trace) is None
+    texts = {(doc.id, doc.chunk_id): doc.text or "" for doc in worked.trace.retrieved_docs}
+    for claim in (c for s in verdicts.sentences for c in s.claims):
+        assert all(e.quote in texts[(e.doc_id, e.chunk_id)] for e in claim.evidence), claim.text
+        assert claim.evidence or claim.verdict == "unsupported", claim.text
+        assert not (claim.evidence and claim.verdict == "unsupported"), claim.text
+
+
+def test_the_worked_examples_cover_the_boundary_cases_and_are_in_the_padding() -> None:
+    titles = " ".join(worked.title for worked in WORKED)
+    for case in ("grounded", "injection attempt", "abstention", "superseded", "another language", "condition"):
+        assert case in titles, case
+    assert JUDGE_TASK.padding == tuple(render_worked(n, w) for n, w in enumerate(WORKED, start=1))
+    assert all(json.dumps(w.verdicts, ensure_ascii=False, separators=(",", ":")) in text
+               for w, text in zip(WORKED, JUDGE_TASK.padding))

@@ -154,7 +154,7 @@ def test_one_forced_tool_call_with_the_shared_prompt_and_schema(fake: FakeOpenAI
     assert body["tool_choice"] == {"type": "function", "function": {"name": TOOL_NAME}}
     assert body["temperature"] == 0 and body["max_tokens"] == 1024 and "response_format" not in body
     [call] = judgment.calls
-    assert call.input_tokens == len(json.dumps(body)) // 4 and call.output_tokens > 0     # usage.prompt_tokens
+    assert call.input_tokens == fake.prompt_tokens(body) > 0 and call.output_tokens > 0   # usage.prompt_tokens
 
 
 # -- failures map to the same statuses as the Anthropic judge's -----------------------------------------------

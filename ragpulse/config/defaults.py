@@ -367,10 +367,12 @@ CALLBACK_RETRY_SECONDS = (5, 30, 120, 600, 1800)
 """Waits before each retry of a failed callback delivery."""
 
 MIN_CACHEABLE_TOKENS: dict[str, int] = {
-    "claude-opus-4-6": 4096, "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096,
+    "claude-opus-4-6": 4096, "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096, "claude-sonnet-4-6": 2048,
     "haiku": 2048, "sonnet": 1024, "opus": 1024,
 }
-"""Shortest prefix each model caches, by the first key its name contains (Anthropic's prompt-caching docs)."""
+"""Shortest prefix each model caches, by the first key its name contains (Anthropic's prompt-caching docs). Sonnet
+4.6 is taken at 2,048: one version of the docs' table says 1,024, a later one 2,048, and users report no cache below
+2,048; a prefix that reaches the stricter figure is cached under either."""
 
 DEFAULT_MIN_CACHEABLE_TOKENS = 1024
 """Minimum cacheable length assumed for a model MIN_CACHEABLE_TOKENS does not know."""

@@ -11,6 +11,7 @@ import msgspec
 from ragpulse.config.prices import call_cost
 from ragpulse.judges import kinds
 from ragpulse.judges.prompt import JUDGE_TASK, user_message
+from ragpulse.judges.task import ToolTask
 from ragpulse.model.trace import BatchOptions, Trace
 
 CHARS_PER_TOKEN = 4.0
@@ -62,10 +63,9 @@ class Estimate(msgspec.Struct, kw_only=True):
                    "written twice, a short reasoning and sometimes a quote, / 4")
 
 
-def prefix_tokens() -> int:
+def prefix_tokens(task: ToolTask = JUDGE_TASK) -> int:
     """Tokens of the fixed prefix every call sends (the tool, the system prompt, the examples): what a prompt cache
-    holds."""
-    task = JUDGE_TASK
+    holds. `task`: the judge's task as its model is sent it (`JUDGE_TASK.for_model`, with any worked examples)."""
     chars = sum(len(json.dumps(part)) for part in (task.tool, task.system, task.examples)) + PREFIX_FRAMING_CHARS
     return int(chars / CHARS_PER_TOKEN)
 
@@ -82,16 +82,16 @@ def output_tokens(trace: Trace) -> int:
     return int(chars / CHARS_PER_TOKEN)
 
 
-def estimate_trace_tokens(trace: Trace) -> tuple[int, int]:
+def estimate_trace_tokens(trace: Trace, task: ToolTask = JUDGE_TASK) -> tuple[int, int]:
     """(input, output) tokens one judge call on this trace is expected to use; input includes the fixed prefix.
 
     Input is the request's JSON as sent (the prefix, the trace's message JSON-escaped, the framing) at
     CHARS_PER_TOKEN."""
     message = len(json.dumps(user_message(trace))) + REQUEST_FRAMING_CHARS
-    return prefix_tokens() + int(message / CHARS_PER_TOKEN), output_tokens(trace)
+    return prefix_tokens(task) + int(message / CHARS_PER_TOKEN), output_tokens(trace)
 
 
-def cache_split(calls: int, input_tokens: int, cached: bool) -> tuple[int, int, int]:
+def cache_split(calls: int, input_tokens: int, cached: bool, task: ToolTask = JUDGE_TASK) -> tuple[int, int, int]:
     """(uncached input, cache reads, cache writes) of `calls` calls sending `input_tokens` in all, prefixes included.
 
     With a cached prefix the first call writes it and every later one reads it (a judge keeps calling well within
@@ -99,7 +99,7 @@ def cache_split(calls: int, input_tokens: int, cached: bool) -> tuple[int, int, 
     """
     if not cached or not calls:
         return input_tokens, 0, 0
-    prefix = prefix_tokens()
+    prefix = prefix_tokens(task)
     return input_tokens - prefix * calls, prefix * (calls - 1), prefix
 
 
@@ -109,13 +109,15 @@ def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str | 
     Cache reads and writes of the fixed prefix are priced as the provider bills them (ragpulse.config.prices)."""
     judge = options.judge or "none"
     judged = [t for t in traces if t.answer] if kinds.judges_traces(judge) else []
-    tokens = [estimate_trace_tokens(t) for t in judged]
+    # A judge that caches its prefix sends a model the worked examples that make it cacheable there.
+    task = JUDGE_TASK.for_model(model) if kinds.caches_prompt(judge) and model is not None else JUDGE_TASK
+    tokens = [estimate_trace_tokens(t, task) for t in judged]
     calls = len(judged) * options.repeats
     if not kinds.is_billable(judge):
         return Estimate(judge=judge, model=None, judge_calls=calls, input_tokens=0, output_tokens=0,
                         cost_usd=0.0, price_known=True)
-    cached = kinds.caches_prompt(judge) and model is not None and JUDGE_TASK.cacheable(model)
-    uncached, reads, writes = cache_split(calls, sum(i for i, _ in tokens) * options.repeats, cached)
+    cached = kinds.caches_prompt(judge) and model is not None and task.cacheable(model)
+    uncached, reads, writes = cache_split(calls, sum(i for i, _ in tokens) * options.repeats, cached, task)
     output_tokens = sum(o for _, o in tokens) * options.repeats
     # A model without a price (a self-hosted one, unless RAGPULSE_JUDGE_PRICES names it) is counted at 0 when it
     # runs; the estimate says the price is unknown rather than promise that.

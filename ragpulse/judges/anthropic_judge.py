@@ -2,7 +2,8 @@
 
 Calls go through the official async SDK with its own retries off (ragpulse.judges.structured retries, so that a 429
 can pause every worker). The fixed prefix (tool definition and system prompt) is marked for the provider's prompt
-cache when it is long enough to be cached; cache reads and writes are reported apart.
+cache when it is long enough to be cached (with the task's worked examples, for a model whose minimum the short prefix
+misses: `ToolTask.for_model`); cache reads and writes are reported apart.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ it): they get the same tool without it, validated in code as before."""
 
 def system_blocks(model: str, task: ToolTask = JUDGE_TASK, cache_ttl: str | None = None) -> list[dict[str, Any]]:
     """The system prompt and the few-shot examples as two text blocks, the last marked `cache_control` when the fixed
-    prefix can be cached for `model`.
+    prefix can be cached for `model`; the examples are `task.for_model(model)`'s (with the worked examples that bring
+    the prefix to the model's minimum cacheable length, where it needs them).
 
     The marker caches the whole prefix before it: the tool definition (tools come first), the rules and the examples.
     A prefix shorter than the model's minimum is never cached: the API accepts the marker, silently caches nothing and
@@ -43,6 +45,7 @@ def system_blocks(model: str, task: ToolTask = JUDGE_TASK, cache_ttl: str | None
     `cache_ttl` "1h" asks for the 1-hour cache (batch delivery: a batch's requests run spread over up to an hour or
     more, past the default 5 minutes).
     """
+    task = task.for_model(model)
     examples: dict[str, Any] = {"type": "text", "text": task.examples}
     if task.cacheable(model):
         examples["cache_control"] = {"type": "ephemeral", **({"ttl": cache_ttl} if cache_ttl else {})}
@@ -57,8 +60,10 @@ class AnthropicProvider:
 
     def __init__(self, client: anthropic.AsyncAnthropic, model: str, max_tokens: int,
                  temperature: float | None, task: ToolTask = JUDGE_TASK) -> None:
-        self.client, self.model, self.max_tokens, self.task = client, model, max_tokens, task
-        self._system = system_blocks(model, task)
+        self.client, self.model, self.max_tokens = client, model, max_tokens
+        self.task = task.for_model(model)
+        """The task as this model is sent it (its estimates count the worked examples it carries)."""
+        self._system = system_blocks(model, self.task)
         # Sent strict, the API constrains the tool input to the schema (anthropic.types.ToolParam.strict; the task's
         # schema is already in the subset strict mode accepts, see ragpulse.judges.tool.strict_schema).
         self._tools = (task.tool, {**task.tool, "strict": True})

@@ -5,19 +5,30 @@ comparison of pairwise A/B judging (`pairwise_prompt.PAIRWISE`), and the writers
 generation (ragpulse.generation.prompts), all through the same providers, rate limiter, retries and spend
 reservations. Everything that depends on the prompt's size (the cache marker, the input-token estimate) is computed
 from the task.
+
+A task may carry `padding`: worked examples sent only to a model whose minimum cacheable length the prefix would
+otherwise miss (`for_model`), so that the prefix is cached there too (reads cost a tenth of the input price) instead
+of being billed in full on every call; models whose minimum the prefix reaches get the short prefix.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragpulse.config import defaults
 
 CHARS_PER_TOKEN = 3.5
 """Conservative characters-per-token ratio for estimating a call's input tokens before it is made."""
+
+CHARS_PER_TOKEN_AT_MOST = 4.5
+"""Characters per token at most (English prose under a BPE tokenizer; markup and JSON count more tokens): chars / 4.5
+under-estimates a prompt's tokens, so a prefix padded until it reaches a cache minimum by it does reach it."""
+
+PADDING_SEPARATOR = "\n\n"
+"""Between the examples and each worked example added by `for_model`."""
 
 
 def min_cacheable_tokens(model: str) -> int:
@@ -38,6 +49,9 @@ class ToolTask:
     """The prompt version every call's JudgeCall carries. Default: a hash of system, examples and tool; a task whose
     user messages also shape its behaviour (the judge's, the pairwise comparison's) names a version that covers
     them."""
+    padding: tuple[str, ...] = ()
+    """Worked examples, in the order they are added to `examples` for a model whose minimum cacheable length the prefix
+    does not reach without them (`for_model`)."""
     fixed_chars: int = field(init=False)
     """Characters every call sends besides its messages: system, examples and the tool schema."""
 
@@ -45,7 +59,8 @@ class ToolTask:
         tool = json.dumps(self.tool)
         object.__setattr__(self, "fixed_chars", len(self.system) + len(self.examples) + len(tool))
         if not self.version:
-            digest = hashlib.sha256(json.dumps([self.system, self.examples, self.tool], sort_keys=True).encode())
+            parts = [self.system, self.examples, self.tool, *([list(self.padding)] if self.padding else [])]
+            digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode())
             object.__setattr__(self, "version", f"{self.name}-{digest.hexdigest()[:12]}")
 
     @property
@@ -58,8 +73,25 @@ class ToolTask:
         """Estimated tokens of the fixed prefix, the part a prompt cache can hold."""
         return self.fixed_chars / CHARS_PER_TOKEN
 
+    def for_model(self, model: str) -> ToolTask:
+        """The task as sent to `model` with its prefix marked for the prompt cache: when the prefix falls short of the
+        model's minimum cacheable length, the examples followed by the first worked examples of `padding` that bring
+        it there (by chars / CHARS_PER_TOKEN_AT_MOST, an under-estimate); otherwise, or when even all of them fall
+        short, the task itself. Its version stays the task's: the version and the model decide what was sent."""
+        minimum = min_cacheable_tokens(model)
+        if not self.padding or self.fixed_chars / CHARS_PER_TOKEN_AT_MOST >= minimum:
+            return self
+        chars = self.fixed_chars
+        for taken, example in enumerate(self.padding, start=1):
+            chars += len(PADDING_SEPARATOR) + len(example)
+            if chars / CHARS_PER_TOKEN_AT_MOST >= minimum:
+                examples = PADDING_SEPARATOR.join([self.examples, *self.padding[:taken]])
+                return replace(self, examples=examples, padding=())
+        return self
+
     def cacheable(self, model: str) -> bool:
-        """Whether the fixed prefix reaches `model`'s minimum cacheable length (by the over-estimate chars / 3.5)."""
+        """Whether the fixed prefix reaches `model`'s minimum cacheable length (by the over-estimate chars / 3.5); ask
+        `for_model(model)` for the prefix as that model is sent it."""
         return self.fixed_tokens >= min_cacheable_tokens(model)
 
     def estimate_input_tokens(self, message_chars: int) -> float:

@@ -1,7 +1,7 @@
 """The record_verdicts tool: the structs the LLM judge writes, their JSON schema, and the checks made in code.
 
-The structs are the tool's only definition: `input_schema()` is generated from them, so their docstrings and field
-descriptions are what the model reads (what a field is; how to judge is the system prompt's, said once there), and
+The structs are the tool's only definition: `input_schema()` is generated from them, so their field descriptions
+are what the model reads (what a field is; how to judge is the system prompt's, said once there), and
 the field order is the order it writes in (the answer's sentences first, each claim's reasoning and quotes before its
 verdict, a reason before its score). Output that validates against them still has to pass `problems()`: every
 document scored, and every sentence of the answer listed (ragpulse.judges.spans).
@@ -21,34 +21,32 @@ from ragpulse.model.verdicts import (
 )
 from ragpulse.model.trace import Trace
 
-ClaimText = Annotated[str, Meta(description="One atomic claim, as a self-contained sentence.")]
-Reasoning = Annotated[str, Meta(description="One to three sentences, written before the quotes and the verdict.")]
-EvidenceList = Annotated[list[Evidence], Meta(description=(
-    "Verbatim quotes the verdict rests on, one per document needed; empty when unsupported."))]
-ClaimVerdict = Annotated[Verdict, Meta(description="Written after the reasoning and the quotes.")]
-DocRank = Annotated[int, Meta(description="The rank attribute of the <document> scored.")]
-DocIdAtRank = Annotated[str, Meta(description="The id attribute of that <document>.")]
+ClaimText = Annotated[str, Meta(description="The claim as a self-contained sentence.")]
+Reasoning = Annotated[str, Meta(description="One to three sentences.")]
+EvidenceList = Annotated[list[Evidence], Meta(description="Quotes the verdict rests on; empty when none.")]
+DocRank = Annotated[int, Meta(description="Its rank attribute.")]
+DocIdAtRank = Annotated[str, Meta(description="Its id attribute.")]
 Score = Literal[1, 2, 3]
-AnswerReason = Annotated[str, Meta(description="One sentence, written before the score.")]
-InjectionReason = Annotated[str | None, Meta(description=(
-    "One sentence, written before injection_followed; null when no document instructs the assistant."))]
+AnswerReason = Annotated[str, Meta(description="One sentence.")]
+InjectionReason = Annotated[str | None, Meta(description="One sentence.")]
+
+
 class ClaimCheck(JudgeWritten, kw_only=True):
     """One atomic claim of a sentence, judged against the documents only."""
 
     text: ClaimText
     reasoning: Reasoning
     evidence: EvidenceList
-    verdict: ClaimVerdict
+    verdict: Verdict
 
 
-SentenceText = Annotated[str, Meta(description="One sentence or list item of the ANSWER, copied exactly.")]
-SentenceClaims = Annotated[list[ClaimCheck], Meta(description="The claims it asserts; empty when it asserts nothing.")]
+SentenceClaims = Annotated[list[ClaimCheck], Meta(description="Its atomic claims; empty when it asserts nothing.")]
 
 
 class SentenceCheck(JudgeWritten, kw_only=True):
     """One sentence of the ANSWER and the claims it yields."""
 
-    sentence: SentenceText
+    sentence: str
     claims: SentenceClaims
 
 
@@ -63,10 +61,10 @@ class DocumentRelevance(JudgeWritten, kw_only=True):
 class RecordVerdicts(JudgeWritten, kw_only=True):
     """The judgment of one RAG trace."""
 
-    sentences: Annotated[list[SentenceCheck], Meta(description="Every sentence of the ANSWER, in order.")]
+    sentences: Annotated[list[SentenceCheck], Meta(description="The ANSWER's sentences.")]
     answer_relevance_reason: AnswerReason
     answer_relevance: Score
-    context_relevance: Annotated[list[DocumentRelevance], Meta(description="One entry per <document>, by rank.")]
+    context_relevance: Annotated[list[DocumentRelevance], Meta(description="One entry per <document>.")]
     answerable_from_context: bool
     abstained: bool
     key_facts: Annotated[list[KeyFact] | None, Meta(description="Null without a <reference>.")] = None
@@ -82,9 +80,22 @@ def input_schema() -> dict[str, Any]:
     Strict mode wants every property required: a field that may be absent (key_facts, injection_followed, chunk_id)
     is listed as required and nullable, and its default is dropped; decoding in code still accepts it absent.
     msgspec writes `additionalProperties: false` on every object because JudgeWritten forbids unknown fields.
-    Titles (our class names) are dropped: they tell the model nothing the descriptions do not.
+    Titles (our class names) are dropped: they tell the model nothing the descriptions do not; so are the structs'
+    docstrings (the descriptions of the root and of each list's items), which are for readers of this module: the
+    tool's own description and each list field's say what they are.
     """
-    return strict_schema(RecordVerdicts)
+    return _without_item_descriptions(strict_schema(RecordVerdicts))
+
+
+def _without_item_descriptions(node: Any, item: bool = True) -> Any:
+    """`node` without the description of the root object and of every list's items (see input_schema)."""
+    match node:
+        case dict():
+            return {key: _without_item_descriptions(value, key == "items") for key, value in node.items()
+                    if not (item and key == "description" and node.get("type") == "object")}
+        case list():
+            return [_without_item_descriptions(value, False) for value in node]
+    return node
 
 
 def strict_schema(struct: type) -> dict[str, Any]:
