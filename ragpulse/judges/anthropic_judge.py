@@ -1,9 +1,10 @@
 """The Anthropic judge: Messages API with forced tool use, as a provider adapter of the structured judge loop.
 
-Calls go through the official async SDK with its own retries off (ragpulse.judges.structured retries, so that a 429
-can pause every worker). The fixed prefix (tool definition and system prompt) is marked for the provider's prompt
-cache when it is long enough to be cached (with the task's worked examples, for a model whose minimum the short prefix
-misses: `ToolTask.for_model`); cache reads and writes are reported apart.
+Calls are posted through ragpulse.judges.transport (aiohttp and msgspec, the SDK client's configuration and errors) with
+the SDK's own retries off (ragpulse.judges.structured retries, so that a 429 can pause every worker); the answer is
+read from its JSON, without the SDK's models. The fixed prefix (tool definition and system prompt) is marked for the
+provider's prompt cache when it is long enough to be cached (with the task's worked examples, for a model whose
+minimum the short prefix misses: `ToolTask.for_model`); cache reads and writes are reported apart.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anthropic
+import msgspec
 
 from ragpulse.exceptions import JudgeNotConfigured
 from ragpulse.judges.headers import pause_from_headers
@@ -21,6 +23,7 @@ from ragpulse.judges.prompt import JUDGE_TASK, user_message
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
 from ragpulse.judges.task import ToolTask
+from ragpulse.judges.transport import Answer, JsonTransport
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import JudgeObserver
 
@@ -63,6 +66,7 @@ class AnthropicProvider:
         self.client, self.model, self.max_tokens = client, model, max_tokens
         self.task = task.for_model(model)
         """The task as this model is sent it (its estimates count the worked examples it carries)."""
+        self.transport = JsonTransport(client, anthropic)
         self._system = system_blocks(model, self.task)
         # Sent strict, the API constrains the tool input to the schema (anthropic.types.ToolParam.strict; the task's
         # schema is already in the subset strict mode accepts, see ragpulse.judges.tool.strict_schema).
@@ -78,17 +82,18 @@ class AnthropicProvider:
         """One forced record_verdicts call, strict unless this API refused strict before (then once more without)."""
         key = (str(self.client.base_url), self.model)
         try:
-            raw = await self._create(turns, key not in _NOT_STRICT)
+            answer = await self._create(turns, key not in _NOT_STRICT)
         except anthropic.BadRequestError as exc:
             if key in _NOT_STRICT or "strict" not in _describe(exc):
                 raise
             log.warning("judge API %s refuses strict tools for %s; sending the tool without strict from now on", *key)
             _NOT_STRICT.add(key)
-            raw = await self._create(turns, strict=False)
-        message = await raw.parse()
+            answer = await self._create(turns, strict=False)
+        message = _decoded(answer.content)
         if (what := not_a_message(message)) is not None:
-            raise not_the_answer("Messages API", "RAGPULSE_JUDGE_BASE_URL", await raw.text(), raw.headers, what)
-        return _reply(message, raw.headers, self.model, self.task.name)
+            text = answer.content.decode("utf-8", "replace")
+            raise not_the_answer("Messages API", "RAGPULSE_JUDGE_BASE_URL", text, answer.headers, what)
+        return _reply(message, answer.headers, self.model, self.task.name)
 
     def params(self, turns: list[dict[str, Any]], cache_ttl: str | None = None) -> dict[str, Any]:
         """The Messages API request of `turns`, as a batch request carries it (`params`): the same system prompt,
@@ -103,31 +108,28 @@ class AnthropicProvider:
                 "tools": [self._tools[strict]], "tool_choice": {"type": "tool", "name": self.task.name},
                 "messages": turns}
 
-    async def _create(self, turns: list[dict[str, Any]], strict: bool) -> Any:
-        try:
-            return await self.client.messages.with_raw_response.create(
-                **self._params(turns, strict, self._system), extra_body=self._extra_body,
-            )
-        except TypeError as exc:  # how this SDK says that no API key or token is configured at all
-            if "authentication method" not in str(exc):
-                raise
-            raise JudgeNotConfigured(NOT_CONFIGURED) from None
+    async def _create(self, turns: list[dict[str, Any]], strict: bool) -> Answer:
+        if not self.transport.has_credentials:
+            raise JudgeNotConfigured(NOT_CONFIGURED)
+        body = self._params(turns, strict, self._system)
+        return await self.transport.post("/v1/messages", {**body, **self._extra_body} if self._extra_body else body)
 
     def batch_reply(self, message: anthropic.types.Message) -> Reply:
         """The Reply of a message out of a Message Batch (no headers; billed at the batch price)."""
-        return dataclasses.replace(_reply(message, {}, self.model, self.task.name), delivery="batch")
+        as_sent = message.model_dump(mode="json", exclude_none=True)
+        return dataclasses.replace(_reply(as_sent, {}, self.model, self.task.name), delivery="batch")
 
     def repair_turns(self, reply: Reply, problem: str) -> list[dict[str, Any]]:
         """The tool call answered by an error tool_result, or the content answered by a user message."""
-        message: anthropic.types.Message = reply.turn
-        block = next((b for b in message.content if b.type == "tool_use"), None)
+        content: list[dict[str, Any]] = reply.turn["content"]
+        block = next((b for b in content if b["type"] == "tool_use"), None)
         if block is None:
-            return [{"role": "assistant", "content": [b.model_dump() for b in message.content] or "(empty)"},
+            return [{"role": "assistant", "content": content or "(empty)"},
                     {"role": "user", "content": self.task.repair_message(problem)}]
         return [
-            {"role": "assistant", "content": [{"type": "tool_use", "id": block.id, "name": block.name,
-                                               "input": block.input}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id, "is_error": True,
+            {"role": "assistant", "content": [{"type": "tool_use", "id": block.get("id"), "name": block.get("name"),
+                                               "input": block.get("input")}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.get("id"), "is_error": True,
                                           "content": self.task.repair_message(problem)}]},
         ]
 
@@ -141,8 +143,8 @@ class AnthropicProvider:
         return pause_from_headers(headers)
 
     async def aclose(self) -> None:
-        """Close the SDK's HTTP client."""
-        await self.client.close()
+        """Close the transport's connections and the SDK's HTTP client."""
+        await self.transport.aclose()
 
 
 class AnthropicJudge(StructuredJudge):
@@ -156,35 +158,52 @@ class AnthropicJudge(StructuredJudge):
         self.client = client
 
 
+def _decoded(content: bytes) -> Any:
+    """The JSON of a 2xx body, or None when it is not JSON (a proxy's page)."""
+    try:
+        return msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        return None
+
+
 def not_a_message(message: object) -> str | None:
-    """How a 2xx body fails to be a Message this adapter can read, or None. The SDK hands back whatever came: the text
-    of a body that is not JSON, the JSON itself when it is not an object, and an object of any shape as a Message."""
-    if not isinstance(message, anthropic.types.Message):
+    """How a 2xx body, decoded from JSON, fails to be a Message this adapter can read, or None (a body that is not
+    JSON decodes to None). Any further fields are ignored, as the SDK ignores them."""
+    if not isinstance(message, dict):
         return "not a JSON object"
-    if not isinstance(message.content, list) or not all(isinstance(getattr(b, "type", None), str)
-                                                        for b in message.content):
+    content = message.get("content")
+    if not isinstance(content, list) or not all(isinstance(b, dict) and isinstance(b.get("type"), str)
+                                                for b in content):
         return "no list of content blocks"
-    usage = message.usage
-    if not all(isinstance(getattr(usage, name, None), int) for name in ("input_tokens", "output_tokens")):
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or not all(type(usage.get(name)) is int for name in ("input_tokens",
+                                                                                         "output_tokens")):
         return "no token usage"
+    if not all(isinstance(usage.get(name), int | None) for name in ("cache_read_input_tokens",
+                                                                    "cache_creation_input_tokens")):
+        return "cache token usage that is not counts"
     return None
 
 
-def _reply(message: anthropic.types.Message, headers: Mapping[str, str], model: str, tool_name: str) -> Reply:
-    block = next((b for b in message.content if b.type == "tool_use" and b.name == tool_name), None)
-    tool_input = next((b.input for b in message.content if b.type == "tool_use"), None)
+def _reply(message: dict[str, Any], headers: Mapping[str, str], model: str, tool_name: str) -> Reply:
+    """The Reply of a Message as decoded from its JSON (not_a_message(message) is None)."""
+    content: list[dict[str, Any]] = message["content"]
+    tool_uses = [b for b in content if b["type"] == "tool_use"]
+    block = next((b for b in tool_uses if b.get("name") == tool_name), None)
+    stop_reason = message.get("stop_reason")
     problem = None
-    if message.stop_reason == "max_tokens":
+    if stop_reason == "max_tokens":
         problem = "the output was truncated at max_tokens"
     elif block is None:
         problem = f"no {tool_name} tool call in the response"
-    usage = message.usage
+    usage = message["usage"]
     return Reply(
-        output=block.input if block is not None else None, problem=problem,
-        raw_output=tool_input if tool_input is not None else [b.model_dump() for b in message.content],
-        model=message.model or model, stop_reason=message.stop_reason,
-        usage=Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens or 0,
-                    usage.cache_creation_input_tokens or 0),
+        output=block.get("input") if block is not None else None, problem=problem,
+        raw_output=tool_input if (tool_input := tool_uses[0].get("input") if tool_uses else None) is not None
+        else content,
+        model=message.get("model") or model, stop_reason=stop_reason,
+        usage=Usage(usage["input_tokens"], usage["output_tokens"], usage.get("cache_read_input_tokens") or 0,
+                    usage.get("cache_creation_input_tokens") or 0),
         request_id=headers.get("request-id"), headers=headers, turn=message,
     )
 

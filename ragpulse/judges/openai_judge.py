@@ -6,7 +6,8 @@ The output is structured one of two ways, with the same generated schema (ragpul
 `response_format`, which servers enforce by constrained decoding. `auto` tries tools and, when the server answers
 that it does not support them (a 4xx naming tools), falls back to json_schema once and remembers that for the rest
 of the process (per base URL and model). The system prompt, user message and PROMPT_VERSION are the Anthropic
-judge's; the system prompt goes in a system message.
+judge's; the system prompt goes in a system message. Calls are posted through ragpulse.judges.transport (aiohttp and
+msgspec, the SDK client's configuration and errors) and read from their JSON, without the SDK's models.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import msgspec
 import openai
 
 from ragpulse.judges.headers import openai_pause_from_headers
@@ -24,6 +26,7 @@ from ragpulse.judges.prompt import JUDGE_TASK, user_message
 from ragpulse.judges.ratelimit import JudgeLimiter
 from ragpulse.judges.structured import Failure, Reply, RetryPolicy, StructuredJudge, Usage, not_the_answer
 from ragpulse.judges.task import ToolTask
+from ragpulse.judges.transport import JsonTransport
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import JudgeObserver
 
@@ -67,6 +70,7 @@ class OpenAIProvider:
         self._system, self._tools_mode, self._schema_mode = request_parts(task)
         self._temperature = {"temperature": temperature} if temperature is not None else {}
         self._key = (str(client.base_url), model)
+        self.transport = JsonTransport(client, openai)
 
     @property
     def mode(self) -> str:
@@ -101,33 +105,33 @@ class OpenAIProvider:
 
     def batch_reply(self, body: dict[str, Any]) -> Reply:
         """The Reply of a chat completion out of a batch's output file (billed at the batch price)."""
-        completion = openai.types.chat.ChatCompletion.model_validate(body)
-        return dataclasses.replace(_reply(completion, {}, self.model, self.task.name), delivery="batch")
+        if (what := not_a_completion(body)) is not None:
+            raise not_the_answer("chat completions", "RAGPULSE_OPENAI_BASE_URL", body, {}, what)
+        return dataclasses.replace(_reply(body, {}, self.model, self.task.name), delivery="batch")
 
     async def _send(self, turns: list[dict[str, Any]], mode: str) -> Reply:
         structured = self._tools_mode if mode == "tools" else self._schema_mode
-        raw = await self.client.chat.completions.with_raw_response.create(
-            model=self.model, max_tokens=self.max_tokens,
-            messages=[{"role": "system", "content": self._system}, *turns],
-            **structured, **self._temperature,
-        )
-        completion = raw.parse()
+        answer = await self.transport.post("/chat/completions", {
+            "model": self.model, "max_tokens": self.max_tokens,
+            "messages": [{"role": "system", "content": self._system}, *turns], **structured, **self._temperature})
+        completion = _decoded(answer.content)
         if (what := not_a_completion(completion)) is not None:
-            raise not_the_answer("chat completions", "RAGPULSE_OPENAI_BASE_URL", raw.text, raw.headers, what)
-        return _reply(completion, raw.headers, self.model, self.task.name)
+            text = answer.content.decode("utf-8", "replace")
+            raise not_the_answer("chat completions", "RAGPULSE_OPENAI_BASE_URL", text, answer.headers, what)
+        return _reply(completion, answer.headers, self.model, self.task.name)
 
     def repair_turns(self, reply: Reply, problem: str) -> list[dict[str, Any]]:
         """The tool call answered by a tool message, or the reply's content answered by a user message."""
-        message = reply.turn
-        call = next(iter(message.tool_calls or []), None)
+        message: dict[str, Any] = reply.turn
+        call = next(iter(message.get("tool_calls") or []), None)
         if call is None:
-            return [{"role": "assistant", "content": message.content or "(empty)"},
+            return [{"role": "assistant", "content": message.get("content") or "(empty)"},
                     {"role": "user", "content": self.task.json_repair_message(problem)}]
         return [
             {"role": "assistant", "content": None, "tool_calls": [{
-                "id": call.id, "type": "function",
-                "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
-            {"role": "tool", "tool_call_id": call.id, "content": self.task.repair_message(problem)},
+                "id": call.get("id"), "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": call["function"].get("arguments")}}]},
+            {"role": "tool", "tool_call_id": call.get("id"), "content": self.task.repair_message(problem)},
         ]
 
     def failure(self, exc: Exception) -> Failure:
@@ -140,8 +144,8 @@ class OpenAIProvider:
         return openai_pause_from_headers(headers)
 
     async def aclose(self) -> None:
-        """Close the SDK's HTTP client."""
-        await self.client.close()
+        """Close the transport's connections and the SDK's HTTP client."""
+        await self.transport.aclose()
 
 
 class OpenAIJudge(StructuredJudge):
@@ -164,40 +168,51 @@ def refuses_tools(exc: openai.APIStatusError) -> bool:
     return "tool" in said
 
 
+def _decoded(content: bytes) -> Any:
+    """The JSON of a 2xx body, or None when it is not JSON (a proxy's page)."""
+    try:
+        return msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        return None
+
+
 def not_a_completion(completion: object) -> str | None:
-    """How a 2xx body fails to be a chat completion this adapter can read, or None. The SDK hands back whatever came:
-    the text of a body that is not JSON, the JSON itself when it is not an object, and an object of any shape as a
-    ChatCompletion. No choices at all, or no usage, is a completion (some servers send so); a choice without a message
-    is not."""
-    if not isinstance(completion, openai.types.chat.ChatCompletion):
+    """How a 2xx body, decoded from JSON, fails to be a chat completion this adapter can read, or None (a body that is
+    not JSON decodes to None). An empty list of choices, or no usage, is a completion (some servers send so); no
+    list of choices, or a choice without a message, is not."""
+    if not isinstance(completion, dict):
         return "not a JSON object"
-    if not isinstance(completion.choices, list):
+    choices = completion.get("choices")
+    if not isinstance(choices, list):
         return "no list of choices"
-    for choice in completion.choices:
-        message = getattr(choice, "message", None)
-        if not isinstance(message, openai.types.chat.ChatCompletionMessage):
+    for choice in choices:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
             return "a choice without a message"
-        if not all(isinstance(getattr(getattr(call, "function", None), "name", None), str)
-                   for call in message.tool_calls or []):
+        calls = message.get("tool_calls") or []
+        if not isinstance(calls, list) or not all(
+                isinstance(call, dict) and isinstance(call.get("function"), dict)
+                and isinstance(call["function"].get("name"), str) for call in calls):
             return "a tool call without a function name"
-    usage = completion.usage
-    if usage is not None and not all(isinstance(getattr(usage, name, None), int | None)
-                                     for name in ("prompt_tokens", "completion_tokens")):
+    usage = completion.get("usage")
+    if usage is not None and not (isinstance(usage, dict) and all(
+            isinstance(usage.get(name), int | None) for name in ("prompt_tokens", "completion_tokens"))):
         return "token usage that is not counts"
     return None
 
 
-def _reply(completion: Any, headers: Mapping[str, str], model: str, tool_name: str) -> Reply:
-    choice = completion.choices[0] if completion.choices else None
-    message = choice.message if choice is not None else openai.types.chat.ChatCompletionMessage(role="assistant")
+def _reply(completion: dict[str, Any], headers: Mapping[str, str], model: str, tool_name: str) -> Reply:
+    """The Reply of a chat completion as decoded from its JSON (not_a_completion(completion) is None)."""
+    choices = completion.get("choices") or []
+    choice = choices[0] if choices else None
+    message: dict[str, Any] = choice["message"] if choice is not None else {"role": "assistant", "content": None}
     output, problem = _structured_output(message, tool_name)
-    if choice is not None and choice.finish_reason == "length":
+    finish_reason = choice.get("finish_reason") if choice is not None else None
+    if finish_reason == "length":
         problem = TRUNCATED
-    usage = completion.usage
     return Reply(
-        output=output, problem=problem, raw_output=output if output is not None else message.model_dump(),
-        model=completion.model or model, stop_reason=choice.finish_reason if choice is not None else None,
-        usage=_usage(usage),
+        output=output, problem=problem, raw_output=output if output is not None else message,
+        model=completion.get("model") or model, stop_reason=finish_reason, usage=_usage(completion.get("usage")),
         request_id=headers.get("x-request-id"), headers=headers, turn=message,
     )
 
@@ -205,22 +220,23 @@ def _reply(completion: Any, headers: Mapping[str, str], model: str, tool_name: s
 def _usage(usage: Any) -> Usage:
     """Tokens as billed: `prompt_tokens` counts the cached ones too (`prompt_tokens_details.cached_tokens`, billed at
     the cached-input rate), so they are taken out of the input and counted as cache reads."""
-    if usage is None:
+    if not isinstance(usage, dict):
         return Usage(0, 0)
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0
-    prompt = usage.prompt_tokens or 0
+    details = usage.get("prompt_tokens_details")
+    cached = (details.get("cached_tokens") if isinstance(details, dict) else None) or 0
+    prompt = usage.get("prompt_tokens") or 0
     cached = cached if isinstance(cached, int) and 0 < cached <= prompt else 0
-    return Usage(prompt - cached, usage.completion_tokens or 0, cache_read_input_tokens=cached)
+    return Usage(prompt - cached, usage.get("completion_tokens") or 0, cache_read_input_tokens=cached)
 
 
-def _structured_output(message: Any, tool_name: str) -> tuple[Any, str | None]:
+def _structured_output(message: dict[str, Any], tool_name: str) -> tuple[Any, str | None]:
     """The tool's JSON from the tool call, or from the content when there is no tool call."""
-    call = next((c for c in message.tool_calls or [] if c.function.name == tool_name), None)
-    if call is None and message.tool_calls:
+    calls = message.get("tool_calls") or []
+    call = next((c for c in calls if c["function"]["name"] == tool_name), None)
+    if call is None and calls:
         return None, f"no {tool_name} tool call in the response"
-    text = call.function.arguments if call is not None else message.content
-    if not text:
+    text = call["function"].get("arguments") if call is not None else message.get("content")
+    if not text or not isinstance(text, str):
         return None, f"no {tool_name} tool call or JSON content in the response"
     try:
         return json.loads(text), None
