@@ -217,3 +217,53 @@ def test_a_reservation_sent_again_applies_once(redis_client: redis.Redis) -> Non
     assert 0 < redis_client.ttl(run_key) <= 60 and redis_client.ttl(keys.job(job_id)) == -1  # the job's TTL untouched
     day = [k for k in redis_client.scan_iter(f"ragpulse:spend:{tenant}:*")]
     assert len(day) == 1 and redis_client.hget(day[0], "judge_calls") == b"5" and redis_client.ttl(day[0]) > 86400
+
+
+def test_a_run_goes_on_with_the_jobs_next_chunks_without_a_pause_and_their_rq_jobs_find_them_held(
+        redis_client: redis.Redis, fake: FakeAnthropic) -> None:
+    """Issue 28: as the last traces of a chunk are in flight, the run takes the job's next waiting chunk and starts
+    its traces in the places they free, so the hand-over costs no pause; every trace is judged and stored once, and
+    a chunk so taken is held (its own RQ job leaves it alone) until the caller completes it."""
+    from ragpulse.evaluation.chunk import take_chunk  # noqa: PLC0415
+
+    fake.latency, size, concurrency = 0.5, 10, 8     # each hand-over falls inside a wave of 8 calls
+    model = f"claude-test-{uuid.uuid4().hex[:8]}"
+    config = Settings(redis_url=_url(redis_client), judge_base_url=fake.url, judge_model=model,
+                      judge_prices={model: PRICES}, chunk_size=size, judge_concurrency=concurrency)
+    store, job_id = Store(redis_client, 600), uuid.uuid4().hex
+    with redis_client.pipeline() as pipe:
+        n_chunks = store.stage_job(pipe, job_id, "default", traces(3 * size),
+                                   BatchOptions(judge="anthropic", sample="all"), [], size, "batch", "q")
+        pipe.execute()
+    assert n_chunks == 3
+    work = take_chunk(store, config, job_id, 0)
+    assert work is not None and take_chunk(store, config, job_id, 0) is None          # a live lease holds it
+    ran = asyncio.run(run_chunk(store, config, work, follow=True))
+    assert ran == [0, 1, 2]
+    assert take_chunk(store, config, job_id, 1) is None and take_chunk(store, config, job_id, 2) is None
+    assert [store.chunks.complete(job_id, n) for n in ran] == [False, False, True]
+    assert take_chunk(store, config, job_id, 2) is None                                # done: nothing to run again
+    results = store.results.all(job_id)
+    assert [r.index for r in results] == list(range(3 * size)) and {r.status for r in results} == {"ok"}
+    assert len(fake.requests) == 3 * size == store.jobs.get(job_id).spend.judge_calls
+    sent = {entry["body"]["messages"][0]["content"].split("question ")[1].split("<")[0]: entry["at"]
+            for entry in fake.requests}
+    for chunk in (1, 2):   # its first call went out while the calls of the chunk before were still unanswered
+        first_next = min(sent[str(i)] for i in range(chunk * size, (chunk + 1) * size))
+        last_before = max(sent[str(i)] for i in range((chunk - 1) * size, chunk * size))
+        assert first_next < last_before + fake.latency / 2, (chunk, first_next - last_before)
+
+
+def test_a_chunk_whose_lease_lapsed_is_taken_again(redis_client: redis.Redis, fake: FakeAnthropic) -> None:
+    from ragpulse.config import keys  # noqa: PLC0415
+    from ragpulse.evaluation.chunk import take_chunk  # noqa: PLC0415
+
+    config = Settings(redis_url=_url(redis_client), judge_base_url=fake.url, chunk_size=5)
+    store, job_id = Store(redis_client, 600), uuid.uuid4().hex
+    with redis_client.pipeline() as pipe:
+        store.stage_job(pipe, job_id, "default", traces(10), BatchOptions(judge="none"), [], 5, "batch", "q")
+        pipe.execute()
+    assert take_chunk(store, config, job_id, 1) is not None and take_chunk(store, config, job_id, 1) is None
+    assert store.chunks.take_next(job_id, 30) == 0 and store.chunks.take_next(job_id, 30) is None
+    redis_client.delete(keys.job_lease(job_id, 1))                 # its worker died
+    assert take_chunk(store, config, job_id, 1) is not None

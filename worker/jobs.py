@@ -22,7 +22,7 @@ from ragpulse.exceptions import CallbackRejected, DeliveryFailed, JobNotFound
 from ragpulse.monitoring.catalog import JOB_DURATION
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.reporting.build import build_report
-from ragpulse.evaluation.chunk import open_chunk, run_chunk
+from ragpulse.evaluation.chunk import run_chunk, take_chunk
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.pairwise import base_section, expired_section, open_run, run_pairwise
 from ragpulse.store import Store
@@ -44,20 +44,26 @@ def store_for(connection: redis.Redis | None = None) -> Store:
     return Store(connection, settings().result_ttl_seconds)
 
 
-def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int]:
-    """Evaluate one chunk of a job; the call that completes the last chunk builds the report. In batch delivery
-    the chunk may instead be left waiting on its provider batches (polled without a worker, then queued again)."""
+def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int | list[int]]:
+    """Evaluate one chunk of a job, and the job's next waiting chunks as it ends (no pause at the hand-over); the call
+    that completes the last chunk builds the report. A chunk another worker's run already holds (it took it as its
+    next) is left to it. In batch delivery the chunk may instead be left waiting on its provider batches (polled
+    without a worker, then queued again)."""
     store, config = store_for(), settings()
-    work = open_chunk(store, config, job_id, chunk)
+    work = take_chunk(store, config, job_id, chunk)
+    if work is None:
+        return {"chunk": chunk, "held": 1}
     options = work.record.options
+    chunks = [chunk]
     if kinds.delivers_in_batches(options.judge or config.default_judge, options.delivery, config):
         if asyncio.run(run_batched(store, config, work)):
             return {"chunk": chunk, "waiting": 1}
     else:
-        asyncio.run(run_chunk(store, config, work))
-    if store.chunks.complete(job_id, chunk):
+        chunks = asyncio.run(run_chunk(store, config, work, follow=True))
+    completed = [store.chunks.complete(job_id, n) for n in chunks]
+    if any(completed):
         finalize(store, job_id)
-    return {"chunk": chunk}
+    return {"chunk": chunk, "followed": chunks[1:]}
 
 
 def poll_provider_batch(job_id: str, chunk: int, token: str) -> str:

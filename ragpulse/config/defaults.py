@@ -259,6 +259,11 @@ LEASE_SECONDS = 30
 CHUNK_TIMEOUT_SECONDS = 3600
 """Longest a chunk may run before RQ kills it (its traces are then recorded as failed)."""
 
+CHUNK_CHAIN_SECONDS = 60.0
+"""A chunk run takes the job's next waiting chunk as its last calls finish (no pause at the hand-over) only while it
+has run less than this: a stopping worker, which waits for its running job, waits at most about this long plus a
+chunk, and one RQ job stays far below CHUNK_TIMEOUT_SECONDS."""
+
 JANITOR_INTERVAL_SECONDS = 5
 """How often each worker looks for chunks whose worker died and for jobs whose finalizer died."""
 

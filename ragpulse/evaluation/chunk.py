@@ -9,6 +9,13 @@ judge calls reserved before they are sent, calls starting together in one small 
 and written a few times a second, the job's failure flag read every half second).
 With dozens of calls in flight, every blocking round trip held up all of them.
 
+No pause at a hand-over (issue 28): a worker's RQ job takes its chunk with `take_chunk`, and once every trace of it has
+started, its run takes the job's next chunk still waiting for a worker (`take_next_chunk`, in a thread, under a lease
+its heartbeat renews with the others) and feeds its traces into the same bound of calls in flight, so they start as
+the last calls of the chunk before finish; for CHUNK_CHAIN_SECONDS at most. The caller completes every chunk the run
+held. The RQ job of a chunk taken so finds it held and does nothing; a run that dies leaves the leases of all its
+chunks to lapse, and the janitor requeues each.
+
 Verdicts and judge calls are paid for, so a Redis outage does not throw them away: a result or a write of counted
 calls that Redis does not take through the client's retries (RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS) is held in
 memory, no new trace is judged meanwhile (so at most RAGPULSE_JUDGE_CONCURRENCY results are held), and it is sent
@@ -22,6 +29,7 @@ import contextlib
 import datetime
 import functools
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -82,35 +90,61 @@ def open_chunk(store: Store, settings: Settings, job_id: str, chunk: int) -> Chu
     """Start a chunk: take its lease, mark the job started, and read its traces (less those already stored) and their
     apps' sampling policies. Blocking: call it before the event loop runs."""
     record = store.jobs.get(job_id)
-    traces = store.chunks.load(job_id, chunk)
-    offset = chunk * record.chunk_size
     store.chunks.start(job_id, chunk, settings.lease_seconds)
     store.jobs.mark_started(job_id)
-    stored = store.results.stored_indexes(job_id, range(offset, offset + len(traces)))
+    return _read_work(store, settings, record, chunk)
+
+
+def take_chunk(store: Store, settings: Settings, job_id: str, chunk: int) -> ChunkWork | None:
+    """`open_chunk`, unless the chunk is done or a live worker holds it (None): the RQ job of a chunk that another run
+    took as its next one. Blocking: call it before the event loop runs."""
+    record = store.jobs.get(job_id)
+    if not store.chunks.take(job_id, chunk, settings.lease_seconds):
+        return None
+    store.jobs.mark_started(job_id)
+    return _read_work(store, settings, record, chunk)
+
+
+def take_next_chunk(store: Store, settings: Settings, record: JobRecord) -> ChunkWork | None:
+    """Take the job's first chunk still waiting for a worker and read it; None when none waits. Blocking: run it in a
+    thread, beside the event loop."""
+    chunk = store.chunks.take_next(record.job_id, settings.lease_seconds)
+    return None if chunk is None else _read_work(store, settings, record, chunk)
+
+
+def _read_work(store: Store, settings: Settings, record: JobRecord, chunk: int) -> ChunkWork:
+    traces = store.chunks.load(record.job_id, chunk)
+    offset = chunk * record.chunk_size
+    stored = store.results.stored_indexes(record.job_id, range(offset, offset + len(traces)))
     pending = [(offset + i, t) for i, t in enumerate(traces) if offset + i not in stored]
-    pending = sessions.with_job_evidence(store.redis, job_id, pending)   # a follow-up's earlier turns' documents
+    pending = sessions.with_job_evidence(store.redis, record.job_id, pending)   # a follow-up's earlier turns' documents
     policies = PolicyStore(store.redis, settings.default_sample_rate, settings.max_apps_per_tenant)
     apps = {trace.app for _, trace in pending}
     return ChunkWork(record, chunk, pending, {app: policies.get(record.tenant, app) for app in apps})
 
 
 async def run_chunk(store: Store, settings: Settings, work: ChunkWork,
-                    outcomes: Mapping[str, deque[BatchOutcome]] | None = None) -> None:
+                    outcomes: Mapping[str, deque[BatchOutcome]] | None = None, follow: bool = False) -> list[int]:
     """Judge a started chunk's pending traces and store their results, on an async Redis client of its own (the
-    sync `store` only builds commands). The caller completes the chunk. With a batch's `outcomes` (batch delivery),
-    each trace's first judge call is answered by its batch result (ragpulse.judges.batches.ReplayProvider)."""
+    sync `store` only builds commands). With `follow`, the job's next waiting chunks too, each taken as the one before
+    has started its last traces. Answers the chunks it ran, which the caller completes. With a batch's `outcomes`
+    (batch delivery), each trace's first judge call is answered by its batch result
+    (ragpulse.judges.batches.ReplayProvider)."""
     record = work.record
     client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
     reservations = SpendReservations(client, marker_seconds(settings),
                                      ahead=int(settings.judge_concurrency * defaults.JUDGE_CALLS_RESERVED_AHEAD))
     calls = CallObserver(settings, (record.job_id, record.tenant), reservations)
+    following = functools.partial(asyncio.to_thread, take_next_chunk, store, settings, record) if follow else None
     try:
         judge = kinds.make_judge(record.options.judge or settings.default_judge, settings, calls)
         if outcomes is not None and judge is not None:
             judge = replaying(judge, outcomes, retry=settings.batch_retry == "interactive")
         try:
             job = AsyncJobStore(store, client, record.job_id, record.tenant)
-            await ChunkRun(job, settings, work, judge, calls).run()
+            run = ChunkRun(job, settings, work, judge, calls, following)
+            await run.run()
+            return run.chunks
         finally:
             if judge is not None:
                 await judge.aclose()
@@ -122,8 +156,14 @@ class ChunkRun:
     """Judges a chunk's pending traces, at most RAGPULSE_JUDGE_CONCURRENCY at once, and stores each result."""
 
     def __init__(self, job: AsyncJobStore, settings: Settings, work: ChunkWork, judge: Judge | None,
-                 calls: CallObserver) -> None:
+                 calls: CallObserver, following: Callable[[], Awaitable[ChunkWork | None]] | None = None) -> None:
         self.job, self.settings, self.work, self.judge, self.calls = job, settings, work, judge, calls
+        self.following = following
+        """Takes the job's next waiting chunk (None when none waits); None: this run judges its one chunk."""
+        self.chunks = [work.chunk]
+        """Every chunk this run holds the lease of, in the order it took them."""
+        self.failure: BaseException | None = None
+        """The first error a trace's task raised: no further trace is started, and `run` raises it."""
         self.options = work.record.options
         self.guard = RunGuard(job, calls, self.options.budget_usd, settings.tenant_daily_budget_usd)
         self.limits = JudgeInputLimits.from_settings(settings)
@@ -132,13 +172,13 @@ class ChunkRun:
         self.recording.set()
 
     async def run(self) -> None:
-        """Evaluate every pending trace, then write the judge calls still counted in memory."""
+        """Evaluate every pending trace (and those of the chunks taken after it), then write the judge calls still
+        counted in memory."""
         judged = asyncio.Event()
         heartbeat = asyncio.create_task(self._heartbeat())
         writer = asyncio.create_task(self._write_calls(judged))
         try:
-            bound = asyncio.Semaphore(self.settings.judge_concurrency)
-            await asyncio.gather(*(self._one(index, trace, bound) for index, trace in self.work.pending))
+            await self._judge_all()
         finally:
             judged.set()  # the writer finishes its write in progress (cancelled, it could not say whether it landed)
             heartbeat.cancel()
@@ -149,12 +189,57 @@ class ChunkRun:
         while not self.calls.settled:
             await self._held(lambda: self.calls.write(self.job), "write the judge calls")
 
-    async def _one(self, index: int, trace: Trace, bound: asyncio.Semaphore) -> None:
-        async with bound:
-            await self.recording.wait()
-            result = await self._evaluate(index, trace)
-        counting = functools.partial(self._counting, result=result)
-        await self._held(lambda: self.job.record(result, counting=counting), f"store the result of trace {index}")
+    async def _judge_all(self) -> None:
+        """Start each trace as a place among the RAGPULSE_JUDGE_CONCURRENCY in flight frees; once a chunk's traces have
+        all started, go on with the next chunk taken (the hand-over costs no pause)."""
+        bound = asyncio.Semaphore(self.settings.judge_concurrency)
+        running: set[asyncio.Task[None]] = set()
+        started = time.monotonic()
+        work: ChunkWork | None = self.work
+        while work is not None and self.failure is None:
+            for index, trace in work.pending:
+                await bound.acquire()
+                if self.failure is not None:
+                    bound.release()
+                    break
+                task = asyncio.create_task(self._one(work, index, trace, bound))
+                running.add(task)
+                task.add_done_callback(functools.partial(_finished, running))
+            work = await self._next(started)
+        await asyncio.gather(*running, return_exceptions=True)
+        if self.failure is not None:
+            raise self.failure
+
+    async def _next(self, started: float) -> ChunkWork | None:
+        """The job's next waiting chunk, taken under a lease, or None (not following, chained long enough, a trace
+        failed the run, or Redis did not answer: the chunks left run as their own RQ jobs)."""
+        if self.following is None or self.failure is not None:
+            return None
+        if time.monotonic() - started >= defaults.CHUNK_CHAIN_SECONDS:
+            return None
+        try:
+            work = await self.following()
+        except RETRIED_ERRORS as exc:
+            log.warning("job %s: could not take its next chunk, Redis unreachable (%s)", self.job.job_id, exc)
+            return None
+        if work is not None:
+            self.chunks.append(work.chunk)
+        return work
+
+    async def _one(self, work: ChunkWork, index: int, trace: Trace, bound: asyncio.Semaphore) -> None:
+        """Judge one trace in the place taken for it in `bound`, free the place, store the result."""
+        try:
+            try:
+                await self.recording.wait()
+                result = await self._evaluate(work, index, trace)
+            finally:
+                bound.release()
+            counting = functools.partial(self._counting, result=result)
+            await self._held(lambda: self.job.record(result, counting=counting), f"store the result of trace {index}")
+        except BaseException as exc:
+            if self.failure is None:
+                self.failure = exc
+            raise
 
     async def _held(self, action: Callable[[], Awaitable[T]], what: str) -> T:
         """Run `action` (idempotent) until Redis answers: past the client's own retries, what it writes is held and
@@ -180,22 +265,23 @@ class ChunkRun:
         queue_result_counts(pipe, s.apps, s.tenants, tenant, result)
         queue_reviewable(pipe, s, tenant, TraceRef(result.trace_id, self.job.job_id, result.index), result)
 
-    async def _evaluate(self, index: int, trace: Trace) -> TraceResult:
+    async def _evaluate(self, work: ChunkWork, index: int, trace: Trace) -> TraceResult:
         failure = await self._held(self.guard.failure, "read the job's failure flag")
         if failure is not None:
             return failed_result(trace, index, f"job failed: {failure}")
-        checks, security, sampled, reason = decide(trace, self.work.policies[trace.app], self.options)
+        checks, security, sampled, reason = decide(trace, work.policies[trace.app], self.options)
         judge = self.judge if (trace.answer and sampled) else None
-        result = await self._judged(index, trace, judge, security)
+        result = await self._judged(work, index, trace, judge, security)
         if self.judge is not None:
             result.sampled, result.sample_reason = sampled, reason
         result.checks = checks
         return result
 
-    async def _judged(self, index: int, trace: Trace, judge: Judge | None, security: Security) -> TraceResult:
-        if judge is not None and index in self.work.over_budget:
+    async def _judged(self, work: ChunkWork, index: int, trace: Trace, judge: Judge | None,
+                      security: Security) -> TraceResult:
+        if judge is not None and index in work.over_budget:
             return skipped_result(trace, index, OVER_BUDGET_IN_BATCH, self.options, security)
-        if judge is not None and kinds.is_billable(judge.name) and index not in self.work.prepaid:
+        if judge is not None and kinds.is_billable(judge.name) and index not in work.prepaid:
             reason = await self._held(self.guard.budget_spent, "read the job's spend")
             if reason:
                 return skipped_result(trace, index, reason, self.options, security)
@@ -223,11 +309,24 @@ class ChunkRun:
 
     async def _heartbeat(self) -> None:
         lease = self.settings.lease_seconds
-        await _every(lease / 3, lambda: self.job.renew(self.work.chunk, lease), "renew the chunk's lease")
+
+        async def renew() -> None:
+            for chunk in list(self.chunks):
+                await self.job.renew(chunk, lease)
+
+        await _every(lease / 3, renew, "renew the chunks' leases")
 
     async def _write_calls(self, judged: asyncio.Event) -> None:
         await _every(defaults.JUDGE_CALLS_WRITE_SECONDS, lambda: self.calls.write(self.job), "write the judge calls",
                      until=judged)
+
+
+def _finished(running: set[asyncio.Task[None]], task: asyncio.Task[None]) -> None:
+    """Forget a finished trace's task; its error, if any, is the run's (ChunkRun.failure), read here so that asyncio
+    does not also log it as never retrieved."""
+    running.discard(task)
+    if not task.cancelled():
+        task.exception()
 
 
 def decide(trace: Trace, policy: SamplingPolicy, options: BatchOptions) -> tuple[list[str], Security, bool, str]:

@@ -31,6 +31,7 @@ class ChunkLeases:
         self.ttl = ttl_seconds
         self._complete = client.register_script(scripts.COMPLETE_CHUNK)
         self._claim_stale = client.register_script(scripts.CLAIM_STALE)
+        self._take = client.register_script(scripts.TAKE_CHUNK)
 
     def stage(self, pipe: redis.client.Pipeline, job_id: str, chunks: Sequence[Sequence[Trace]]) -> None:
         """Queue the writes storing the chunks, all queued, onto `pipe`."""
@@ -52,6 +53,23 @@ class ChunkLeases:
             pipe.set(keys.job_lease(job_id, chunk), "1", ex=lease_seconds)
             pipe.hset(keys.job_chunk_states(job_id), chunk, "started")
             pipe.execute()
+
+    def take(self, job_id: str, chunk: int, lease_seconds: int) -> bool:
+        """Start the chunk under a lease unless it is done or a live worker holds it (it ran it as the next chunk of
+        its run); True when this caller took it."""
+        return self._take_chunk(job_id, chunk, lease_seconds, waiting_only=False)
+
+    def take_next(self, job_id: str, lease_seconds: int) -> int | None:
+        """Start the job's first chunk still queued for its first run under a lease; its number, or None when none
+        is. Its RQ job, when a worker dequeues it, finds it held (`take`). A chunk the janitor requeued is left to the
+        RQ job it enqueued."""
+        states = self.redis.hgetall(keys.job_chunk_states(job_id))
+        waiting = sorted(int(chunk) for chunk, state in states.items() if state == b"queued")
+        return next((chunk for chunk in waiting if self._take_chunk(job_id, chunk, lease_seconds, True)), None)
+
+    def _take_chunk(self, job_id: str, chunk: int, lease_seconds: int, waiting_only: bool) -> bool:
+        return bool(self._take(keys=[keys.job_chunk_states(job_id), keys.job_lease(job_id, chunk)],
+                               args=[chunk, lease_seconds, int(waiting_only)]))
 
     @staticmethod
     def queue_renew(pipe: redis.client.Pipeline, job_id: str, chunk: int, lease_seconds: int) -> None:

@@ -20,6 +20,22 @@ redis.call('HSET', KEYS[1], ARGV[1], 'requeued')
 return 1
 """
 
+# Take a chunk under a lease, unless it is done or a live worker holds it (started, lease alive); with ARGV[3] '1',
+# only a chunk still queued for its first run: the next chunk a busy worker runs on (issue 28). A requeued chunk is
+# left to the RQ job the janitor enqueued for it.
+# KEYS: chunk states, lease. ARGV: chunk, lease seconds, only waiting ('1' or '0').
+TAKE_CHUNK = """
+local state = redis.call('HGET', KEYS[1], ARGV[1])
+if ARGV[3] == '1' then
+  if state ~= 'queued' then return 0 end
+elseif state == 'done' or (state == 'started' and redis.call('EXISTS', KEYS[2]) == 1) then
+  return 0
+end
+redis.call('SET', KEYS[2], '1', 'EX', ARGV[2])
+redis.call('HSET', KEYS[1], ARGV[1], 'started')
+return 1
+"""
+
 # queued -> running, and nothing else (a failed or finished job keeps its status). KEYS: job hash.
 MARK_RUNNING = """
 if redis.call('HGET', KEYS[1], 'status') == 'queued' then redis.call('HSET', KEYS[1], 'status', 'running') end
