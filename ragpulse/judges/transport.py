@@ -19,6 +19,7 @@ What stays the SDK's:
 
 from __future__ import annotations
 
+import contextlib
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from typing import Any
 import aiohttp
 import httpx2
 import msgspec
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 _encoder = msgspec.json.Encoder()
 AUTH_HEADERS = frozenset({"x-api-key", "authorization"})
@@ -54,6 +57,7 @@ class JsonTransport:
         """True when the client's credentials add headers per request: every call then goes through the SDK."""
         self._base = str(client.base_url).rstrip("/")
         self._session: aiohttp.ClientSession | None = None
+        self._proxy: tuple[URL | None, aiohttp.BasicAuth | None] = (None, None)
 
     @property
     def has_credentials(self) -> bool:
@@ -67,7 +71,8 @@ class JsonTransport:
             return Answer(response.content, response.headers)
         url = self._base + path
         try:
-            async with self._open().post(url, data=_encoder.encode(body), headers=self.headers) as response:
+            async with self._open().post(url, data=_encoder.encode(body), headers=self.headers, proxy=self._proxy[0],
+                                         proxy_auth=self._proxy[1]) as response:
                 content = await response.read()
         except TimeoutError:
             raise self.errors.APITimeoutError(request=httpx2.Request("POST", url)) from None
@@ -84,10 +89,14 @@ class JsonTransport:
         if self._session is None:
             # No pool limit: the callers bound the calls in flight (RAGPULSE_JUDGE_CONCURRENCY per chunk run), and a
             # lower limit would only queue calls here. Certificates as the SDK verifies them (certifi, SSL_CERT_*).
+            # The proxy from the environment is read once here: aiohttp's trust_env reads it, and ~/.netrc, in a
+            # thread on every request. No cookies: the APIs set none the calls need.
             tls = httpx2.create_ssl_context() if self._base.startswith("https:") else None
+            with contextlib.suppress(LookupError):
+                self._proxy = get_env_proxy_for_url(URL(self._base))
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else True),
-                timeout=_timeout(self.client.timeout), trust_env=True, auto_decompress=True)
+                timeout=_timeout(self.client.timeout), cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
     async def aclose(self) -> None:
