@@ -1,6 +1,6 @@
 """How close the batch judge path gets to its concurrency bound: workers x RAGPULSE_JUDGE_CONCURRENCY / latency.
 
-    .venv/bin/python bench/judge_concurrency.py                  # 1x32, 2x32, 1x128; both chunkings; ~6 min
+    .venv/bin/python bench/judge_concurrency.py                  # 1x32, 2x32, 1x128, 2x64; both chunkings; ~10 min
     .venv/bin/python bench/judge_concurrency.py --runs 1x32 --chunking whole --seconds 10
 
 A private redis-server, the real API (`python -m service`) and W real RQ workers (`python -m worker`) judge one
@@ -14,7 +14,11 @@ API then cuts into one chunk per live worker): the judge path itself; and `defau
 default (500), which adds a chunk hand-over (the last calls of a chunk, a new work-horse) every 500 traces.
 
 The figure is the achieved call rate over the middle 80% of the calls, as the fake logged their arrivals (the first
-and last 10% are the ramp-up and the drain of the last chunk), divided by the bound; target >= 0.9. Printed with it:
+and last 10% are the ramp-up and the drain of the last chunk), divided by the bound; target >= 0.9. The reference,
+measured just before each run against the same fake: a lean client (aiohttp and msgspec, no judge, no Redis; the
+`lean` of bench/judge_transport.py) in a child process with the same W x C calls in flight, for the same seconds of
+demand: what this machine and the fake allow at that moment, so a shared machine's load shows in both. The load
+average is printed at the start and the end of each run. Printed with it:
 the CPU used by redis-server, the API, the workers (with their work-horses), this process (which hosts the fake) and
 other processes, the workers' CPU per call and the cores the bound would take at that cost, and the pauses of more
 than 100 ms between two calls (hand-overs show there). This is a benchmark, not a test: it exits 0 on a missed
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +48,7 @@ from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 LATENCY = 0.3
 """Seconds the fake takes to answer every call."""
 TARGET_RATIO = 0.9
-RUNS = ("1x32", "2x32", "1x128")
+RUNS = ("1x32", "2x32", "1x128", "2x64")
 """WORKERSxCONCURRENCY of each run, by default."""
 CHUNKINGS = ("whole", "default")
 """`whole`: one chunk per worker; `default`: RAGPULSE_CHUNK_SIZE left at its default."""
@@ -71,6 +76,10 @@ class Run:
     quiet: float
     gaps: list[float]
     """Pauses of more than GAP_SECONDS between two consecutive calls (chunk hand-overs, stalls), in seconds."""
+    reference: float
+    """Calls a second the lean client reached with the same calls in flight, just before (middle 80%)."""
+    load: tuple[float, float]
+    """The 1-minute load average at the start and the end of the run."""
 
     @property
     def bound(self) -> float:
@@ -79,6 +88,10 @@ class Run:
     @property
     def ratio(self) -> float:
         return self.rate / self.bound
+
+    @property
+    def reference_ratio(self) -> float:
+        return self.reference / self.bound
 
     @property
     def worker_ms(self) -> float:
@@ -110,6 +123,9 @@ def judged_run(workers: int, concurrency: int, chunking: str, seconds: float, tm
         env["RAGPULSE_CHUNK_SIZE"] = str(MAX_BATCH)
     with FakeAnthropic(latency=LATENCY, cache_min_tokens=10**9) as fake:
         quiet = wait_quiet(30.0)
+        load_start = os.getloadavg()[0]
+        reference = reference_rate(fake, workers * concurrency, seconds)
+        mark = len(fake.requests)
         stack = Stack(tmp, workers, {**env, "RAGPULSE_JUDGE_BASE_URL": fake.url})
         try:
             meter = stack.meter()
@@ -123,10 +139,28 @@ def judged_run(workers: int, concurrency: int, chunking: str, seconds: float, tm
         finally:
             stack.stop()
         with fake.lock:
-            arrivals = [entry["at"] for entry in fake.requests]
+            arrivals = [entry["at"] for entry in fake.requests[mark:]]
     status = statuses[0] if len(set(statuses)) == 1 else ",".join(statuses)
     return Run(workers, concurrency, chunking, n, status, len(arrivals), middle_rate(arrivals), wall, cpu, quiet,
-               gaps_between(arrivals))
+               gaps_between(arrivals), reference, (load_start, os.getloadavg()[0]))
+
+
+def reference_rate(fake: FakeAnthropic, in_flight: int, seconds: float) -> float:
+    """The lean client's call rate (middle 80%) with `in_flight` calls against `fake`, from a child process."""
+    calls = int(in_flight / LATENCY * seconds)
+    mark = len(fake.requests)
+    subprocess.run([sys.executable, "-c", REFERENCE, str(ROOT), fake.url, str(in_flight), str(calls)], check=True,
+                   timeout=seconds * 10 + 60)
+    with fake.lock:
+        return middle_rate([entry["at"] for entry in fake.requests[mark:]])
+
+
+REFERENCE = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from bench.judge_transport import reference_calls
+asyncio.run(reference_calls(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+"""
 
 
 def parse_run(text: str) -> tuple[int, int]:
@@ -137,7 +171,8 @@ def parse_run(text: str) -> tuple[int, int]:
 def print_run(run: Run) -> None:
     print(f"{run.workers} x {run.concurrency}, {run.chunking} chunks: {run.traces:,} traces, {run.status}, "
           f"{run.calls:,} calls in {run.wall:.1f} s; middle {MIDDLE:.0%}: {run.rate:.1f} calls/s of "
-          f"{run.bound:.1f} = {run.ratio:.3f}")
+          f"{run.bound:.1f} = {run.ratio:.3f}; reference (lean client, same fake, just before) {run.reference:.1f} "
+          f"calls/s = {run.reference_ratio:.3f}; load average {run.load[0]:.2f} -> {run.load[1]:.2f}")
     print(f"  CPU: {cpu_line(run.cpu)} (others used {run.quiet:.2f} cores just before); workers "
           f"{run.worker_ms:.2f} ms per call, so the bound needs {run.bound * run.worker_ms / 1000:.2f} cores")
     print(f"  pauses of over {GAP_SECONDS * 1000:.0f} ms between calls: {len(run.gaps)}, {sum(run.gaps):.2f} s in "
@@ -168,15 +203,17 @@ def main() -> None:
                     continue
                 runs.append(run)
                 print_run(run)
-    print("\n| workers x concurrency | chunks | bound (calls/s) | achieved (calls/s) | ratio | target | worker CPU per "
-          "call | cores the bound needs | CPU: workers / fake / redis / other |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| workers x concurrency | chunks | bound (calls/s) | achieved (calls/s) | ratio | target | reference "
+          "ratio (lean client) | worker CPU per call | cores the bound needs | CPU: workers / fake / redis / other | "
+          "load average start -> end |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in runs:
         ok = run.ratio >= TARGET_RATIO and run.status == "finished"
         print(f"| {run.workers} x {run.concurrency} | {run.chunking} | {run.bound:.1f} | {run.rate:.1f} | "
-              f"**{run.ratio:.3f}** | >= {TARGET_RATIO}: {'PASS' if ok else 'MISS'} | {run.worker_ms:.2f} ms | "
-              f"{run.bound * run.worker_ms / 1000:.2f} | {run.cpu['workers']:.2f} / {run.cpu['bench']:.2f} / "
-              f"{run.cpu['redis']:.2f} / {run.cpu['other']:.2f} |")
+              f"**{run.ratio:.3f}** | >= {TARGET_RATIO}: {'PASS' if ok else 'MISS'} | {run.reference_ratio:.3f} | "
+              f"{run.worker_ms:.2f} ms | {run.bound * run.worker_ms / 1000:.2f} | {run.cpu['workers']:.2f} / "
+              f"{run.cpu['bench']:.2f} / {run.cpu['redis']:.2f} / {run.cpu['other']:.2f} | "
+              f"{run.load[0]:.2f} -> {run.load[1]:.2f} |")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     sys.exit(1 if broken else 0)
 

@@ -195,3 +195,11 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+async def reference_calls(url: str, concurrency: int, calls: int) -> None:
+    """The lean client's calls alone (bench/judge_concurrency.py runs them in a child process as its reference)."""
+    template = make_judge("chosen", url).provider
+    traces = [msgspec.convert(t, Trace) for t in make_traces(calls, concurrency, f"r{concurrency}")]
+    await lean_calls(url, [_encoder.encode(template._params(template.first_turns(t), True, template._system))
+                           for t in traces], concurrency)
