@@ -212,10 +212,13 @@ class ChunkRun:
 
     async def _next(self, started: float) -> ChunkWork | None:
         """The job's next waiting chunk, taken under a lease, or None (not following, chained long enough, a trace
-        failed the run, or Redis did not answer: the chunks left run as their own RQ jobs)."""
+        failed the run, the job failed or was cancelled, or Redis did not answer: the chunks left run as their own RQ
+        jobs)."""
         if self.following is None or self.failure is not None:
             return None
         if time.monotonic() - started >= defaults.CHUNK_CHAIN_SECONDS:
+            return None
+        if await self._held(self.guard.failure, "read the job's failure flag") is not None:
             return None
         try:
             work = await self.following()
