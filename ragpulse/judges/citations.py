@@ -10,14 +10,14 @@ supports the claim.
 from __future__ import annotations
 
 from ragpulse.judges.markers import resolve
-from ragpulse.judges.spans import AnswerText
+from ragpulse.judges.spans import AnswerText, answer_text
 from ragpulse.model.trace import Trace
 from ragpulse.model.verdicts import Claim, JudgeOutput
 
 
 def attach_citations(output: JudgeOutput, trace: Trace) -> JudgeOutput:
     """`output` with each claim's `cited` and `cited_unknown` set from the answer's markers (unchanged without any)."""
-    answer = AnswerText(trace.answer or "")
+    answer = answer_text(trace.answer or "")
     if not answer.markers or not output.claims:
         return output
     starts = _claim_starts(output.claims, answer)

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ragpulse.judges.spans import AnswerText
+from ragpulse.judges.spans import answer_text
 from ragpulse.model.verdicts import (
     Claim, DocRelevance, Evidence, JudgeOutput, JudgeWritten, KeyFact, Verdict,
 )
@@ -173,7 +173,7 @@ def _coverage_problem(verdicts: RecordVerdicts, trace: Trace) -> str | None:
     leaves out the one invented sentence would otherwise make the trace faithful. Listed sentences are located in
     the answer (markers aside, folded, near-verbatim allowed); text that none covers, or a listed sentence that is not
     in the answer, is a problem."""
-    answer = AnswerText(trace.answer or "")
+    answer = answer_text(trace.answer or "")
     spans, strangers, position = [], [], 0
     for index, sentence in enumerate(verdicts.sentences):
         span = answer.locate(sentence.sentence, position)
