@@ -28,11 +28,14 @@ target and non-zero only when a run breaks.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,8 +77,9 @@ class Run:
     wall: float
     cpu: dict[str, float]
     quiet: float
-    gaps: list[float]
-    """Pauses of more than GAP_SECONDS between two consecutive calls (chunk hand-overs, stalls), in seconds."""
+    gaps: list[tuple[float, float]]
+    """Pauses of more than GAP_SECONDS between two consecutive calls (chunk hand-overs, stalls): where, as the share
+    of the calls made before it, and seconds."""
     reference: float
     """Calls a second the lean client reached with the same calls in flight, just before (middle 80%)."""
     load: tuple[float, float]
@@ -99,10 +103,11 @@ class Run:
         return self.cpu["workers"] * self.wall / self.calls * 1000
 
 
-def gaps_between(arrivals: list[float]) -> list[float]:
-    """Pauses longer than GAP_SECONDS between consecutive calls."""
+def gaps_between(arrivals: list[float]) -> list[tuple[float, float]]:
+    """Pauses longer than GAP_SECONDS between consecutive calls: (where, as the share of the calls made before it,
+    seconds)."""
     times = sorted(arrivals)
-    return [b - a for a, b in zip(times, times[1:]) if b - a > GAP_SECONDS]
+    return [((i + 1) / len(times), b - a) for i, (a, b) in enumerate(zip(times, times[1:])) if b - a > GAP_SECONDS]
 
 
 def middle_rate(arrivals: list[float]) -> float:
@@ -121,7 +126,7 @@ def judged_run(workers: int, concurrency: int, chunking: str, seconds: float, tm
            "RAGPULSE_TENANT_TRACES_PER_SECOND": "0"}
     if chunking == "whole":
         env["RAGPULSE_CHUNK_SIZE"] = str(MAX_BATCH)
-    with FakeAnthropic(latency=LATENCY, cache_min_tokens=10**9) as fake:
+    with FakeAnthropic(latency=LATENCY, cache_min_tokens=10**9) as fake, no_collection():
         quiet = wait_quiet(30.0)
         load_start = os.getloadavg()[0]
         reference = reference_rate(fake, workers * concurrency, seconds)
@@ -143,6 +148,19 @@ def judged_run(workers: int, concurrency: int, chunking: str, seconds: float, tm
     status = statuses[0] if len(set(statuses)) == 1 else ",".join(statuses)
     return Run(workers, concurrency, chunking, n, status, len(arrivals), middle_rate(arrivals), wall, cpu, quiet,
                gaps_between(arrivals), reference, (load_start, os.getloadavg()[0]))
+
+
+@contextlib.contextmanager
+def no_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector off in this process while a run is measured: the fake here logs every
+    request body (~200 objects each), and a full collection over thousands of them held the GIL, and so every one
+    of the fake's threads, for 0.1-0.4 s (pauses in the calls that were the fake's, not the worker's)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()
 
 
 def reference_rate(fake: FakeAnthropic, in_flight: int, seconds: float) -> float:
@@ -175,8 +193,11 @@ def print_run(run: Run) -> None:
           f"calls/s = {run.reference_ratio:.3f}; load average {run.load[0]:.2f} -> {run.load[1]:.2f}")
     print(f"  CPU: {cpu_line(run.cpu)} (others used {run.quiet:.2f} cores just before); workers "
           f"{run.worker_ms:.2f} ms per call, so the bound needs {run.bound * run.worker_ms / 1000:.2f} cores")
-    print(f"  pauses of over {GAP_SECONDS * 1000:.0f} ms between calls: {len(run.gaps)}, {sum(run.gaps):.2f} s in "
-          f"all ({', '.join(f'{g:.2f}' for g in run.gaps[:12])}{', ...' if len(run.gaps) > 12 else ''})")
+    middle = [gap for at, gap in run.gaps if (1 - MIDDLE) / 2 <= at <= (1 + MIDDLE) / 2]
+    print(f"  pauses of over {GAP_SECONDS * 1000:.0f} ms between calls: {len(run.gaps)}, "
+          f"{sum(gap for _, gap in run.gaps):.2f} s in all ({len(middle)}, {sum(middle):.2f} s in the middle "
+          f"{MIDDLE:.0%}): " + ", ".join(f"{gap:.2f} s at {at:.0%}" for at, gap in run.gaps[:12])
+          + (", ..." if len(run.gaps) > 12 else ""))
 
 
 def main() -> None:
