@@ -8,12 +8,14 @@ job and a spent budget stopping the judge, and any number of calls in flight up 
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 import redis
+import redis.asyncio
 
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.chunk import open_chunk, run_chunk
@@ -267,3 +269,56 @@ def test_a_chunk_whose_lease_lapsed_is_taken_again(redis_client: redis.Redis, fa
     assert store.chunks.take_next(job_id, 30) == 0 and store.chunks.take_next(job_id, 30) is None
     redis_client.delete(keys.job_lease(job_id, 1))                 # its worker died
     assert take_chunk(store, config, job_id, 1) is not None
+
+
+def test_the_run_ends_though_a_lease_renewal_in_progress_swallows_cancellation(
+        redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heartbeat is stopped by the run's end, not cancelled: a cancelled heartbeat was seen to lose the
+    cancellation inside the Redis client and renew the leases for ever (the work-horse never returned)."""
+    renewals: list[list[int]] = []
+
+    async def renew_swallowing_cancel(self: object, chunks: list[int], lease_seconds: int) -> None:
+        renewals.append(list(chunks))
+        try:
+            await asyncio.sleep(1.5)          # a slow round trip, in progress as the run ends
+        except asyncio.CancelledError:
+            pass                              # what the client did with the cancellation
+
+    monkeypatch.setattr("ragpulse.store.aio.AsyncJobStore.renew", renew_swallowing_cancel)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with FakeAnthropic(latency=0.6) as slow:   # the run outlasts the first renewal (lease 1 s: every 0.33 s)
+        thread_result: list[Judged] = []
+        runner = threading.Thread(target=lambda: thread_result.append(
+            judge_chunk(redis_client, slow, 4, judge_concurrency=4, lease_seconds=1)), daemon=True)
+        runner.start()
+        runner.join(timeout=20)
+    assert not runner.is_alive(), "the chunk run never ended: its heartbeat kept renewing"
+    assert [r.status for r in thread_result[0].results()] == ["ok"] * 4
+    assert renewals and all(chunks == [0] for chunks in renewals)
+
+
+def test_every_held_lease_is_renewed_in_one_round_trip(redis_client: redis.Redis,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One after the other, a CPU-bound run with twenty chunks chained took longer than a lease to renew them all."""
+    from ragpulse.config import keys
+    from ragpulse.store.aio import AsyncJobStore
+
+    job_id = uuid.uuid4().hex
+    sent: list[int] = []
+    execute = redis.asyncio.client.Pipeline.execute
+
+    async def counted(self: redis.asyncio.client.Pipeline, *args: object, **kwargs: object) -> object:
+        sent.append(len(self.command_stack))
+        return await execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", counted)
+
+    async def renew() -> None:
+        client = redis.asyncio.Redis.from_url(_url(redis_client))
+        job = AsyncJobStore(Store(redis_client, 600), client, job_id, "default")
+        await job.renew(list(range(20)), 30)
+        await client.aclose()
+
+    asyncio.run(renew())
+    assert sent == [20]
+    assert all(0 < redis_client.ttl(keys.job_lease(job_id, chunk)) <= 30 for chunk in range(20))

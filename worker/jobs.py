@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import functools
+import gc
 import logging
 
 import msgspec
@@ -53,6 +54,10 @@ def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int | list[int]]:
     work = take_chunk(store, config, job_id, chunk)
     if work is None:
         return {"chunk": chunk, "held": 1}
+    # The chunk's traces live until the run ends (in a work-horse: RQ forks one per job, and it exits after it): out
+    # of the collector's way, so its full collections scan only what the run allocates (issue 28: 0.69 -> 0.75-0.81
+    # of the in-process limit, local judge, one worker).
+    gc.freeze()
     options = work.record.options
     chunks = [chunk]
     if kinds.delivers_in_batches(options.judge or config.default_judge, options.delivery, config):

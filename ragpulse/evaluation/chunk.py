@@ -175,16 +175,16 @@ class ChunkRun:
         """Evaluate every pending trace (and those of the chunks taken after it), then write the judge calls still
         counted in memory."""
         judged = asyncio.Event()
-        heartbeat = asyncio.create_task(self._heartbeat())
+        heartbeat = asyncio.create_task(self._heartbeat(judged))
         writer = asyncio.create_task(self._write_calls(judged))
         try:
             await self._judge_all()
         finally:
-            judged.set()  # the writer finishes its write in progress (cancelled, it could not say whether it landed)
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-            await writer
+            # Both finish the round trip in progress and stop: the writer's write could not say whether it landed if
+            # cancelled, and a cancelled heartbeat was seen to lose the cancellation inside the Redis client's
+            # timeouts and renew the leases for ever (the run never ended).
+            judged.set()
+            await asyncio.gather(heartbeat, writer)
         await self.calls.give_back_unused()
         while not self.calls.settled:
             await self._held(lambda: self.calls.write(self.job), "write the judge calls")
@@ -310,14 +310,11 @@ class ChunkRun:
                 log.exception("trace %s of job %s failed", index, self.job.job_id)
                 return failed_result(trace, index, f"{type(exc).__name__}: {exc}")
 
-    async def _heartbeat(self) -> None:
+    async def _heartbeat(self, judged: asyncio.Event) -> None:
+        """Renew the lease of every chunk the run holds, all in one round trip (one after the other, a CPU-bound run
+        with twenty chunks chained took longer than a lease to renew them, and the janitor requeued chunks in work)."""
         lease = self.settings.lease_seconds
-
-        async def renew() -> None:
-            for chunk in list(self.chunks):
-                await self.job.renew(chunk, lease)
-
-        await _every(lease / 3, renew, "renew the chunks' leases")
+        await _every(lease / 3, lambda: self.job.renew(self.chunks, lease), "renew the chunks' leases", until=judged)
 
     async def _write_calls(self, judged: asyncio.Event) -> None:
         await _every(defaults.JUDGE_CALLS_WRITE_SECONDS, lambda: self.calls.write(self.job), "write the judge calls",

@@ -49,9 +49,13 @@ class AsyncJobStore:
         keys_, args = self.store.results.record_script_call(self.job_id, result, counting)
         return bool(await self._record(keys=keys_, args=args))
 
-    async def renew(self, chunk: int, lease_seconds: int) -> None:
-        """Heartbeat: keep the chunk's lease alive (ChunkLeases.renew)."""
-        await self.write(lambda pipe: ChunkLeases.queue_renew(pipe, self.job_id, chunk, lease_seconds))
+    async def renew(self, chunks: list[int], lease_seconds: int) -> None:
+        """Heartbeat: keep the leases of these chunks alive (ChunkLeases.renew), in one round trip."""
+        def queue(pipe: redis.asyncio.client.Pipeline) -> None:
+            for chunk in chunks:
+                ChunkLeases.queue_renew(pipe, self.job_id, chunk, lease_seconds)
+
+        await self.write(queue)
 
     async def write_once(self, write_id: str, group: Group, marker_seconds: int) -> bool:
         """Apply `group` (atomic.Writes' commands, each naming its key first) unless the write `write_id` was applied
