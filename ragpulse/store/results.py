@@ -3,7 +3,9 @@ calibration of a job."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+import gc
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import msgspec
 import redis
@@ -83,7 +85,8 @@ class Results:
     def all(self, job_id: str) -> list[TraceResult]:
         """Every stored result of the job, in trace order."""
         raw = self.redis.hgetall(keys.job_results(job_id))
-        return sorted((_result_decoder.decode(v) for v in raw.values()), key=lambda r: r.index)
+        with collection_paused():
+            return sorted((_result_decoder.decode(v) for v in raw.values()), key=lambda r: r.index)
 
     def page(self, job_id: str, total: int, cursor: str | None, limit: int) -> ResultsPage:
         """Results in trace order from `cursor`; the cursor is the next trace index, opaque to clients."""
@@ -150,3 +153,17 @@ def _parse_cursor(cursor: str | None) -> int:
         raise InvalidParameter("cursor is not one this API issued",
                                [{"path": "query.cursor", "message": "pass back next_cursor unchanged"}])
     return int(cursor)
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while many results are decoded and kept: each decoded result adds
+    ~100 tracked objects, and the collections they set off scanned every result decoded before (issue 28: 10,000
+    results 0.88 s with it on, 0.16 s paused). Decoding makes no reference cycles, so nothing is left to collect."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
