@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +16,14 @@ import redis
 from ragpulse.ops.redis_server import PrivateRedis
 from tests.fake_anthropic import FakeAnthropic
 from tests.support import Cluster, Proc, start_api, start_worker
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C acts in the children the tests start even when this run began with SIGINT ignored (a background job of a
+    shell without job control, as `./scripts/test &` in a script is): a child inherits an ignored SIGINT, Python then
+    installs no KeyboardInterrupt handler, and the tests of what the CLI does on Ctrl-C wait for it in vain."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
