@@ -322,3 +322,53 @@ def test_every_held_lease_is_renewed_in_one_round_trip(redis_client: redis.Redis
     asyncio.run(renew())
     assert sent == [20]
     assert all(0 < redis_client.ttl(keys.job_lease(job_id, chunk)) <= 30 for chunk in range(20))
+
+
+def test_results_finishing_together_are_stored_in_one_round_trip_each_once(redis_client: redis.Redis,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragpulse.evaluation.trace import failed_result
+    from ragpulse.store.aio import AsyncJobStore
+
+    job_id, sent = uuid.uuid4().hex, []
+    execute = redis.asyncio.client.Pipeline.execute
+
+    async def counted(self: redis.asyncio.client.Pipeline, *args: object, **kwargs: object) -> object:
+        sent.append(len(self.command_stack))
+        return await execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", counted)
+    results = [failed_result(trace, i, "kept as data") for i, trace in enumerate(traces(20))]
+
+    async def record_all() -> tuple[list[bool], list[bool]]:
+        client = redis.asyncio.Redis.from_url(_url(redis_client))
+        job = AsyncJobStore(Store(redis_client, 600), client, job_id, "default")
+        first = await asyncio.gather(*(job.record(r) for r in results))
+        again = await asyncio.gather(*(job.record(r) for r in results[:5]))
+        await client.aclose()
+        return first, again
+
+    first, again = asyncio.run(record_all())
+    assert first == [True] * 20 and again == [False] * 5           # stored once each; sent again, applied once
+    assert sent == [20, 5]                                          # one pipeline for each group
+    assert [r.index for r in Store(redis_client, 600).results.all(job_id)] == list(range(20))
+
+
+def test_an_error_of_a_group_commit_reaches_every_caller(redis_client: redis.Redis,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragpulse.evaluation.trace import failed_result
+    from ragpulse.store.aio import AsyncJobStore
+
+    async def refused(self: redis.asyncio.client.Pipeline, *args: object, **kwargs: object) -> object:
+        raise redis.ConnectionError("Redis went away")
+
+    monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", refused)
+
+    async def record_all() -> list[object]:
+        client = redis.asyncio.Redis.from_url(_url(redis_client))
+        job = AsyncJobStore(Store(redis_client, 600), client, uuid.uuid4().hex, "default")
+        answers = await asyncio.gather(*(job.record(failed_result(trace, i, "kept as data"))
+                                         for i, trace in enumerate(traces(3))), return_exceptions=True)
+        await client.aclose()
+        return answers
+
+    assert all(isinstance(a, redis.ConnectionError) for a in asyncio.run(record_all()))

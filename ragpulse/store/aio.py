@@ -8,6 +8,7 @@ trip differs.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import redis.asyncio
@@ -21,6 +22,9 @@ from ragpulse.store.records import FAILURE_FIELDS, failure_from, finish_fields
 from ragpulse.store.results import Counting
 from ragpulse.store.spend import SpendLedger
 
+PendingRecord = tuple[list[str], list[object], "asyncio.Future[bool]"]
+"""A result's script call (KEYS, ARGV) and its caller's answer."""
+
 
 class AsyncJobStore:
     """The per-trace operations of a chunk run on one job: its failure flag, its spend, its results, its lease."""
@@ -29,6 +33,9 @@ class AsyncJobStore:
         self.store, self.client, self.job_id, self.tenant = store, client, job_id, tenant
         self._record = client.register_script(scripts.RECORD_RESULT)
         self._write_once = client.register_script(scripts.WRITE_ONCE)
+        self._records: list[PendingRecord] = []
+        """Results waiting for the next group commit."""
+        self._sender: asyncio.Future[None] | None = None
 
     async def failure(self) -> str | None:
         """The job's error when it has failed, else None."""
@@ -45,9 +52,40 @@ class AsyncJobStore:
             return SpendLedger.spent_from(await pipe.execute())
 
     async def record(self, result: TraceResult, counting: Counting | None = None) -> bool:
-        """Store one trace's result idempotently and count it exactly once (Results.record, the same script call)."""
+        """Store one trace's result idempotently and count it exactly once (Results.record, the same script call).
+
+        Results that finish together go in one pipeline (a group commit: one round trip and one connection for all,
+        issue 28), each still its own script call, applied and counted on its own; an error reaches every caller
+        of the group, and each may send its result again."""
         keys_, args = self.store.results.record_script_call(self.job_id, result, counting)
-        return bool(await self._record(keys=keys_, args=args))
+        stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._records.append((keys_, args, stored))
+        if self._sender is None:
+            self._sender = asyncio.ensure_future(self._send_records())
+        return await stored
+
+    async def _send_records(self) -> None:
+        group: list[PendingRecord] = []
+        try:
+            await asyncio.sleep(0)   # the results finished in this turn of the loop join the first group
+            while self._records:
+                group, self._records = self._records, []
+                try:
+                    async with self.client.pipeline(transaction=False) as pipe:
+                        for keys_, args, _ in group:
+                            await self._record(keys=keys_, args=args, client=pipe)
+                        answers = await pipe.execute(raise_on_error=False)
+                except Exception as exc:  # noqa: BLE001 - every caller of the group gets it
+                    _settle(group, [exc] * len(group))
+                    continue
+                _settle(group, answers)
+                group = []
+        except BaseException as exc:
+            _settle(group + self._records, [exc] * (len(group) + len(self._records)))
+            self._records = []
+            raise
+        finally:
+            self._sender = None
 
     async def renew(self, chunks: list[int], lease_seconds: int) -> None:
         """Heartbeat: keep the leases of these chunks alive (ChunkLeases.renew), in one round trip."""
@@ -70,3 +108,14 @@ class AsyncJobStore:
             queue(pipe)
             if pipe.command_stack:
                 await pipe.execute()
+
+
+def _settle(group: list[PendingRecord], answers: list[object]) -> None:
+    """Give each caller of a group its script's answer (True: stored now), or the error."""
+    for (_, _, stored), answer in zip(group, answers, strict=True):
+        if stored.done():   # its caller went away (cancelled)
+            continue
+        if isinstance(answer, BaseException):
+            stored.set_exception(answer)
+        else:
+            stored.set_result(bool(answer))
