@@ -17,6 +17,7 @@ import pytest
 import redis
 import redis.asyncio
 
+from ragpulse.config import keys
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.chunk import open_chunk, run_chunk
 from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace
@@ -324,33 +325,112 @@ def test_every_held_lease_is_renewed_in_one_round_trip(redis_client: redis.Redis
     assert all(0 < redis_client.ttl(keys.job_lease(job_id, chunk)) <= 30 for chunk in range(20))
 
 
-def test_results_finishing_together_are_stored_in_one_round_trip_each_once(redis_client: redis.Redis,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragpulse.evaluation.trace import failed_result
-    from ragpulse.store.aio import AsyncJobStore
+def _count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every round trip of an asyncio client from now on: a command's name, or a pipeline's number of commands."""
+    sent: list[object] = []
+    execute, command = redis.asyncio.client.Pipeline.execute, redis.asyncio.Redis.execute_command
 
-    job_id, sent = uuid.uuid4().hex, []
-    execute = redis.asyncio.client.Pipeline.execute
-
-    async def counted(self: redis.asyncio.client.Pipeline, *args: object, **kwargs: object) -> object:
+    async def counted_pipeline(self: redis.asyncio.client.Pipeline, *args: object, **kwargs: object) -> object:
         sent.append(len(self.command_stack))
         return await execute(self, *args, **kwargs)
 
-    monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", counted)
-    results = [failed_result(trace, i, "kept as data") for i, trace in enumerate(traces(20))]
+    async def counted_command(self: redis.asyncio.Redis, *args: object, **options: object) -> object:
+        sent.append(args[0])
+        return await command(self, *args, **options)
 
-    async def record_all() -> tuple[list[bool], list[bool]]:
+    monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", counted_pipeline)
+    monkeypatch.setattr(redis.asyncio.Redis, "execute_command", counted_command)
+    return sent
+
+
+def _counting_one(key: str):  # noqa: ANN202 - a Counting
+    def counting(pipe: object) -> None:
+        pipe.hincrbyfloat(key, "results", 1)
+        pipe.expire(key, 600)
+    return counting
+
+
+def test_results_finishing_together_are_stored_and_counted_in_one_script_call_each_once(
+        redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragpulse.evaluation.trace import failed_result
+    from ragpulse.store import scripts
+    from ragpulse.store.aio import AsyncJobStore
+
+    redis_client.script_load(scripts.RECORD_RESULTS)   # loaded: a first call is one EVALSHA, not a NOSCRIPT and a load
+    redis_client.script_load(scripts.RECORD_RESULT)
+    job_id, counter = uuid.uuid4().hex, f"test:counted:{uuid.uuid4().hex}"
+    results = [failed_result(trace, i, "kept as data") for i, trace in enumerate(traces(20))]
+    sent = _count_round_trips(monkeypatch)
+
+    async def record_all() -> tuple[list[bool], list[bool], list[bool]]:
         client = redis.asyncio.Redis.from_url(_url(redis_client))
         job = AsyncJobStore(Store(redis_client, 600), client, job_id, "default")
-        first = await asyncio.gather(*(job.record(r) for r in results))
-        again = await asyncio.gather(*(job.record(r) for r in results[:5]))
+        first = await asyncio.gather(*(job.record(r, _counting_one(counter)) for r in results[:15]))
+        # sent again (all stored), and a group of stored and new ones: each on its own, the new ones counted
+        again = await asyncio.gather(*(job.record(r, _counting_one(counter)) for r in results[:5]))
+        mixed = await asyncio.gather(*(job.record(r, _counting_one(counter)) for r in results[13:]))
         await client.aclose()
-        return first, again
+        return first, again, mixed
 
-    first, again = asyncio.run(record_all())
-    assert first == [True] * 20 and again == [False] * 5           # stored once each; sent again, applied once
-    assert sent == [20, 5]                                          # one pipeline for each group
+    first, again, mixed = asyncio.run(record_all())
+    assert first == [True] * 15 and again == [False] * 5 and mixed == [False] * 2 + [True] * 5
+    assert sent == ["EVALSHA", "EVALSHA", 5, "EVALSHA", 7]   # one script call a group; a group sent again: one more
+    assert float(redis_client.hget(counter, "results")) == 20  # each result counted exactly once
+    assert 0 < redis_client.ttl(counter) <= 600
     assert [r.index for r in Store(redis_client, 600).results.all(job_id)] == list(range(20))
+    assert redis_client.scard(keys.job_failed(job_id)) == 20
+
+
+def test_a_group_commit_leaves_the_counts_that_recording_each_result_in_turn_leaves(redis_client: redis.Redis) -> None:
+    """The real counting of varied results (judged by the local judge, failed, skipped), applied merged for a group
+    and one result after the other: the same metric fields with the same values, the same rolling-window buckets."""
+    from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
+    from ragpulse.judges import kinds
+    from ragpulse.monitoring.recorder import queue_result_counts
+    from ragpulse.store.aio import AsyncJobStore
+
+    run = uuid.uuid4().hex[:8]
+    judge = kinds.make_judge("local", Settings())
+    options = BatchOptions(judge="local", k=[1, 3])
+    batch = traces(12) + [Trace(trace_id=f"x{i}", query="q?", answer=f"Answer {i} is 42 but the docs say 7.",
+                                retrieved_docs=[RetrievedDoc(id="a", text="The answer is 7.")]) for i in range(6)]
+
+    async def judged() -> list:
+        out = [await evaluate_trace(trace, i, options, judge) for i, trace in enumerate(batch)]
+        return out + [failed_result(batch[0], 18, "kept as data"), skipped_result(batch[1], 19, "budget", options)]
+
+    results = asyncio.run(judged())
+
+    def recorded(path: str) -> tuple[dict[str, float], dict[str, dict[bytes, float]]]:
+        tenant = f"t-{run}-{path}"
+
+        def counting(result: object):  # noqa: ANN202 - a Counting
+            return lambda pipe: queue_result_counts(pipe, frozenset(), frozenset({tenant}), tenant, result)
+
+        async def record() -> None:
+            client = redis.asyncio.Redis.from_url(_url(redis_client))
+            job = AsyncJobStore(Store(redis_client, 600), client, uuid.uuid4().hex, tenant)
+            if path == "group":
+                assert all(await asyncio.gather(*(job.record(r, counting(r)) for r in results)))
+            else:
+                for r in results:
+                    assert await job.record(r, counting(r))
+            await client.aclose()
+
+        asyncio.run(record())
+        fields = {name.decode().replace(tenant, "T"): float(value)
+                  for name, value in redis_client.hgetall(keys.metrics()).items() if f"tenant={tenant}".encode() in name}
+        buckets = {key.decode().replace(tenant, "T"): {f: float(v) for f, v in redis_client.hgetall(key).items()}
+                   for key in redis_client.scan_iter(match=f"*{tenant}*")}
+        return fields, buckets
+
+    merged_fields, merged_buckets = recorded("group")
+    each_fields, each_buckets = recorded("each")
+    assert len(merged_fields) >= 20 and merged_buckets
+    assert merged_fields.keys() == each_fields.keys()
+    assert all(merged_fields[f] == pytest.approx(each_fields[f]) for f in each_fields)
+    assert merged_buckets.keys() == each_buckets.keys()
+    assert all(merged_buckets[k] == pytest.approx(each_buckets[k]) for k in each_buckets)
 
 
 def test_an_error_of_a_group_commit_reaches_every_caller(redis_client: redis.Redis,
@@ -358,10 +438,11 @@ def test_an_error_of_a_group_commit_reaches_every_caller(redis_client: redis.Red
     from ragpulse.evaluation.trace import failed_result
     from ragpulse.store.aio import AsyncJobStore
 
-    async def refused(self: redis.asyncio.client.Pipeline, *args: object, **kwargs: object) -> object:
+    async def refused(self: object, *args: object, **kwargs: object) -> object:
         raise redis.ConnectionError("Redis went away")
 
     monkeypatch.setattr(redis.asyncio.client.Pipeline, "execute", refused)
+    monkeypatch.setattr(redis.asyncio.Redis, "execute_command", refused)
 
     async def record_all() -> list[object]:
         client = redis.asyncio.Redis.from_url(_url(redis_client))

@@ -22,8 +22,8 @@ from ragpulse.store.records import FAILURE_FIELDS, failure_from, finish_fields
 from ragpulse.store.results import Counting
 from ragpulse.store.spend import SpendLedger
 
-PendingRecord = tuple[list[str], list[object], "asyncio.Future[bool]"]
-"""A result's script call (KEYS, ARGV) and its caller's answer."""
+PendingRecord = tuple[TraceResult, Counting | None, "asyncio.Future[bool]"]
+"""A result waiting for the next group commit, the writes that count it, and its caller's answer."""
 
 
 class AsyncJobStore:
@@ -32,6 +32,7 @@ class AsyncJobStore:
     def __init__(self, store: Store, client: redis.asyncio.Redis, job_id: str, tenant: str) -> None:
         self.store, self.client, self.job_id, self.tenant = store, client, job_id, tenant
         self._record = client.register_script(scripts.RECORD_RESULT)
+        self._record_all = client.register_script(scripts.RECORD_RESULTS)
         self._write_once = client.register_script(scripts.WRITE_ONCE)
         self._records: list[PendingRecord] = []
         """Results waiting for the next group commit."""
@@ -52,14 +53,14 @@ class AsyncJobStore:
             return SpendLedger.spent_from(await pipe.execute())
 
     async def record(self, result: TraceResult, counting: Counting | None = None) -> bool:
-        """Store one trace's result idempotently and count it exactly once (Results.record, the same script call).
+        """Store one trace's result idempotently and count it exactly once (Results.record, the same script).
 
-        Results that finish together go in one pipeline (a group commit: one round trip and one connection for all,
-        issue 28), each still its own script call, applied and counted on its own; an error reaches every caller
-        of the group, and each may send its result again."""
-        keys_, args = self.store.results.record_script_call(self.job_id, result, counting)
+        Results that finish together are stored together (a group commit, issue 28): in one script call that also
+        applies their counting writes merged, when none of them was stored before; else (a group sent again) in one
+        pipeline of a script call each, applied and counted on its own. An error reaches every caller of the group,
+        and each may send its result again."""
         stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._records.append((keys_, args, stored))
+        self._records.append((result, counting, stored))
         if self._sender is None:
             self._sender = asyncio.ensure_future(self._send_records())
         return await stored
@@ -71,10 +72,7 @@ class AsyncJobStore:
             while self._records:
                 group, self._records = self._records, []
                 try:
-                    async with self.client.pipeline(transaction=False) as pipe:
-                        for keys_, args, _ in group:
-                            await self._record(keys=keys_, args=args, client=pipe)
-                        answers = await pipe.execute(raise_on_error=False)
+                    answers = await self._store(group)
                 except Exception as exc:  # noqa: BLE001 - every caller of the group gets it
                     _settle(group, [exc] * len(group))
                     continue
@@ -86,6 +84,20 @@ class AsyncJobStore:
             raise
         finally:
             self._sender = None
+
+    async def _store(self, group: list[PendingRecord]) -> list[object]:
+        """Each result's answer (True: stored now) or error: all at once when none was stored before, else one by
+        one."""
+        recorded = [(result, counting) for result, counting, _ in group]
+        if len(group) > 1 and len({result.index for result, _ in recorded}) == len(group):
+            keys_, args = self.store.results.record_group_script_call(self.job_id, recorded)
+            if await self._record_all(keys=keys_, args=args):
+                return [True] * len(group)
+        async with self.client.pipeline(transaction=False) as pipe:
+            for result, counting in recorded:
+                keys_, args = self.store.results.record_script_call(self.job_id, result, counting)
+                await self._record(keys=keys_, args=args, client=pipe)
+            return await pipe.execute(raise_on_error=False)
 
     async def renew(self, chunks: list[int], lease_seconds: int) -> None:
         """Heartbeat: keep the leases of these chunks alive (ChunkLeases.renew), in one round trip."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 import hiredis
 import redis
@@ -155,6 +156,36 @@ class Writes:
 
     def zremrangebyrank(self, key: str, start: int, end: int) -> None:
         self.group.append(("ZREMRANGEBYRANK", key, start, end))
+
+
+class MergedWrites(Writes):
+    """Writes of several writers (the counting of a group of results) recorded as one group that leaves Redis as
+    applying each writer's in turn does: the increments of one hash field summed into one (HINCRBY, HINCRBYFLOAT),
+    every other command in its order, then each key's EXPIRE once (the last asked), after every other write (an
+    EXPIRE before the first write to a key would find nothing to expire). Forty results' counting becomes some forty
+    commands, not forty per result (issue 28)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sums: dict[tuple[str, str, str], Any] = {}
+        self._expires: dict[str, int] = {}
+
+    def hincrbyfloat(self, key: str, name: str, amount: float) -> None:
+        field = ("HINCRBYFLOAT", key, name)
+        self._sums[field] = self._sums.get(field, 0) + amount
+
+    def hincrby(self, key: str, name: str, amount: int) -> None:
+        field = ("HINCRBY", key, name)
+        self._sums[field] = self._sums.get(field, 0) + amount
+
+    def expire(self, key: str, seconds: int) -> None:
+        self._expires.pop(key, None)   # re-inserted: the order of the last EXPIRE asked
+        self._expires[key] = seconds
+
+    def merged(self) -> Group:
+        """The one group: the summed increments, the other commands in order, the EXPIREs."""
+        return [(*field, amount) for field, amount in self._sums.items()] + self.group + [
+            ("EXPIRE", key, seconds) for key, seconds in self._expires.items()]
 
 
 WriteQueue = redis.client.Pipeline | Writes

@@ -14,7 +14,7 @@ from ragpulse.config import keys
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.results import ResultsPage, TraceResult
 from ragpulse.store import scripts
-from ragpulse.store.atomic import Writes, WriteQueue, pack_group
+from ragpulse.store.atomic import MergedWrites, Writes, WriteQueue, pack_group
 
 _encoder = msgspec.msgpack.Encoder()
 _result_decoder = msgspec.msgpack.Decoder(TraceResult)
@@ -62,6 +62,20 @@ class Results:
         touched = list(dict.fromkeys(str(args[1]) for args in writes.group))  # every counting write names its key first
         keys_ = [keys.job_results(job_id), keys.job_failed(job_id), keys.job_skipped(job_id), *touched]
         return keys_, [index, _encoder.encode(result), self.ttl, bucket, pack_group(writes.group)]
+
+    def record_group_script_call(self, job_id: str, recorded: Sequence[tuple[TraceResult, Counting | None]],
+                                 ) -> tuple[list[str], list[object]]:
+        """The KEYS and ARGV of a RECORD_RESULTS call storing these results (distinct traces) and applying their
+        counting writes merged (atomic.MergedWrites), for when none is stored yet."""
+        writes, args = MergedWrites(), []
+        for result, counting in recorded:
+            if counting is not None:
+                counting(writes)
+            args += [str(result.index), _encoder.encode(result), TERMINAL_RESULT.get(result.status, "failed") or ""]
+        group = writes.merged()
+        touched = list(dict.fromkeys(str(command[1]) for command in group))
+        keys_ = [keys.job_results(job_id), keys.job_failed(job_id), keys.job_skipped(job_id), *touched]
+        return keys_, [self.ttl, pack_group(group), *args]
 
     def counts(self, job_id: str) -> tuple[int, int, int]:
         """(stored, failed, skipped) result counts."""

@@ -84,6 +84,28 @@ end
 return new
 """
 
+# Store a group of results that finished together, as RECORD_RESULT would one after the other, when none of them has a
+# result yet (the first attempt of each); then their counting writes, merged (atomic.MergedWrites: each metric field
+# once), apply once for all. Returns 0 and writes nothing when any has a result already (a group sent again): the caller then
+# records each with RECORD_RESULT, which counts only the new ones.
+# KEYS: results hash, failed set, skipped set, then every key the counting writes touch.
+# ARGV: ttl, the merged counting writes packed (PACKED_COMMANDS), then index, encoded result and bucket of each result.
+RECORD_RESULTS = PACKED_COMMANDS + """
+for i = 3, #ARGV, 3 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then return 0 end
+end
+for i = 3, #ARGV, 3 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  redis.call(ARGV[i + 2] == 'failed' and 'SADD' or 'SREM', KEYS[2], ARGV[i])
+  redis.call(ARGV[i + 2] == 'skipped' and 'SADD' or 'SREM', KEYS[3], ARGV[i])
+end
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+redis.call('EXPIRE', KEYS[3], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+for _, args in ipairs(packed(ARGV[2])) do redis.call(unpack(args)) end
+return 1
+"""
+
 # A token bucket in one hash, on Redis' clock (so API replicas on different machines agree). Lua source of a function
 # take(key, n, rate, burst) -> 0 when the n tokens were taken, else the milliseconds until n tokens are there (then
 # nothing is taken). The bucket starts full (burst tokens), refills at `rate` tokens a second up to `burst`, and
