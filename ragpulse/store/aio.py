@@ -8,7 +8,6 @@ trip differs.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import redis.asyncio
@@ -18,12 +17,13 @@ from ragpulse.model.results import TraceResult
 from ragpulse.store import Store, scripts
 from ragpulse.store.atomic import Group, pack_group
 from ragpulse.store.chunks import ChunkLeases
+from ragpulse.store.group_commit import GroupCommit
 from ragpulse.store.records import FAILURE_FIELDS, failure_from, finish_fields
 from ragpulse.store.results import Counting
 from ragpulse.store.spend import SpendLedger
 
-PendingRecord = tuple[TraceResult, Counting | None, "asyncio.Future[bool]"]
-"""A result waiting for the next group commit, the writes that count it, and its caller's answer."""
+Recorded = tuple[TraceResult, Counting | None]
+"""A result to store and the writes that count it."""
 
 
 class AsyncJobStore:
@@ -34,9 +34,7 @@ class AsyncJobStore:
         self._record = client.register_script(scripts.RECORD_RESULT)
         self._record_all = client.register_script(scripts.RECORD_RESULTS)
         self._write_once = client.register_script(scripts.WRITE_ONCE)
-        self._records: list[PendingRecord] = []
-        """Results waiting for the next group commit."""
-        self._sender: asyncio.Future[None] | None = None
+        self._records: GroupCommit[Recorded, bool] = GroupCommit(self._store, same_turn=True)
 
     async def failure(self) -> str | None:
         """The job's error when it has failed, else None."""
@@ -59,45 +57,21 @@ class AsyncJobStore:
         applies their counting writes merged, when none of them was stored before; else (a group sent again) in one
         pipeline of a script call each, applied and counted on its own. An error reaches every caller of the group,
         and each may send its result again."""
-        stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._records.append((result, counting, stored))
-        if self._sender is None:
-            self._sender = asyncio.ensure_future(self._send_records())
-        return await stored
+        return await self._records.submit((result, counting))
 
-    async def _send_records(self) -> None:
-        group: list[PendingRecord] = []
-        try:
-            await asyncio.sleep(0)   # the results finished in this turn of the loop join the first group
-            while self._records:
-                group, self._records = self._records, []
-                try:
-                    answers = await self._store(group)
-                except Exception as exc:  # noqa: BLE001 - every caller of the group gets it
-                    _settle(group, [exc] * len(group))
-                    continue
-                _settle(group, answers)
-                group = []
-        except BaseException as exc:
-            _settle(group + self._records, [exc] * (len(group) + len(self._records)))
-            self._records = []
-            raise
-        finally:
-            self._sender = None
-
-    async def _store(self, group: list[PendingRecord]) -> list[object]:
+    async def _store(self, group: list[Recorded]) -> list[bool | BaseException]:
         """Each result's answer (True: stored now) or error: all at once when none was stored before, else one by
         one."""
-        recorded = [(result, counting) for result, counting, _ in group]
-        if len(group) > 1 and len({result.index for result, _ in recorded}) == len(group):
-            keys_, args = self.store.results.record_group_script_call(self.job_id, recorded)
+        if len(group) > 1 and len({result.index for result, _ in group}) == len(group):
+            keys_, args = self.store.results.record_group_script_call(self.job_id, group)
             if await self._record_all(keys=keys_, args=args):
                 return [True] * len(group)
         async with self.client.pipeline(transaction=False) as pipe:
-            for result, counting in recorded:
+            for result, counting in group:
                 keys_, args = self.store.results.record_script_call(self.job_id, result, counting)
                 await self._record(keys=keys_, args=args, client=pipe)
-            return await pipe.execute(raise_on_error=False)
+            answers = await pipe.execute(raise_on_error=False)
+        return [a if isinstance(a, BaseException) else bool(a) for a in answers]
 
     async def renew(self, chunks: list[int], lease_seconds: int) -> None:
         """Heartbeat: keep the leases of these chunks alive (ChunkLeases.renew), in one round trip."""
@@ -120,14 +94,3 @@ class AsyncJobStore:
             queue(pipe)
             if pipe.command_stack:
                 await pipe.execute()
-
-
-def _settle(group: list[PendingRecord], answers: list[object]) -> None:
-    """Give each caller of a group its script's answer (True: stored now), or the error."""
-    for (_, _, stored), answer in zip(group, answers, strict=True):
-        if stored.done():   # its caller went away (cancelled)
-            continue
-        if isinstance(answer, BaseException):
-            stored.set_exception(answer)
-        else:
-            stored.set_result(bool(answer))

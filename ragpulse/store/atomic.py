@@ -16,7 +16,6 @@ Like MULTI/EXEC across RQ's keys and ours, this needs a standalone Redis, not a 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,13 +27,13 @@ import redis.client
 from ragpulse.exceptions import (
     AlreadyAnswered, Backlogged, IdempotencyKeyReused, OverBacklogShare, RateLimited, StoreRefused,
 )
+from ragpulse.store.group_commit import GroupCommit
 from ragpulse.store.scripts import (
     BACKLOG_ROOM, IDEMPOTENCY, INDEX_KEY, ONCE_CHECK, PACKED_COMMANDS, ROOM_FOR_POST, TAKE_TOKENS, TOKEN_BUCKET,
 )
 
 Command = Sequence[object]
 Group = list[Command]
-Waiting = tuple[Group, "asyncio.Future[None]"]
 
 TAKE = "ragpulse.take"
 """Name of the pseudo-command that may open a group: `(TAKE, bucket key, n, rate, burst)` takes n tokens from a
@@ -235,8 +234,7 @@ class GroupCommitter:
         self._room = client.register_script(ROOM_FOR_POST)
         self._once = client.register_script(ONCE_CHECK)
         self._index_key = client.register_script(INDEX_KEY)
-        self._waiting: list[Waiting] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._groups: GroupCommit[Group, None] = GroupCommit(self._send, most=MAX_GROUPS_PER_CALL)
 
     async def apply(self, group: Group, *, alone: bool = False) -> None:
         """Apply `group` atomically; StoreRefused when Redis refuses it, RateLimited when the group opens with a TAKE
@@ -259,11 +257,7 @@ class GroupCommitter:
             except redis.ResponseError as exc:
                 raise refused(str(exc)) from exc
             return
-        done = asyncio.get_running_loop().create_future()
-        self._waiting.append((group, done))
-        if self._flusher is None:
-            self._flusher = asyncio.create_task(self._flush())
-        await done
+        await self._groups.submit(group)
 
     async def _transaction(self, group: Group) -> None:
         while group and group[0][0] in (TAKE, ROOM, ONCE):  # none runs in MULTI/EXEC: check first, then write
@@ -288,36 +282,13 @@ class GroupCommitter:
         if result:
             raise _refusal(result)
 
-    async def _flush(self) -> None:
-        batch: list[Waiting] = []
+    async def _send(self, groups: list[Group]) -> list[Exception | None]:
+        """Apply these groups in one script call: each group's refusal, or None when it was applied."""
         try:
-            while self._waiting:
-                batch = self._waiting[:MAX_GROUPS_PER_CALL]
-                del self._waiting[:MAX_GROUPS_PER_CALL]
-                await self._send(batch)
-        except BaseException:  # cancelled (the loop is closing): nobody may wait forever on a write
-            _fail(batch + self._waiting, redis.ConnectionError("the write was cancelled before Redis answered"))
-            self._waiting.clear()
-            raise
-        finally:
-            self._flusher = None
-
-    async def _send(self, batch: list[Waiting]) -> None:
-        try:
-            results = await self._apply(args=_script_args([group for group, _ in batch]))
+            results = await self._apply(args=_script_args(groups))
         except redis.ResponseError as exc:  # the whole call refused (e.g. out of memory): every group of it
-            _fail(batch, refused(str(exc)))
-            return
-        except Exception as exc:  # noqa: BLE001 - handed to every caller of this call, who raises it
-            _fail(batch, exc)
-            return
-        for (_, done), result in zip(batch, results, strict=True):
-            if done.done():  # the caller went away (cancelled)
-                continue
-            if result:
-                done.set_exception(_refusal(result))
-            else:
-                done.set_result(None)
+            return [refused(str(exc))] * len(groups)
+        return [_refusal(result) if result else None for result in results]
 
 
 def _refusal(result: bytes) -> Exception:
@@ -346,9 +317,3 @@ def refused(text: str) -> StoreRefused:
     if "maxmemory" in text and not text.startswith("OOM"):
         text = f"OOM {text}"
     return StoreRefused(text)
-
-
-def _fail(waiting: list[Waiting], exc: BaseException) -> None:
-    for _, done in waiting:
-        if not done.done():
-            done.set_exception(exc)
