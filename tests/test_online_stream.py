@@ -179,6 +179,38 @@ def test_the_consumer_processes_counts_and_deletes_posts(redis_url: str, redis_c
     assert redis_client.xpending(key, keys.ONLINE_GROUP)["pending"] == 0
 
 
+def test_the_consumer_stops_though_a_round_trip_in_progress_swallows_its_cancellation(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """redis-py's asyncio client was seen to lose a cancellation inside its timeouts and retries (a chunk run's
+    heartbeat then renewed its leases for ever); a helper loop that only a cancellation ends would never end."""
+    settings = Settings(queue_prefix=f"q{uuid.uuid4().hex[:8]}", online_claim_idle_seconds=1)
+    refreshes: list[float] = []
+
+    async def refresh_swallowing_cancel(self: OnlineStream, entry_ids: list[bytes]) -> None:
+        refreshes.append(time.monotonic())
+        try:
+            await asyncio.sleep(0.2)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.05)   # the cancellation is lost here: the round trip "goes on" and returns
+
+    monkeypatch.setattr(OnlineStream, "refresh", refresh_swallowing_cancel)
+    stop = threading.Event()
+
+    async def main() -> float:
+        consumer = _consumer(redis_url, posts.stream_key(settings), settings)
+        task = asyncio.create_task(consumer.run(stop))
+        while len(refreshes) < 2:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)   # a refresh is in progress
+        stop.set()
+        stopped = time.monotonic()
+        await asyncio.wait_for(task, 5)
+        return time.monotonic() - stopped
+
+    assert run(main()) < 2
+    assert len(refreshes) <= 3
+
+
 def _two_tenants(cap: int) -> Settings:
     return Settings(queue_prefix=f"q{uuid.uuid4().hex[:8]}", online_max_backlog=cap,
                     api_key_digests={"digest-a": "a", "digest-b": "b"})

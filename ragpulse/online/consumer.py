@@ -65,6 +65,10 @@ class OnlineConsumer:
         self._unsent_shared: Group = []
         self._finished_event = asyncio.Event()
         self._room = asyncio.Event()
+        self._stopping = asyncio.Event()
+        """Set as the consumer stops: the helpers' loops end at their next turn even when a cancellation was lost
+        (redis-py's asyncio client was seen to swallow one inside its timeouts and retries, and a chunk run's
+        heartbeat then renewed its leases for ever)."""
 
     async def run(self, stop: threading.Event) -> None:
         """Consume until `stop` is set. Then a read in progress is dropped at once (even one retrying through a Redis
@@ -78,18 +82,31 @@ class OnlineConsumer:
                 done, _ = await asyncio.wait(helpers, timeout=STOP_POLL_SECONDS, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
                     await task   # re-raises its error (a Redis outage): the caller starts over
-            for task in helpers:
-                task.cancel()
+            self._stop_helpers(helpers)
             await asyncio.gather(*helpers, return_exceptions=True)
             await self._finish_in_flight()
         finally:
-            for task in (*helpers, *self.in_flight.values()):
+            self._stop_helpers(helpers)
+            for task in self.in_flight.values():
                 task.cancel()
             await asyncio.gather(*helpers, *self.in_flight.values(), return_exceptions=True)
 
+    def _stop_helpers(self, helpers: list[asyncio.Task[None]]) -> None:
+        """Tell the helper loops to end (`_stopping`, which outlives a lost cancellation) and cancel them."""
+        self._stopping.set()
+        self._finished_event.set()   # the acknowledger, waiting for finished posts, sees `_stopping`
+        for task in helpers:
+            task.cancel()
+
+    async def _running_after(self, seconds: float) -> bool:
+        """Wait `seconds`, or less when the consumer stops; True while it runs."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        return not self._stopping.is_set()
+
     async def _read_loop(self, stop: threading.Event) -> None:
         await self.stream.ensure_group()
-        while not stop.is_set():
+        while not stop.is_set() and not self._stopping.is_set():
             count = self._room_for()
             if count <= 0:
                 self._room.clear()
@@ -158,7 +175,8 @@ class OnlineConsumer:
     async def _acknowledger(self) -> None:
         while True:
             await self._finished_event.wait()
-            await asyncio.sleep(ACK_EVERY_SECONDS)
+            if not await self._running_after(ACK_EVERY_SECONDS):
+                return   # what is finished is acknowledged by _finish_in_flight
             await self._acknowledge()
 
     async def _acknowledge(self) -> None:
@@ -181,13 +199,11 @@ class OnlineConsumer:
             self._release(entry_id)
 
     async def _refresher(self) -> None:
-        while True:
-            await asyncio.sleep(self.claim_idle_ms / 3000)
+        while await self._running_after(self.claim_idle_ms / 3000):
             await self.stream.refresh(list(self.in_flight))
 
     async def _claimer(self) -> None:
-        while True:
-            await asyncio.sleep(max(0.2, self.claim_idle_ms / 4000))
+        while await self._running_after(max(0.2, self.claim_idle_ms / 4000)):
             claimed = await self.stream.claim_stale(self.claim_idle_ms, defaults.ONLINE_READ_COUNT)
             for entry in claimed.entries:
                 log.warning("online post %s claimed from a worker that stopped acknowledging it", entry[0].decode())
