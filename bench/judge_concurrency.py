@@ -28,14 +28,11 @@ target and non-zero only when a run breaks.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +43,7 @@ if str(ROOT) not in sys.path:  # `python bench/judge_concurrency.py` puts bench/
 from bench.judge_throughput import (  # noqa: E402 - the same private stack, traces and CPU accounting
     Stack, cpu_line, git_state, machine, make_traces, wait_quiet,
 )
+from ragpulse.store.results import collection_paused  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
 
 LATENCY = 0.3
@@ -126,7 +124,10 @@ def judged_run(workers: int, concurrency: int, chunking: str, seconds: float, tm
            "RAGPULSE_TENANT_TRACES_PER_SECOND": "0"}
     if chunking == "whole":
         env["RAGPULSE_CHUNK_SIZE"] = str(MAX_BATCH)
-    with FakeAnthropic(latency=LATENCY, cache_min_tokens=10**9) as fake, no_collection():
+    # The collector paused in this process while runs are measured: the fake here logs every request body (~200 objects
+    # each), and a full collection over thousands of them held the GIL, and so every one of the fake's threads, for
+    # 0.1-0.4 s (pauses in the calls that were the fake's, not the worker's).
+    with FakeAnthropic(latency=LATENCY, cache_min_tokens=10**9) as fake, collection_paused():
         quiet = wait_quiet(30.0)
         load_start = os.getloadavg()[0]
         reference = reference_rate(fake, workers * concurrency, seconds)
@@ -148,19 +149,6 @@ def judged_run(workers: int, concurrency: int, chunking: str, seconds: float, tm
     status = statuses[0] if len(set(statuses)) == 1 else ",".join(statuses)
     return Run(workers, concurrency, chunking, n, status, len(arrivals), middle_rate(arrivals), wall, cpu, quiet,
                gaps_between(arrivals), reference, (load_start, os.getloadavg()[0]))
-
-
-@contextlib.contextmanager
-def no_collection() -> Iterator[None]:
-    """Python's cyclic garbage collector off in this process while a run is measured: the fake here logs every
-    request body (~200 objects each), and a full collection over thousands of them held the GIL, and so every one
-    of the fake's threads, for 0.1-0.4 s (pauses in the calls that were the fake's, not the worker's)."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-        gc.collect()
 
 
 def reference_rate(fake: FakeAnthropic, in_flight: int, seconds: float) -> float:
