@@ -1,6 +1,6 @@
 """Judge throughput benchmark: how close scaled-out workers get to a provider's rate limit, and local-judge speed.
 
-    .venv/bin/python bench/judge_throughput.py            # full run, ~16 min
+    .venv/bin/python bench/judge_throughput.py            # full run, ~18 min (phase 3 alone, 1 worker: ~3.5 min)
     .venv/bin/python bench/judge_throughput.py --quick    # 3 steady windows per run and 2,000 local traces, ~8 min
 
 Everything runs on this machine, on loopback, in one run; every scenario gets its own private redis-server.
