@@ -14,7 +14,7 @@ from ragpulse.config import keys
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.results import ResultsPage, TraceResult
 from ragpulse.store import scripts
-from ragpulse.store.atomic import MergedWrites, Writes, WriteQueue, pack_group
+from ragpulse.store.atomic import Group, MergedWrites, Writes, WriteQueue, pack_group
 
 _encoder = msgspec.msgpack.Encoder()
 _result_decoder = msgspec.msgpack.Decoder(TraceResult)
@@ -54,14 +54,11 @@ class Results:
                            counting: Counting | None = None) -> tuple[list[str], list[object]]:
         """The KEYS and ARGV of the RECORD_RESULT call that `record` makes (an asyncio client makes the same call):
         `counting`'s writes are recorded (atomic.Writes), then packed into one argument."""
-        index = str(result.index)
-        bucket = TERMINAL_RESULT.get(result.status, "failed") or ""
         writes = Writes()
         if counting is not None:
             counting(writes)
-        touched = list(dict.fromkeys(str(args[1]) for args in writes.group))  # every counting write names its key first
-        keys_ = [keys.job_results(job_id), keys.job_failed(job_id), keys.job_skipped(job_id), *touched]
-        return keys_, [index, _encoder.encode(result), self.ttl, bucket, pack_group(writes.group)]
+        return _record_keys(job_id, writes.group), [
+            str(result.index), _encoder.encode(result), self.ttl, _bucket(result), pack_group(writes.group)]
 
     def record_group_script_call(self, job_id: str, recorded: Sequence[tuple[TraceResult, Counting | None]],
                                  ) -> tuple[list[str], list[object]]:
@@ -71,11 +68,9 @@ class Results:
         for result, counting in recorded:
             if counting is not None:
                 counting(writes)
-            args += [str(result.index), _encoder.encode(result), TERMINAL_RESULT.get(result.status, "failed") or ""]
+            args += [str(result.index), _encoder.encode(result), _bucket(result)]
         group = writes.merged()
-        touched = list(dict.fromkeys(str(command[1]) for command in group))
-        keys_ = [keys.job_results(job_id), keys.job_failed(job_id), keys.job_skipped(job_id), *touched]
-        return keys_, [self.ttl, pack_group(group), *args]
+        return _record_keys(job_id, group), [self.ttl, pack_group(group), *args]
 
     def counts(self, job_id: str) -> tuple[int, int, int]:
         """(stored, failed, skipped) result counts."""
@@ -167,6 +162,18 @@ def _parse_cursor(cursor: str | None) -> int:
         raise InvalidParameter("cursor is not one this API issued",
                                [{"path": "query.cursor", "message": "pass back next_cursor unchanged"}])
     return int(cursor)
+
+
+def _bucket(result: TraceResult) -> str:
+    """The index set a result is filed under: 'failed', 'skipped' or '' (neither)."""
+    return TERMINAL_RESULT.get(result.status, "failed") or ""
+
+
+def _record_keys(job_id: str, counting: Group) -> list[str]:
+    """KEYS of RECORD_RESULT(S): the results hash, the failed and skipped sets, then every key the counting writes
+    touch (each names its key first)."""
+    touched = dict.fromkeys(str(command[1]) for command in counting)
+    return [keys.job_results(job_id), keys.job_failed(job_id), keys.job_skipped(job_id), *touched]
 
 
 @contextlib.contextmanager
