@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import concurrent.futures
 import functools
 import gc
 import json
@@ -491,7 +490,7 @@ class LocalRun:
     quiet: float
     report_split: tuple[float, float] | None = None
     limit_beside: tuple[float, float, float] | None = None
-    """The in-process limit measured at the same time as the run (LimitBeside): traces/s, CPU ms per trace, report
+    """The in-process limit measured at the same time as the run (SpawnedLimit): traces/s, CPU ms per trace, report
     share."""
 
     @property
@@ -513,7 +512,8 @@ def _in_process_limit(traces: list[dict[str, Any]],
     document is new to the process, as it is to the work-horse that judges a chunk. Measured on the run's own traces
     (all of them: the caches grow over a run as they do in a work-horse), decoded from msgpack as a work-horse decodes
     its chunk, and moved out of the collector's reach as a work-horse moves its chunk's (`gc.freeze`), so that the
-    reference pays no collection the worker does not. Returns (traces per wall second, CPU ms per trace, the report's share of the wall time)."""
+    reference pays no collection the worker does not. Returns (traces per wall second, CPU ms per trace, the report's
+    share of the wall time)."""
     from ragpulse.config.settings import Settings  # noqa: PLC0415
     from ragpulse.evaluation.trace import evaluate_trace  # noqa: PLC0415
     from ragpulse.judges import kinds  # noqa: PLC0415
@@ -556,27 +556,24 @@ def _in_process_limit(traces: list[dict[str, Any]],
     return len(decoded) / wall, cpu / len(decoded) * 1000, (time.perf_counter() - evaluated) / wall
 
 
-def in_process_limit(traces: list[dict[str, Any]]) -> tuple[float, float, float]:
-    """`_in_process_limit` in a fresh process of its own (spawned, not forked), so that a second measurement finds no
-    cache the first filled and the bench's own heap (the fake's logs, earlier phases) weighs on neither."""
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_in_process_limit, traces).result()
-
-
-def _limit_beside(traces: list[dict[str, Any]], connection: Connection) -> None:
+def _limit_in_child(traces: list[dict[str, Any]], connection: Connection) -> None:
     connection.send(_in_process_limit(traces, connection))
 
 
-class LimitBeside:
-    """The in-process limit measured in a spawned process at the same time as a worker's run, from the POST on: the
-    two share this machine's speed of those minutes, which drifts by up to a quarter between two measurements minutes
-    apart (a limit measured before and after a run differed by 1-27% on 2026-12-02), so their CPU per trace compares
-    the code, not the minutes. Not their wall time: with one worker the two take one core each, and the API, Redis
-    and this process take theirs from both (the worker got 0.90 cores in one such run)."""
+class SpawnedLimit:
+    """The in-process limit in a fresh process of its own (spawned, not forked: a second measurement finds no cache the
+    first filled, and the bench's own heap weighs on none), its clock started by `go`.
+
+    Started with a worker's run (`local_run(beside=...)`), the two share this machine's speed of those minutes, which
+    drifts by up to a quarter between two measurements minutes apart (a limit measured before and after a run differed
+    by 1-27% on 2026-12-02), so their CPU per trace compares the code, not the minutes. Not their wall time: with one
+    worker the two take one core each, and the API, Redis and this process take theirs from both (the worker got 0.90
+    cores in one such run)."""
 
     def __init__(self, traces: list[dict[str, Any]]) -> None:
-        self._connection, child = multiprocessing.get_context("spawn").Pipe()
-        self._process = multiprocessing.get_context("spawn").Process(target=_limit_beside, args=(traces, child))
+        spawn = multiprocessing.get_context("spawn")
+        self._connection, child = spawn.Pipe()
+        self._process = spawn.Process(target=_limit_in_child, args=(traces, child))
         self._process.start()
         if not self._connection.poll(300) or self._connection.recv() != "ready":
             raise RuntimeError("the limit's process did not get ready in 300 s")
@@ -593,6 +590,13 @@ class LimitBeside:
             return self._connection.recv()
         finally:
             self._process.join(10)
+
+
+def in_process_limit(traces: list[dict[str, Any]]) -> tuple[float, float, float]:
+    """The limit measured alone, in a spawned process (SpawnedLimit)."""
+    limit = SpawnedLimit(traces)
+    limit.go()
+    return limit.result()
 
 
 def report_split(redis_url: str, job_id: str) -> tuple[float, float]:
@@ -612,7 +616,7 @@ def report_split(redis_url: str, job_id: str) -> tuple[float, float]:
 
 
 def local_run(workers: int, traces: list[dict[str, Any]], tmp: Path, split: bool = False,
-              beside: Callable[[], LimitBeside] | None = None) -> LocalRun:
+              beside: Callable[[], SpawnedLimit] | None = None) -> LocalRun:
     """One POST of `traces` with the local judge, to finished. With `beside`, the limit it makes is measured at the
     same time, its clock started with the POST (LocalRun.limit_beside)."""
     quiet = wait_quiet(QUIET_WAIT)
@@ -767,14 +771,14 @@ def main() -> None:  # noqa: PLR0915 - a linear script
                           f"{run.traces:,} results {load:.2f} s, build_report {build:.2f} s")
             if args.beside and 1 in args.workers:
                 try:
-                    run = local_run(1, traces, tmp, beside=functools.partial(LimitBeside, traces))
+                    run = local_run(1, traces, tmp, beside=functools.partial(SpawnedLimit, traces))
                 except RuntimeError as exc:
                     broken = True
                     print(f"  1 worker beside the limit: BROKEN RUN: {exc}")
                 else:
                     rate, cpu_ms, _share = run.limit_beside
-                    print(f"  1 worker again, the limit measured beside it (its clock started with the POST): worker CPU "
-                          f"{run.worker_cpu_ms:.2f} ms per trace, the limit's {cpu_ms:.2f} ms: "
+                    print(f"  1 worker again, the limit measured beside it (its clock started with the POST): worker "
+                          f"CPU {run.worker_cpu_ms:.2f} ms per trace, the limit's {cpu_ms:.2f} ms: "
                           f"{cpu_ms / run.worker_cpu_ms:.3f} (the same minutes of this machine; the wall times, "
                           f"{run.per_s:,.0f} and {rate:,.0f} traces/s, share the second core and bound nothing)")
             after = in_process_limit(traces)
