@@ -28,8 +28,10 @@ Everything runs on this machine, on loopback, in one run; every scenario gets it
    10,000 traces decoded as a work-horse decodes them. It is measured before and after the runs (the ratios of every
    run use the mean; this machine's speed drifts by up to a quarter within minutes). `--beside` adds a 1-worker run
    with the limit measured at the same time, its clock started with the POST: their CPU per trace share the same
-   minutes (their wall times share the second core, so they bound nothing). Target (issue 28): 1 worker >= 0.9 of the
-   mean limit, wall time.
+   minutes (their wall times share the second core, so they bound nothing). `--repeat N` runs the workers N times
+   with a limit measured between each two runs, compares each run with the limits just before and after it, and prints
+   the median: one run against one pair of limits says little on a machine whose speed drifts this much. Target
+   (issue 28): 1 worker >= 0.9 of the mean limit, wall time.
 
 This is a benchmark, not a test: it exits 0 on a missed target and non-zero only when a run breaks.
 CPU used by redis-server, the API, the workers (with their work-horses), this process (which hosts the fake) and by
@@ -47,6 +49,7 @@ import multiprocessing
 import os
 import platform
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -492,6 +495,9 @@ class LocalRun:
     limit_beside: tuple[float, float, float] | None = None
     """The in-process limit measured at the same time as the run (SpawnedLimit): traces/s, CPU ms per trace, report
     share."""
+    limit: tuple[float, float, float] | None = None
+    """The limit the run is compared with: the mean of those measured just before and just after it (traces/s, CPU
+    ms per trace, report share)."""
 
     @property
     def per_s(self) -> float:
@@ -501,6 +507,18 @@ class LocalRun:
     def worker_cpu_ms(self) -> float:
         """Worker CPU (work-horses included) per trace."""
         return self.cpu["workers"] * self.wall / self.traces * 1000
+
+    @property
+    def wall_ratio(self) -> float:
+        """Traces per second against the limit's (the target's figure)."""
+        assert self.limit is not None
+        return self.per_s / self.limit[0]
+
+    @property
+    def cpu_ratio(self) -> float:
+        """The limit's CPU per trace against the worker's."""
+        assert self.limit is not None
+        return self.limit[1] / self.worker_cpu_ms
 
 
 def _in_process_limit(traces: list[dict[str, Any]],
@@ -597,6 +615,60 @@ def in_process_limit(traces: list[dict[str, Any]]) -> tuple[float, float, float]
     limit = SpawnedLimit(traces)
     limit.go()
     return limit.result()
+
+
+def compared_limit(*limits: tuple[float, float, float]) -> tuple[float, float, float]:
+    """The mean of limits measured around a run (each field on its own)."""
+    return tuple(sum(field) / len(limits) for field in zip(*limits, strict=True))  # type: ignore[return-value]
+
+
+def print_local(run: LocalRun) -> None:
+    print(f"  {run.workers} worker(s): POST {run.post_seconds:.1f} s, first result {run.first_result:.1f} s, "
+          f"all traces evaluated {run.all_done:.1f} s, {run.job_status} ({run.done:,} done) after "
+          f"{run.wall:.1f} s = {run.per_s:,.0f} traces/s; worker CPU {run.worker_cpu_ms:.2f} ms per trace")
+    print(f"    CPU: {cpu_line(run.cpu)} (others used {run.quiet:.2f} cores just before)")
+    if run.report_split:
+        load, build = run.report_split
+        print(f"    the finalizer's serial tail, redone in this process on the finished job: load "
+              f"{run.traces:,} results {load:.2f} s, build_report {build:.2f} s")
+
+
+def print_ratio(run: LocalRun) -> None:
+    print(f"  {run.workers} worker(s): {run.wall_ratio:.3f} x the single-process limit (wall); worker CPU per trace "
+          f"{run.cpu_ratio:.3f} x the in-process CPU's rate"
+          + (f"; target >= {LOCAL_TARGET} (wall): {verdict(run.wall_ratio >= LOCAL_TARGET)}" if run.workers == 1
+             else ""))
+
+
+def print_repeated(runs: list[LocalRun]) -> None:
+    """The 1-worker runs of a --repeat: each ratio, the median, and how many reach the target."""
+    ones = [run for run in runs if run.workers == 1]
+    if not ones:
+        return
+    walls = sorted(run.wall_ratio for run in ones)
+    cpus = sorted(run.cpu_ratio for run in ones)
+    passing = sum(ratio >= LOCAL_TARGET for ratio in walls)
+    print(f"  1 worker, {len(ones)} runs, each against the limits measured just before and after it: wall "
+          f"{', '.join(f'{r:.3f}' for r in walls)}; median {statistics.median(walls):.3f}, {passing} of {len(ones)} "
+          f">= {LOCAL_TARGET}; CPU per trace median {statistics.median(cpus):.3f}")
+
+
+def beside_run(args: argparse.Namespace, traces: list[dict[str, Any]], tmp: Path) -> bool:
+    """`--beside`: one more 1-worker run with the limit measured at the same time; compares CPU per trace only.
+    Answers whether the run broke."""
+    if not (args.beside and 1 in args.workers):
+        return False
+    try:
+        run = local_run(1, traces, tmp, beside=functools.partial(SpawnedLimit, traces))
+    except RuntimeError as exc:
+        print(f"  1 worker beside the limit: BROKEN RUN: {exc}")
+        return True
+    rate, cpu_ms, _share = run.limit_beside
+    print(f"  1 worker again, the limit measured beside it (its clock started with the POST): worker "
+          f"CPU {run.worker_cpu_ms:.2f} ms per trace, the limit's {cpu_ms:.2f} ms: "
+          f"{cpu_ms / run.worker_cpu_ms:.3f} (the same minutes of this machine; the wall times, "
+          f"{run.per_s:,.0f} and {rate:,.0f} traces/s, share the second core and bound nothing)")
+    return False
 
 
 def report_split(redis_url: str, job_id: str) -> tuple[float, float]:
@@ -697,6 +769,9 @@ def main() -> None:  # noqa: PLR0915 - a linear script
     parser.add_argument("--beside", action="store_true",
                         help="phase 3: one more 1-worker run with the in-process limit measured at the same time")
     parser.add_argument("--chunk-size", type=int, default=CHUNK_SIZE, help="RAGPULSE_CHUNK_SIZE in phases 1-2")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="phase 3: the runs this many times, a limit measured between each two, each run compared "
+                             "with the limits just before and after it; prints the median")
     parser.add_argument("--wait-quiet", type=float, default=QUIET_WAIT,
                         help="seconds to wait before each scenario for other processes to go below 0.3 cores")
     args = parser.parse_args()
@@ -749,48 +824,35 @@ def main() -> None:  # noqa: PLR0915 - a linear script
                   f"{-(-n_local // 500)} chunk jobs)")
             traces = make_traces(n_local, 7, "loc")
             body_mb = len(msgspec.json.encode({"traces": traces})) / 1e6
-            before = in_process_limit(traces)
+            limits = [in_process_limit(traces)]
             print(f"  single-process limit before the runs (decide + evaluate_trace with the local judge, then "
-                  f"build_report; no HTTP/Redis): {before[0]:,.0f} traces/s, {before[1]:.2f} ms CPU per trace (the "
-                  f"report {before[2]:.0%} of the time); body {body_mb:.1f} MB")
-            for workers in args.workers:
-                try:
-                    run = local_run(workers, traces, tmp, split=not local)
-                except RuntimeError as exc:
-                    broken = True
-                    print(f"  {workers} worker(s): BROKEN RUN: {exc}")
-                    continue
-                local.append(run)
-                print(f"  {workers} worker(s): POST {run.post_seconds:.1f} s, first result {run.first_result:.1f} s, "
-                      f"all traces evaluated {run.all_done:.1f} s, {run.job_status} ({run.done:,} done) after "
-                      f"{run.wall:.1f} s = {run.per_s:,.0f} traces/s; worker CPU {run.worker_cpu_ms:.2f} ms per trace")
-                print(f"    CPU: {cpu_line(run.cpu)} (others used {run.quiet:.2f} cores just before)")
-                if run.report_split:
-                    load, build = run.report_split
-                    print(f"    the finalizer's serial tail, redone in this process on the finished job: load "
-                          f"{run.traces:,} results {load:.2f} s, build_report {build:.2f} s")
-            if args.beside and 1 in args.workers:
-                try:
-                    run = local_run(1, traces, tmp, beside=functools.partial(SpawnedLimit, traces))
-                except RuntimeError as exc:
-                    broken = True
-                    print(f"  1 worker beside the limit: BROKEN RUN: {exc}")
-                else:
-                    rate, cpu_ms, _share = run.limit_beside
-                    print(f"  1 worker again, the limit measured beside it (its clock started with the POST): worker "
-                          f"CPU {run.worker_cpu_ms:.2f} ms per trace, the limit's {cpu_ms:.2f} ms: "
-                          f"{cpu_ms / run.worker_cpu_ms:.3f} (the same minutes of this machine; the wall times, "
-                          f"{run.per_s:,.0f} and {rate:,.0f} traces/s, share the second core and bound nothing)")
-            after = in_process_limit(traces)
-            limit, limit_cpu_ms, report_share = ((b + a) / 2 for b, a in zip(before, after, strict=True))
-            print(f"  single-process limit after the runs: {after[0]:,.0f} traces/s, {after[1]:.2f} ms CPU per trace; "
-                  f"the runs are compared with the mean of the two, {limit:,.0f} traces/s and {limit_cpu_ms:.2f} ms "
-                  f"(this machine's speed drifts by minutes: the two differ by {abs(after[0] / before[0] - 1):.0%})")
-            for run in local:
-                print(f"  {run.workers} worker(s): {run.per_s / limit:.3f} x the single-process limit (wall); worker "
-                      f"CPU per trace {limit_cpu_ms / run.worker_cpu_ms:.3f} x the in-process CPU's rate"
-                      + (f"; target >= {LOCAL_TARGET} (wall): {verdict(run.per_s / limit >= LOCAL_TARGET)}"
-                         if run.workers == 1 else ""))
+                  f"build_report; no HTTP/Redis): {limits[0][0]:,.0f} traces/s, {limits[0][1]:.2f} ms CPU per trace "
+                  f"(the report {limits[0][2]:.0%} of the time); body {body_mb:.1f} MB")
+            for repetition in range(args.repeat):
+                done_before = len(local)
+                for workers in args.workers:
+                    try:
+                        run = local_run(workers, traces, tmp, split=not local)
+                    except RuntimeError as exc:
+                        broken = True
+                        print(f"  {workers} worker(s): BROKEN RUN: {exc}")
+                        continue
+                    local.append(run)
+                    print_local(run)
+                if repetition == args.repeat - 1:
+                    broken |= beside_run(args, traces, tmp)
+                limits.append(in_process_limit(traces))
+                limit = compared_limit(limits[-2], limits[-1])
+                print(f"  single-process limit after: {limits[-1][0]:,.0f} traces/s, {limits[-1][1]:.2f} ms CPU per "
+                      f"trace; the runs before it are compared with the mean of it and the one before, "
+                      f"{limit[0]:,.0f} traces/s and {limit[1]:.2f} ms (this machine's speed drifts by minutes: the "
+                      f"two differ by {abs(limits[-1][0] / limits[-2][0] - 1):.0%})")
+                for run in local[done_before:]:
+                    run.limit = limit
+                    print_ratio(run)
+            limit, limit_cpu_ms, report_share = compared_limit(*limits)
+            if args.repeat > 1:
+                print_repeated(local)
 
     print("\nsummary (ratios against the limit of the same run)\n")
     if judged["requests"] or judged["input_tokens"]:
@@ -820,8 +882,8 @@ def main() -> None:  # noqa: PLR0915 - a linear script
         for run in local:
             vs1 = f"{run.per_s / base:.2f}x" if base else "n/a"
             print(f"| {run.traces:,} traces | {run.workers} | {run.post_seconds:.1f} s | {run.all_done:.1f} s | "
-                  f"{run.wall:.1f} s | {run.per_s:,.0f} | {run.per_s / limit:.2f}x ({limit:,.0f}/s) | {vs1} | "
-                  f"{run.worker_cpu_ms:.2f} ms ({limit_cpu_ms:.2f} in-process) | {run.cpu['other']:.2f} cores |")
+                  f"{run.wall:.1f} s | {run.per_s:,.0f} | {run.wall_ratio:.3f}x ({run.limit[0]:,.0f}/s) | {vs1} | "
+                  f"{run.worker_cpu_ms:.2f} ms ({run.limit[1]:.2f} in-process) | {run.cpu['other']:.2f} cores |")
 
     results["judged"] = [
         {"kind": r.kind, "workers": r.workers, "chunk_size": r.chunk_size, "traces": r.traces, "wall": r.wall,
@@ -833,7 +895,7 @@ def main() -> None:  # noqa: PLR0915 - a linear script
          "charged_ratio": r.charged.ratio if r.charged else None, "cpu": r.cpu,
          "tightest_span": r.tightest_span, "rejected_at": r.rejected_at, "arrivals": r.arrivals}
         for r in judged["requests"] + judged["input_tokens"]]
-    results["local"] = [vars(r) | {"per_s": r.per_s} for r in local]
+    results["local"] = [vars(r) | {"per_s": r.per_s, "wall_ratio": r.wall_ratio, "cpu_ratio": r.cpu_ratio} for r in local]
     results["local_limit"] = {"traces_per_s": limit, "cpu_ms_per_trace": limit_cpu_ms, "report_share": report_share}
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -127,8 +127,9 @@ def test_retries_are_bounded_then_the_batch_fails_and_the_next_goes_on() -> None
 
 
 def test_log_trace_never_waits_for_a_stalled_service() -> None:
-    # Behaviour, not a benchmark: every post stalls 2 s, yet no call waits for it. The bound is far below the stall
-    # and loose enough for a GIL switch (5 ms) or two among the 4 logging threads and the sender.
+    # Behaviour, not a benchmark: every post stalls 2 s, yet no call waits for it. The bound is a quarter of the stall,
+    # so a call that waited fails it, and loose enough for a loaded CI machine (50 ms flaked under a full suite on 2
+    # cores: GIL switches among the 4 logging threads, the sender and the other tests' processes).
     with FakeIngest(Step(stall=2.0)) as fake:
         client = RagpulseClient(fake.url, batch_size=50, flush_interval_ms=10)
         client.log_trace(trace(0, "first"))
@@ -150,7 +151,7 @@ def test_log_trace_never_waits_for_a_stalled_service() -> None:
         for t in threads:
             t.join()
         assert len(fake.attempts) >= 1 and client.stats().sent == 0          # a post was stalled while we logged
-        assert max(worst) < 0.05, f"a log_trace call took {max(worst) * 1000:.1f} ms"
+        assert max(worst) < 0.5, f"a log_trace call took {max(worst) * 1000:.1f} ms"
         assert client.stats().queued + client.stats().dropped == 1001
         client.close(timeout=0.1)
 
