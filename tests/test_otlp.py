@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 
 import httpx
+import msgspec
 import pytest
 from google.protobuf import json_format
 from openinference.semconv.trace import DocumentAttributes, OpenInferenceSpanKindValues, SpanAttributes
@@ -22,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ragpulse.otlp.assemble import assemble
+from ragpulse.otlp.assemble import assemble, deployment_environment
 from ragpulse.otlp.spans import SpanRecord
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
@@ -35,9 +36,9 @@ MANUAL = "Hold the reset button for ten seconds to reset the router to its facto
 class App:
     """A tiny RAG app traced with the OpenTelemetry SDK; spans are captured, then exported as a test chooses."""
 
-    def __init__(self, service: str) -> None:
+    def __init__(self, service: str, **resource: str) -> None:
         self.captured = InMemorySpanExporter()
-        self.provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service, **resource}))
         self.provider.add_span_processor(SimpleSpanProcessor(self.captured))
         self.tracer = self.provider.get_tracer("rag-app")
 
@@ -183,6 +184,26 @@ def test_a_tenant_sees_only_its_own_otlp_traces(api_factory, stack, app: App) ->
         assert acme.post("/v1/otlp/v1/traces", json={}, headers={"Authorization": ""}).status_code == 401
 
 
+def test_the_resource_names_the_environment_a_trace_is_kept_and_counted_under(client: httpx.Client, stack) -> None:
+    """An app deployed to staging says so the OpenTelemetry way (`deployment.environment.name`); its traces are judged
+    and kept as staging and counted under environment="staging" (so not in the production series the alerts read)."""
+    service = f"acme-support-{uuid.uuid4().hex[:6]}"
+    staging, production = App(service, **{"deployment.environment.name": "staging-eu"}), App(service)
+    try:
+        staged, produced = staging.answer("How do I reset my router?"), production.answer("How do I reset it?")
+        assert export_protobuf(stack.url, staging.take()) == SpanExportResult.SUCCESS
+        assert client.post("/v1/otlp/v1/traces", json=otlp_json(production.take())).status_code == 200
+        assert read_back(client, staged)["result"]["environment"] == "staging"
+        assert read_back(client, produced)["result"]["environment"] == "production"   # no name: production
+    finally:
+        staging.provider.shutdown()
+        production.provider.shutdown()
+    series = client.get("/metrics").text
+    counted = {env: f'ragpulse_otlp_traces_total{{app="other",environment="{env}",outcome="accepted",tenant="default"}}'
+               for env in ("staging", "production")}
+    assert all(line in series for line in counted.values()), [l for l in series.splitlines() if "otlp_traces" in l]
+
+
 # -- assembly -----------------------------------------------------------------------------------------------------
 
 def span(span_id: str, parent: str, start: int, end: int, **attributes: object) -> SpanRecord:
@@ -239,3 +260,30 @@ def test_one_export_of_several_traces_buffers_each_and_caps_spans_per_trace(api_
     with httpx.Client(base_url=url, timeout=30) as client:
         for trace_id in (first, second):
             assert read_back(client, trace_id)["status"] in ("done", "incomplete")   # each buffered, each handed over
+
+
+@pytest.mark.parametrize(("deployment", "environment"), [
+    ("production", "production"), ("Prod", "production"), ("prod-eu-1", "production"), ("live", "production"),
+    ("eu-west-1", "production"),                       # a name ragpulse does not know keeps its alerts
+    ("staging", "staging"), ("Staging-EU", "staging"), ("pre-prod", "staging"), ("non_prod", "staging"),
+    ("dev_alice", "staging"), ("QA", "staging"), ("uat", "staging"), ("test", "staging"), ("development", "staging"),
+    ("eval", "evaluation"), ("evaluation", "evaluation"),
+    ("", None), ("  ", None),                           # no name: the trace's default, production
+])
+def test_a_deployment_name_is_read_as_one_of_the_three_environments(deployment: str, environment: str | None) -> None:
+    assert deployment_environment(deployment) == environment
+
+
+def test_the_earliest_span_that_names_a_deployment_gives_the_trace_its_environment() -> None:
+    def named(span_id: str, parent: str, start: int, deployment: str, **attributes: object) -> SpanRecord:
+        return msgspec.structs.replace(span(span_id, parent, start, start + 5, **attributes), deployment=deployment)
+    spans = [named("b", "a", 1, "dev", **{f"{DOCS}.0.document.id": "d1", f"{DOCS}.0.document.content": MANUAL}),
+             named("a", "", 0, "production", **{KIND: "CHAIN", "input.value": "reset?", "output.value": "Hold it."})]
+    assert assemble(spans).trace["environment"] == "production"         # the root's, not the other service's
+    unnamed = [msgspec.structs.replace(s, deployment="") for s in spans]
+    assert "environment" not in assemble(unnamed).trace                 # the ingest default applies: production
+
+
+def test_spans_buffered_before_deployments_were_read_still_decode() -> None:
+    old = msgspec.msgpack.encode(["ab" * 16, "a" * 16, "", "root", 0, 10, "shop", {"input.value": "q"}])
+    assert msgspec.msgpack.decode(old, type=SpanRecord).deployment == ""

@@ -19,7 +19,11 @@ Read, by span kind (OpenInference `openinference.span.kind`, else inferred from 
   `turn` (inferred); a retriever's `input.value` that differs from the query is the `rewritten_query`.
 
 The trace id is the OpenTelemetry trace id (32 hex characters); `app` is the resource's `service.name` (characters
-outside `A-Za-z0-9._-` become `-`, `default` when unset).
+outside `A-Za-z0-9._-` become `-`, `default` when unset); `environment` is the root span resource's
+`deployment.environment.name` (or `deployment.environment`) of the earliest span whose resource names one, read as one
+of ragpulse's three (`deployment_environment`):
+a name that says staging, development or test is `staging`, one that says evaluation `evaluation`, any other
+`production`, as is a trace whose resource names no deployment.
 
 An attribute of the wrong type is coerced or dropped, with a note (`Assembled.notes`), never the whole trace: a
 score or token count sent as a numeric string is read as a number, one that is no number is dropped (a token count
@@ -86,6 +90,7 @@ def assemble(spans: Sequence[SpanRecord]) -> Assembled:
     chat = conversation(spans, root, llms, notes)
     query = _query(root, retrievers, llms, chat=bool(chat))
     trace = {"trace_id": root.trace_id, "app": app_name(root.service), "source": "production",
+             "environment": trace_environment(spans),
              "query": query, "retrieved_docs": _unique(docs),
              "answer": _answer(root, llms), "candidates": candidates, "generator_model": _model(llms),
              "usage": _usage(llms, notes), "latency_ms": _latency(root, retrievers, rerankers, llms),
@@ -363,6 +368,39 @@ def _latency(root: SpanRecord, retrievers: list[SpanRecord], rerankers: list[Spa
     latency = {stage: round(sum(s.duration_ms for s in spans), 3) for stage, spans in stages.items() if spans}
     latency["total"] = round(root.duration_ms, 3)
     return latency
+
+
+_NOT_PRODUCTION = {
+    **dict.fromkeys(("staging", "stage", "stg", "preprod", "preproduction", "uat", "qa", "test", "testing", "tst",
+                     "dev", "develop", "development", "local", "sandbox", "demo", "nonprod", "nonproduction"), "staging"),
+    **dict.fromkeys(("evaluation", "eval", "evaluations", "evals"), "evaluation"),
+}
+"""Deployment names, and the first word of longer ones (`staging-eu`, `dev_alice`), read as another environment than
+production."""
+_WORDS = re.compile(r"[^a-z0-9]+")
+
+
+def trace_environment(spans: Sequence[SpanRecord]) -> str | None:
+    """The environment of a trace's spans: the deployment the earliest span's resource names (the root's, in a trace
+    that crosses services), read by `deployment_environment`; None when no span names one."""
+    named = [span for span in spans if span.deployment]
+    return deployment_environment(min(named, key=lambda s: (s.start_ns, s.span_id)).deployment) if named else None
+
+
+def deployment_environment(deployment: str) -> str | None:
+    """The ragpulse environment of a resource's deployment name, or None when it names none (the trace is then
+    `production`, as every OTLP trace was before environments were read).
+
+    The label set is fixed (three values), so a free-form name is read, not kept: a name that says staging,
+    development, test, QA or UAT is `staging` (counted, never alerting), one that says evaluation `evaluation`; any
+    other is `production`: a deployment named `prod-eu-1` or `live` must keep its alerts, and a name ragpulse does not
+    know costs at worst what sending no name does."""
+    name = deployment.strip().lower()
+    if not name:
+        return None
+    words = [word for word in _WORDS.split(name) if word]
+    whole = "".join(words)
+    return _NOT_PRODUCTION.get(whole) or _NOT_PRODUCTION.get(words[0] if words else "") or "production"
 
 
 def app_name(service: str) -> str:

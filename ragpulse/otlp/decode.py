@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ragpulse.exceptions import MalformedBody
-from ragpulse.otlp.spans import SpanRecord, capped, kept
+from ragpulse.otlp.spans import DEPLOYMENT_ATTRIBUTES, SpanRecord, capped, kept
 from ragpulse.otlp.where import failing_path
 
 PROTOBUF = "application/x-protobuf"
@@ -67,11 +67,19 @@ def decode_export(body: bytes, media_type: str, max_attribute_bytes: int = 2**62
                             [{"path": path, "message": "not a valid value of its field"}] if path else None) from None
     decoded = Decoded()
     for resource_spans in request.resource_spans:
-        service = next((_value(a.value) for a in resource_spans.resource.attributes if a.key == "service.name"), "")
+        resource = {a.key: a.value for a in resource_spans.resource.attributes}
+        service = _resource_text(resource, ("service.name",))
+        deployment = _resource_text(resource, DEPLOYMENT_ATTRIBUTES)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                _add(decoded, span, str(service or ""), max_attribute_bytes)
+                _add(decoded, span, service, deployment, max_attribute_bytes)
     return decoded
+
+
+def _resource_text(resource: dict[str, AnyValue], keys: tuple[str, ...]) -> str:
+    """The first of `keys` the resource sets, as text cut to 256 characters ("" when none is set)."""
+    value = next((_value(resource[key]) for key in keys if key in resource), "")
+    return str(value or "")[:256]
 
 
 def response_body(decoded: Decoded, media_type: str) -> bytes:
@@ -86,7 +94,7 @@ def response_body(decoded: Decoded, media_type: str) -> bytes:
     return json.dumps(json_format.MessageToDict(response)).encode()
 
 
-def _add(decoded: Decoded, span: Any, service: str, max_attribute_bytes: int) -> None:
+def _add(decoded: Decoded, span: Any, service: str, deployment: str, max_attribute_bytes: int) -> None:
     trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
     if len(trace_id) != 32 or trace_id == "0" * 32 or len(span_id) != 16:
         decoded.rejected += 1
@@ -95,7 +103,7 @@ def _add(decoded: Decoded, span: Any, service: str, max_attribute_bytes: int) ->
     decoded.spans.append(SpanRecord(
         trace_id=trace_id, span_id=span_id, parent_id=span.parent_span_id.hex(), name=span.name,
         start_ns=span.start_time_unix_nano, end_ns=span.end_time_unix_nano, service=service,
-        attributes=_attributes(decoded, span, max_attribute_bytes)))
+        attributes=_attributes(decoded, span, max_attribute_bytes), deployment=deployment))
 
 
 def _attributes(decoded: Decoded, span: Any, limit: int) -> dict[str, Any]:

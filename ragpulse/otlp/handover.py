@@ -23,7 +23,7 @@ from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.monitoring.policy_store import PolicyCache
 from ragpulse.store import online_records
 from ragpulse.online.post import room_for, stage_post
-from ragpulse.otlp.assemble import app_name, assemble
+from ragpulse.otlp.assemble import app_name, assemble, trace_environment
 from ragpulse.otlp.buffer import SpanBuffer, split_member
 from ragpulse.otlp.spans import SpanRecord
 from ragpulse.store.atomic import GroupCommitter, Writes
@@ -85,6 +85,7 @@ class Handover:
             return None
         tenant, trace_id = split_member(member)
         writes = Writes()
+        environment = trace_environment(spans) or defaults.ONLINE_ENVIRONMENT   # assembled or not
         try:
             outcome, app = await self._build(writes, tenant, trace_id, spans)
         except RETRIED_ERRORS:
@@ -93,7 +94,7 @@ class Handover:
             writes, app = Writes(), _app_of(spans)
             prefix = "breaks the trace schema: " if isinstance(exc, msgspec.ValidationError) else ""
             outcome = self._record(writes, tenant, trace_id, app, prefix + str(exc), "invalid")
-        return await self._apply(writes, tenant, app, outcome, member)
+        return await self._apply(writes, tenant, app, outcome, member, environment)
 
     async def _build(self, writes: Writes, tenant: str, trace_id: str, spans: list[SpanRecord]) -> tuple[str, str]:
         """Queue the trace's writes onto `writes`: staged as a post, or recorded incomplete; (outcome, app)."""
@@ -111,10 +112,12 @@ class Handover:
         stage_post(writes, self.settings, tenant, [trace], policies, utcnow())
         return "accepted", app
 
-    async def _apply(self, writes: Writes, tenant: str, app: str, outcome: str, member: str) -> str | None:
-        """Apply the trace's writes, its count and its buffer's release as one group; None when it must wait."""
+    async def _apply(self, writes: Writes, tenant: str, app: str, outcome: str, member: str,
+                     environment: str = defaults.ONLINE_ENVIRONMENT) -> str | None:
+        """Apply the trace's writes, its count (under the trace's environment) and its buffer's release as one group;
+        None when it must wait."""
         counts = MetricsBatch(self.settings.apps, self.settings.tenants)
-        counts.inc(m.OTLP_TRACES, {**counts.per_app(tenant, app, defaults.ONLINE_ENVIRONMENT), "outcome": outcome})
+        counts.inc(m.OTLP_TRACES, {**counts.per_app(tenant, app, environment), "outcome": outcome})
         counts.queue_onto(writes)
         group = [*writes.group, *self.buffer.release_commands(member)]
         if outcome == "accepted":

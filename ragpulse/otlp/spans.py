@@ -10,6 +10,9 @@ import msgspec
 READ_PREFIXES = ("openinference.", "input.", "output.", "retrieval.", "reranker.", "llm.", "gen_ai.", "traceloop.",
                  "session.", "user.")
 """Attributes outside these namespaces are dropped at decode: only what assembly reads is buffered."""
+DEPLOYMENT_ATTRIBUTES = ("deployment.environment.name", "deployment.environment")
+"""The resource attributes that name its deployment, in the order read: the semantic conventions' name since 1.27,
+then the one before it."""
 
 
 class SpanRecord(msgspec.Struct, kw_only=True, array_like=True):
@@ -26,6 +29,9 @@ class SpanRecord(msgspec.Struct, kw_only=True, array_like=True):
     service: str
     """The resource's `service.name` ("" when unset)."""
     attributes: dict[str, Any]
+    deployment: str = ""
+    """The resource's `deployment.environment.name` (or the older `deployment.environment`), "" when unset. Last and
+    defaulted: spans buffered before it existed decode without it."""
 
     @property
     def kind(self) -> str:
