@@ -153,3 +153,20 @@ def test_items_the_retrieval_filter_set_aside_are_not_judged(client: httpx.Clien
     wrong = client.post("/v1/batches", json={"traces": [{"item_id": "q3", "retrieval_answerable": True}],
                                              "dataset": {"name": name, "version": 1}, "options": {"judge": "none"}})
     assert wrong.status_code == 422 and wrong.json()["errors"][0]["path"] == "$.traces[0].retrieval_answerable"
+
+
+def test_the_cli_deletes_a_version_then_the_dataset(stack: LiveStack, client: httpx.Client, tmp_path: Path) -> None:
+    name = f"gone-{uuid.uuid4().hex[:8]}"
+    for rows in (ITEMS, ITEMS[:5]):
+        assert cli("dataset", "push", name, jsonl(tmp_path / "items.jsonl", rows), stack=stack).returncode == 0
+    one = cli("dataset", "delete", f"{name}:1", stack=stack)
+    assert one.returncode == 0, one.stderr
+    assert f"deleted version 1 of dataset {name}: versions 1, 8 items freed" in one.stdout
+    assert [v["version"] for v in client.get(f"/v1/datasets/{name}/versions").json()["items"]] == [2]
+    again = cli("dataset", "delete", f"{name}:1", stack=stack)
+    assert again.returncode == 1 and "404" in again.stderr                     # nothing to delete: an error, named
+    whole = cli("dataset", "delete", name, stack=stack)
+    assert whole.returncode == 0 and f"deleted dataset {name}: versions 2, 5 items freed" in whole.stdout
+    assert client.get(f"/v1/datasets/{name}/versions").status_code == 404
+    bad = cli("dataset", "delete", f"{name}:zero", stack=stack)
+    assert bad.returncode == 2 and "NAME or NAME:VERSION" in bad.stderr

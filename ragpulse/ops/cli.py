@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from ragpulse.exceptions import (ClientError, ConfigError, Interrupted, OutputFi
                                  TracesRejected)
 from ragpulse.judges import kinds
 from ragpulse.model.environment import ENVIRONMENTS
+from ragpulse.model.trace import DATASET_NAME_PATTERN
 from ragpulse.ops.gate import GATE_BAD_INPUT, GATE_FAIL, GATE_PASS, GATE_UNREACHABLE, GateRequest, run_gate
 from ragpulse.ops.client import Client, TraceFile, read_traces
 from ragpulse.ops.data_dir import default_data_dir
@@ -97,6 +99,14 @@ def _dataset_ref(text: str) -> dict[str, Any]:
     return {"name": name, "version": int(version)}
 
 
+def _dataset_target(text: str) -> tuple[str, int | None]:
+    """`faq` (the whole dataset) or `faq:3` (one version) for `dataset delete`."""
+    name, colon, version = text.partition(":")
+    if not re.fullmatch(DATASET_NAME_PATTERN, name) or (colon and not (version.isdigit() and int(version) >= 1)):
+        raise argparse.ArgumentTypeError(f"must be NAME or NAME:VERSION (e.g. faq or faq:3), got {text!r}")
+    return name, int(version) if colon else None
+
+
 def _dataset_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", type=_dataset_ref, metavar="NAME:VERSION",
                         help="bind the batch to this dataset version: traces name items by item_id and take their "
@@ -170,15 +180,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def _dataset_parser(sub: argparse._SubParsersAction) -> None:
     dataset = sub.add_parser(
-        "dataset", formatter_class=_HelpFormatter, help="push a JSONL eval set as a new dataset version, or list datasets",
+        "dataset", formatter_class=_HelpFormatter,
+        help="push a JSONL eval set as a new dataset version, list datasets, or delete one",
         description="Versioned eval datasets (POST and GET /v1/datasets). `push NAME FILE.jsonl` sends one item per "
                     "line as the dataset's next immutable version and prints its number, content hash and counts; "
-                    "`list` prints every dataset with its latest version. Exit codes: "
+                    "`list` prints every dataset with its latest version; `delete NAME` removes a dataset and all its "
+                    "versions, `delete NAME:VERSION` one version (jobs that ran it keep their results). Exit codes: "
                     f"{EXIT_OK} done; {EXIT_FAILED} the service could not be reached or answered an error; "
                     f"{EXIT_USAGE} bad arguments, or the file cannot be read or has a line that is not an item (named "
                     f"by its line); {EXIT_REJECTED} the service rejected the items (each named with its line).")
     actions = dataset.add_subparsers(required=True, metavar="ACTION", dest="dataset_action",
-                                     help="push (a new version from a JSONL file) or list")
+                                     help="push (a new version from a JSONL file), list or delete")
     push = actions.add_parser("push", formatter_class=_HelpFormatter, help="push FILE as the next version of NAME")
     push.add_argument("name", metavar="NAME", help="the dataset's name (made by its first push)")
     push.add_argument("file", type=Path, metavar="FILE", help="a .jsonl file, one item per line: item_id, query, "
@@ -191,6 +203,13 @@ def _dataset_parser(sub: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", formatter_class=_HelpFormatter, help="list datasets and their latest version")
     _server_arguments(listing)
     listing.set_defaults(run=_job_command, command=lambda client, args: dataset_commands.list_datasets(client))
+    removal = actions.add_parser("delete", formatter_class=_HelpFormatter,
+                                 help="delete a dataset (NAME) or one of its versions (NAME:VERSION)")
+    removal.add_argument("target", type=_dataset_target, metavar="NAME[:VERSION]",
+                         help="the dataset, or one version of it as `ragpulse dataset list` prints them")
+    _server_arguments(removal)
+    removal.set_defaults(run=_job_command, command=lambda client, args: dataset_commands.delete(
+        client, *args.target))
 
 
 def _job_parsers(sub: argparse._SubParsersAction) -> None:

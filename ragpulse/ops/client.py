@@ -16,7 +16,7 @@ import msgspec
 from ragpulse.config import defaults
 from ragpulse.exceptions import BadAnswer, ClientError, ServerUnreachable, TraceFileError, TracesRejected
 from ragpulse.model.compare import Comparison
-from ragpulse.model.dataset import DatasetList, DatasetVersion
+from ragpulse.model.dataset import DatasetDeleted, DatasetList, DatasetVersion
 from ragpulse.model.pairwise import PairwisePending
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, Accepted, JobView, ResultsPage, TraceResult
@@ -237,6 +237,12 @@ class Client:
     def datasets(self) -> DatasetList:
         """GET /v1/datasets: the tenant's datasets with their latest versions."""
         return self._decode(self._request("GET", "/v1/datasets"), DatasetList)
+
+    def delete_dataset(self, name: str, version: int | None = None) -> DatasetDeleted:
+        """DELETE /v1/datasets/{name}, or one version of it: what was removed (ClientError 404 when there is no such
+        dataset or version)."""
+        path = f"/v1/datasets/{name}" + (f"/versions/{version}" if version is not None else "")
+        return self._decode(self._request("DELETE", path), DatasetDeleted)
 
     def job(self, job_id: str) -> JobView:
         """The job's status view."""

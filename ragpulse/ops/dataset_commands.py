@@ -1,4 +1,5 @@
-"""`ragpulse dataset push` and `ragpulse dataset list`: send a JSONL eval set as a new dataset version, list datasets."""
+"""`ragpulse dataset push`, `list` and `delete`: send a JSONL eval set as a new dataset version, list datasets, delete
+one version or a whole dataset."""
 
 from __future__ import annotations
 
@@ -83,4 +84,13 @@ def list_datasets(client: Client) -> int:
         print("no datasets yet (`ragpulse dataset push NAME FILE.jsonl` makes one)")
     for dataset in found:
         print(f"{describe(dataset.latest)}\n  ({dataset.versions} versions)")
+    return EXIT_OK
+
+
+def delete(client: Client, name: str, version: int | None) -> int:
+    """Delete one version of the dataset (or all of it) and print what was removed."""
+    removed = client.delete_dataset(name, version)
+    versions = ", ".join(str(v) for v in removed.versions) or "none"
+    what = f"version {version} of dataset {name}" if version is not None else f"dataset {name}"
+    print(f"deleted {what}: versions {versions}, {removed.items} items freed (jobs that ran it keep their results)")
     return EXIT_OK
