@@ -13,12 +13,13 @@ import openai
 import pytest
 
 from ragpulse.config import defaults
-from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK, OPENAI_FACTORS
+from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK, OPENAI_FACTORS, call_cost
+from ragpulse.intake.estimate import estimate_batch
 from ragpulse.judges.anthropic_judge import AnthropicProvider
 from ragpulse.judges.openai_judge import OpenAIProvider, request_parts
 from ragpulse.judges.prompt import JUDGE_TASK
 from ragpulse.judges.task import min_cacheable_tokens
-from ragpulse.model.trace import Trace
+from ragpulse.model.trace import BatchOptions, Trace
 from tests import tokens
 from tests.fake_anthropic import FakeAnthropic
 from tests.fake_openai import FakeOpenAI
@@ -110,3 +111,25 @@ def test_every_priced_openai_model_caches_the_prefix_by_itself(model: str) -> No
     assert first["prompt_tokens_details"]["cached_tokens"] == 0
     assert all(u["prompt_tokens_details"]["cached_tokens"] >= 1024 for u in rest)
     assert max(u["prompt_tokens"] - u["prompt_tokens_details"]["cached_tokens"] for u in rest) <= 2000
+
+
+@pytest.mark.parametrize("usage", ["quarter", "cl100k"])
+@pytest.mark.parametrize("model", OPENAI)
+def test_the_dry_run_prices_openai_calls_with_the_cache_reads_openai_makes_by_itself(model: str, usage: str) -> None:
+    """The dry run's cost of judging the examples is within 10% of what the fake bills them, cache reads included
+    (it was 1.30-1.66x when it priced every call's prefix in full), under either way of counting tokens."""
+    provider = OpenAIProvider(openai.AsyncOpenAI(api_key="test", base_url="http://127.0.0.1:9/v1"), model, 1024, 0.0,
+                              structured="tools")
+    fake = FakeOpenAI(model=model, usage=usage, prompt_cache=True)
+    try:
+        usages = [fake.respond("/v1/chat/completions", provider.params(provider.first_turns(trace)), {})[2]["usage"]
+                  for trace in JUDGED]
+    finally:
+        fake.server.server_close()
+    read = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages)
+    billed = call_cost(DEFAULT_PRICES_PER_MTOK, model, sum(u["prompt_tokens"] for u in usages) - read,
+                       sum(u["completion_tokens"] for u in usages), read)
+    estimate = estimate_batch(JUDGED, BatchOptions(judge="openai"), model, DEFAULT_PRICES_PER_MTOK)
+    assert estimate.cache_read_input_tokens > 0 and estimate.cost_usd == pytest.approx(billed, rel=0.10)
+    self_hosted = estimate_batch(JUDGED, BatchOptions(judge="openai"), "qwen2.5:14b", {"qwen2.5:14b": (1.0, 1.0)})
+    assert self_hosted.cache_read_input_tokens == 0                           # not assumed to cache

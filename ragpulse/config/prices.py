@@ -73,6 +73,12 @@ PRICE_FACTORS: dict[str, PriceFactors] = {**OPENAI_FACTORS}
 ANTHROPIC_FACTORS = PriceFactors()
 
 
+def caches_by_itself(model: str | None) -> bool:
+    """True for a model whose provider caches a long enough prompt prefix without being asked (OpenAI's models, from
+    1,024 tokens), billing it at the cached-input rate on later calls and with no write surcharge."""
+    return model in OPENAI_FACTORS
+
+
 def parse_prices(raw: str | None) -> dict[str, tuple[float, float]]:
     """RAGPULSE_JUDGE_PRICES: JSON {model: [input_usd_per_mtok, output_usd_per_mtok]} merged over the defaults."""
     prices = dict(DEFAULT_PRICES_PER_MTOK)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from ragpulse.config.prices import call_cost
+from ragpulse.config.prices import caches_by_itself, call_cost
 from ragpulse.judges import kinds
 from ragpulse.judges.prompt import JUDGE_TASK, user_message
 from ragpulse.judges.task import ToolTask
@@ -58,8 +58,9 @@ class Estimate(msgspec.Struct, kw_only=True):
     """`cost_usd` under each delivery the judge offers (interactive; batch at half price, its cache writes at the
     1-hour TTL's rate); None when the judge has no batch API or the model no price."""
     method: str = ("the request's JSON (prefix, message, framing) / 4 characters per token for input; the fixed prefix "
-                   "written to the prompt cache once and read by every later call when the judge caches it and it "
-                   "reaches the model's minimum; output a heuristic: the verdict's JSON with each answer sentence "
+                   "written to the prompt cache once and read by every later call when the judge marks it for the "
+                   "cache or the provider caches it by itself (OpenAI's models) and it reaches the model's minimum; "
+                   "output a heuristic: the verdict's JSON with each answer sentence "
                    "written twice, a short reasoning and sometimes a quote, / 4")
 
 
@@ -116,7 +117,9 @@ def estimate_batch(traces: Sequence[Trace], options: BatchOptions, model: str | 
     if not kinds.is_billable(judge):
         return Estimate(judge=judge, model=None, judge_calls=calls, input_tokens=0, output_tokens=0,
                         cost_usd=0.0, price_known=True)
-    cached = kinds.caches_prompt(judge) and model is not None and task.cacheable(model)
+    # Cached when the judge marks its prefix for the cache, or when the model's provider caches it unasked (OpenAI);
+    # either way only a prefix that reaches the model's minimum cacheable length.
+    cached = model is not None and (kinds.caches_prompt(judge) or caches_by_itself(model)) and task.cacheable(model)
     uncached, reads, writes = cache_split(calls, sum(i for i, _ in tokens) * options.repeats, cached, task)
     output_tokens = sum(o for _, o in tokens) * options.repeats
     # A model without a price (a self-hosted one, unless RAGPULSE_JUDGE_PRICES names it) is counted at 0 when it
