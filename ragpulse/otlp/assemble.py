@@ -19,11 +19,10 @@ Read, by span kind (OpenInference `openinference.span.kind`, else inferred from 
   `turn` (inferred); a retriever's `input.value` that differs from the query is the `rewritten_query`.
 
 The trace id is the OpenTelemetry trace id (32 hex characters); `app` is the resource's `service.name` (characters
-outside `A-Za-z0-9._-` become `-`, `default` when unset); `environment` is the root span resource's
-`deployment.environment.name` (or `deployment.environment`) of the earliest span whose resource names one, read as one
-of ragpulse's three (`deployment_environment`):
-a name that says staging, development or test is `staging`, one that says evaluation `evaluation`, any other
-`production`, as is a trace whose resource names no deployment.
+outside `A-Za-z0-9._-` become `-`, `default` when unset); `environment` is the `deployment.environment.name` (or `deployment.environment`) of the
+earliest span whose resource names one, read as one of ragpulse's three (`deployment_environment`): a name that says
+staging, development or test is `staging`, one that says evaluation `evaluation`, any other `production`, as is a
+trace whose resource names no deployment.
 
 An attribute of the wrong type is coerced or dropped, with a note (`Assembled.notes`), never the whole trace: a
 score or token count sent as a numeric string is read as a number, one that is no number is dropped (a token count
