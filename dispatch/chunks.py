@@ -1,8 +1,9 @@
-"""Chunk jobs: ChunkEnqueuer, the one definition of a chunk job and of a batch's chunk size, and `requeue`, shared
-by the retry endpoint and the janitor."""
+"""Chunk jobs: ChunkEnqueuer, the one definition of a chunk job and of a batch's chunk size, `requeue`, shared
+by the retry endpoint and the janitor, and `withdraw`, for a chunk another chunk's run took as its next."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import redis
@@ -14,6 +15,10 @@ from dispatch.queues import queue_named
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.store import Store
+from ragpulse.store.connection import RETRIED_ERRORS
+from ragpulse.store.records import JobRecord
+
+log = logging.getLogger("ragpulse.dispatch")
 
 
 class ChunkEnqueuer:
@@ -61,3 +66,13 @@ def requeue(store: Store, enqueuer: ChunkEnqueuer, job_id: str, chunks: Sequence
     with store.redis.pipeline(transaction=True) as pipe:
         enqueuer.enqueue(pipe, store.jobs.get(job_id).rq_queue, job_id, chunks, fresh_ids=True)
         pipe.execute()
+
+
+def withdraw(connection: redis.Redis, record: JobRecord, chunk: int) -> None:
+    """Take a chunk's first RQ job off its queue: a run took the chunk as its next one, so the job would only fork a
+    work-horse to find it held. Best effort: a job left queued still finds the chunk held and does nothing, and a
+    requeued chunk's job (a fresh id) is left so. The job's hash expires with the TTL it was enqueued with."""
+    try:
+        queue_named(record.rq_queue, connection).remove(paths.chunk_job_id(record.job_id, chunk))
+    except RETRIED_ERRORS as exc:
+        log.warning("job %s: chunk %d's RQ job left queued, Redis unreachable (%s)", record.job_id, chunk, exc)

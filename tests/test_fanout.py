@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -57,3 +58,23 @@ def test_a_100_trace_batch_is_shared_by_two_workers(cluster_factory, redis_clien
         assert wait_for_job(cluster.http, job_id, timeout=120)["status"] == "finished"
         assert int(redis_client.hget(keys.job(job_id), "n_chunks")) == 2
         assert all("evaluate_chunk" in w.output() for w in cluster.workers)      # each worker took one
+
+
+def test_the_chunks_a_run_follows_on_to_never_run_as_rq_jobs_of_their_own(cluster_factory,
+                                                                          redis_client: redis.Redis) -> None:
+    """One worker, five chunks: the first chunk's run takes the other four as it goes, and takes their RQ jobs off
+    the queue, so the worker forks no work-horse only to find them held."""
+    with FakeAnthropic() as fake:
+        cluster = cluster_factory(fake, 1, RAGPULSE_CHUNK_SIZE="20")
+        batch = [{"trace_id": f"w{i}", "query": f"question {i}", "answer": f"Fact {i} holds.",
+                  "retrieved_docs": [{"id": "d", "text": f"Fact {i} holds."}]} for i in range(100)]
+        job_id = cluster.post(batch, judge="local")
+        assert wait_for_job(cluster.http, job_id, timeout=120)["status"] == "finished"
+        assert int(redis_client.hget(keys.job(job_id), "n_chunks")) == 5
+        queue = queue_named(redis_client.hget(keys.job(job_id), "rq_queue").decode(), redis_client)
+        deadline = time.monotonic() + 30
+        while f"{job_id}-0" not in queue.finished_job_registry.get_job_ids():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1.5)                                   # a queued chunk job would be done (as "held") by now
+        assert queue.finished_job_registry.get_job_ids() == [f"{job_id}-0"] and queue.job_ids == []

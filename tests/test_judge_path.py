@@ -8,6 +8,7 @@ job and a spent budget stopping the judge, and any number of calls in flight up 
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import uuid
 from collections.abc import Iterator
@@ -255,6 +256,34 @@ def test_a_run_goes_on_with_the_jobs_next_chunks_without_a_pause_and_their_rq_jo
         first_next = min(sent[str(i)] for i in range(chunk * size, (chunk + 1) * size))
         last_before = max(sent[str(i)] for i in range((chunk - 1) * size, chunk * size))
         assert first_next < last_before + fake.latency / 2, (chunk, first_next - last_before)
+
+
+def test_the_rq_jobs_of_the_chunks_a_run_takes_are_taken_off_the_queue(redis_client: redis.Redis,
+                                                                         fake: FakeAnthropic) -> None:
+    """A chunk a run took as its next would cost a worker a forked work-horse only to find it held: the run takes
+    its RQ job off the queue as it takes it, and the job's hash still expires on its own."""
+    from dispatch.chunks import ChunkEnqueuer, withdraw  # noqa: PLC0415
+    from dispatch.queues import queue_named  # noqa: PLC0415
+    from ragpulse.evaluation.chunk import take_chunk  # noqa: PLC0415
+
+    size, rq_queue = 10, f"withdraw-{uuid.uuid4().hex[:8]}"
+    config = Settings(redis_url=_url(redis_client), chunk_size=size, judge_concurrency=4, result_ttl_seconds=600)
+    store, job_id = Store(redis_client, 600), uuid.uuid4().hex
+    with redis_client.pipeline(transaction=True) as pipe:
+        n_chunks = store.stage_job(pipe, job_id, "default", traces(3 * size), BatchOptions(judge="local", sample="all"),
+                                   [], size, "batch", rq_queue)
+        ChunkEnqueuer(redis_client, config).enqueue(pipe, rq_queue, job_id, range(n_chunks))
+        pipe.execute()
+    queue = queue_named(rq_queue, redis_client)
+    assert queue.job_ids == [f"{job_id}-{n}" for n in range(3)]
+    queue.remove(f"{job_id}-0")                                                   # as a worker dequeues it
+    work = take_chunk(store, config, job_id, 0)
+    assert work is not None
+    taken = functools.partial(withdraw, redis_client)
+    assert asyncio.run(run_chunk(store, config, work, follow=True, taken=taken)) == [0, 1, 2]
+    assert queue.job_ids == []                                                    # before: chunks 1 and 2 waited
+    assert all(0 < redis_client.ttl(f"rq:job:{job_id}-{n}") <= 600 for n in (1, 2))
+    assert len(store.results.all(job_id)) == 3 * size
 
 
 def test_a_chunk_whose_lease_lapsed_is_taken_again(redis_client: redis.Redis, fake: FakeAnthropic) -> None:

@@ -13,7 +13,7 @@ import redis
 from rq import get_current_job
 
 from dispatch.callbacks import enqueue_callback
-from dispatch.chunks import ChunkEnqueuer
+from dispatch.chunks import ChunkEnqueuer, withdraw
 from dispatch.polls import queue_chunk_on_results
 from ragpulse.evaluation.provider_batch import poll, run_batched
 from ragpulse.judges import kinds
@@ -64,7 +64,8 @@ def evaluate_chunk(job_id: str, chunk: int) -> dict[str, int | list[int]]:
         if asyncio.run(run_batched(store, config, work)):
             return {"chunk": chunk, "waiting": 1}
     else:
-        chunks = asyncio.run(run_chunk(store, config, work, follow=True))
+        taken = functools.partial(withdraw, store.redis)
+        chunks = asyncio.run(run_chunk(store, config, work, follow=True, taken=taken))
     completed = [store.chunks.complete(job_id, n) for n in chunks]
     if any(completed):
         finalize(store, job_id)

@@ -13,8 +13,9 @@ No pause at a hand-over (issue 28): a worker's RQ job takes its chunk with `take
 started, its run takes the job's next chunk still waiting for a worker (`take_next_chunk`, in a thread, under a lease
 its heartbeat renews with the others) and feeds its traces into the same bound of calls in flight, so they start as
 the last calls of the chunk before finish; for CHUNK_CHAIN_SECONDS at most. The caller completes every chunk the run
-held. The RQ job of a chunk taken so finds it held and does nothing; a run that dies leaves the leases of all its
-chunks to lapse, and the janitor requeues each.
+held, and is told of each chunk taken so (`taken`), to take its RQ job off the queue: a worker would otherwise fork a
+work-horse for it only to find it held. A run that dies leaves the leases of all its chunks to lapse, and the janitor
+requeues each.
 
 Verdicts and judge calls are paid for, so a Redis outage does not throw them away: a result or a write of counted
 calls that Redis does not take through the client's retries (RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS) is held in
@@ -105,11 +106,19 @@ def take_chunk(store: Store, settings: Settings, job_id: str, chunk: int) -> Chu
     return _read_work(store, settings, record, chunk)
 
 
-def take_next_chunk(store: Store, settings: Settings, record: JobRecord) -> ChunkWork | None:
+Taken = Callable[[JobRecord, int], None]
+"""Told of each chunk a run takes as its next one (the worker takes the chunk's own RQ job off the queue)."""
+
+
+def take_next_chunk(store: Store, settings: Settings, record: JobRecord, taken: Taken | None = None) -> ChunkWork | None:
     """Take the job's first chunk still waiting for a worker and read it; None when none waits. Blocking: run it in a
     thread, beside the event loop."""
     chunk = store.chunks.take_next(record.job_id, settings.lease_seconds)
-    return None if chunk is None else _read_work(store, settings, record, chunk)
+    if chunk is None:
+        return None
+    if taken is not None:
+        taken(record, chunk)
+    return _read_work(store, settings, record, chunk)
 
 
 def _read_work(store: Store, settings: Settings, record: JobRecord, chunk: int) -> ChunkWork:
@@ -124,10 +133,11 @@ def _read_work(store: Store, settings: Settings, record: JobRecord, chunk: int) 
 
 
 async def run_chunk(store: Store, settings: Settings, work: ChunkWork,
-                    outcomes: Mapping[str, deque[BatchOutcome]] | None = None, follow: bool = False) -> list[int]:
+                    outcomes: Mapping[str, deque[BatchOutcome]] | None = None, follow: bool = False,
+                    taken: Taken | None = None) -> list[int]:
     """Judge a started chunk's pending traces and store their results, on an async Redis client of its own (the
     sync `store` only builds commands). With `follow`, the job's next waiting chunks too, each taken as the one before
-    has started its last traces. Answers the chunks it ran, which the caller completes. With a batch's `outcomes`
+    has started its last traces, and `taken` told of each. Answers the chunks it ran, which the caller completes. With a batch's `outcomes`
     (batch delivery), each trace's first judge call is answered by its batch result
     (ragpulse.judges.batches.ReplayProvider)."""
     record = work.record
@@ -135,7 +145,8 @@ async def run_chunk(store: Store, settings: Settings, work: ChunkWork,
     reservations = SpendReservations(client, marker_seconds(settings),
                                      ahead=int(settings.judge_concurrency * defaults.JUDGE_CALLS_RESERVED_AHEAD))
     calls = CallObserver(settings, (record.job_id, record.tenant), reservations)
-    following = functools.partial(asyncio.to_thread, take_next_chunk, store, settings, record) if follow else None
+    following = functools.partial(asyncio.to_thread, take_next_chunk, store, settings, record, taken) if follow \
+        else None
     try:
         judge = kinds.make_judge(record.options.judge or settings.default_judge, settings, calls)
         if outcomes is not None and judge is not None:
