@@ -10,6 +10,7 @@ from litestar import Controller, get, post
 from litestar.params import Parameter
 
 from dispatch.generation import enqueue_generation
+from ragpulse.config import defaults
 from ragpulse.exceptions import Conflict, InvalidBody, JobNotFound
 from ragpulse.generation.plan import type_counts
 from ragpulse.generation.retrieval_filter import retrieval_filter, runs_from_traces
@@ -17,7 +18,8 @@ from ragpulse.intake.decode import decode_body
 from ragpulse.judges import kinds
 from ragpulse.model.dataset import DatasetItem, DatasetVersion, DatasetVersionPost
 from ragpulse.model.generation import (
-    GenerateRequest, GenerationAccepted, GenerationView, RetrievalFiltered, RetrievalFilterPost, RetrieverRun,
+    GenerateRequest, GenerationAccepted, GenerationsPage, GenerationSummary, GenerationView, RetrievalFiltered,
+    RetrievalFilterPost, RetrieverRun,
 )
 from ragpulse.config.settings import Settings
 from ragpulse.store.clock import utcnow
@@ -28,6 +30,8 @@ from service.datasets import Name, Version
 
 GenerationJobId = Annotated[str, Parameter(max_length=64, description=(
     "Job id answered by POST /v1/datasets/{name}/generate."))]
+GenerationsLimit = Annotated[int, Parameter(ge=1, le=defaults.GENERATIONS_LISTED, description=(
+    "Generation jobs to list (1 to 100)."))]
 READ_PAGE = 1000
 """Items read per round trip when the retrieval filter reads a whole draft."""
 
@@ -75,6 +79,15 @@ def _bound_runs(call: Call, job_id: str, draft: DatasetVersion) -> list[Retrieve
     return runs_from_traces(traces)
 
 
+def generation_summary(view: GenerationView) -> GenerationSummary:
+    """One job of the list: its status and counts, and where its whole view is."""
+    return GenerationSummary(
+        job_id=view.job_id, status=view.status, created_at=view.created_at, finished_at=view.finished_at,
+        error=view.error, judge=view.judge, model=view.model, planned=view.planned, kept=view.kept,
+        rejected=sum(view.rejected_by_reason.values()), failed_calls=view.failed_calls, version=view.version,
+        status_url=f"/v1/datasets/{view.dataset}/generations/{view.job_id}")
+
+
 class GenerationController(Controller):
     """Synthetic generation, the retrieval filter and publishing; a tenant sees its own only (others get 404)."""
 
@@ -105,6 +118,17 @@ class GenerationController(Controller):
             pipe.execute()
         return GenerationAccepted(job_id=job_id, status_url=f"/v1/datasets/{name}/generations/{job_id}",
                                   planned=planned)
+
+    @get("/{name:str}/generations", sync_to_thread=True, summary="The dataset's generation jobs, newest first")
+    def generations(self, name: Name, call: Call,
+                    limit: GenerationsLimit = defaults.GENERATIONS_PAGE_DEFAULT) -> GenerationsPage:
+        """The calling tenant's generation jobs for this dataset name, newest first: the GENERATIONS_LISTED (100)
+        newest within their retention (RAGPULSE_RESULT_TTL_SECONDS), each with its status, counts and `status_url`.
+        A name with none (or another tenant's) answers an empty list.
+
+        400 naming `query.limit` for a value that cannot be one."""
+        views = Generations(call.store.redis, call.settings.result_ttl_seconds).recent(call.tenant, name, limit)
+        return GenerationsPage(items=[generation_summary(view) for view in views])
 
     @get("/{name:str}/generations/{job_id:str}", sync_to_thread=True, summary="A generation job and its outcome")
     def generation(self, name: Name, job_id: GenerationJobId, call: Call) -> GenerationView:

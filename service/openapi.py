@@ -67,6 +67,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/datasets/{name}/versions/{version}", "delete"): (400, 401, 404, 503),
     ("/v1/datasets/{name}", "delete"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/generate", "post"): (400, 401, 413, 415, 422, 503),
+    ("/v1/datasets/{name}/generations", "get"): (400, 401, 503),
     ("/v1/datasets/{name}/generations/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): (400, 401, 404, 409, 413, 415, 422, 503),
     ("/v1/datasets/{name}/versions/{version}/publish", "post"): (400, 401, 404, 503),

@@ -221,6 +221,28 @@ def test_another_dataset_name_does_not_show_the_job(api: httpx.Client) -> None:
     wait_for_generation(api, accepted.json()["status_url"])
 
 
+def test_a_datasets_generation_jobs_are_listed_newest_first_with_where_to_follow_each(api: httpx.Client) -> None:
+    name = f"listed-{uuid.uuid4().hex[:8]}"
+    posted = [api.post(f"/v1/datasets/{name}/generate", json={"chunks": chunks()[:2], "mix": {"single_fact": n}})
+              for n in (1, 2)]
+    ended = [wait_for_generation(api, accepted.json()["status_url"]) for accepted in posted]
+    listed = api.get(f"/v1/datasets/{name}/generations")
+    assert listed.status_code == 200
+    items = listed.json()["items"]
+    assert [item["job_id"] for item in items] == [ended[1]["job_id"], ended[0]["job_id"]]
+    for item, view in zip(items, reversed(ended)):
+        assert item["status_url"] == f"/v1/datasets/{name}/generations/{view['job_id']}"
+        assert api.get(item["status_url"]).json() == view
+        assert {k: item[k] for k in ("status", "planned", "kept", "version", "failed_calls")} == \
+            {k: view[k] for k in ("status", "planned", "kept", "version", "failed_calls")}
+        assert item["rejected"] == sum(view["rejected_by_reason"].values())
+    newest = api.get(f"/v1/datasets/{name}/generations", params={"limit": 1}).json()["items"]
+    assert [item["job_id"] for item in newest] == [ended[1]["job_id"]]
+    assert api.get(f"/v1/datasets/other-{name}/generations").json() == {"items": []}
+    bad = api.get(f"/v1/datasets/{name}/generations", params={"limit": 0})
+    assert bad.status_code == 400 and [e["path"] for e in bad.json()["errors"]] == ["query.limit"]
+
+
 def test_generation_on_an_openai_compatible_server_without_tools(
         redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The openai judge writes and checks too; a server refusing tools gets each task's schema as response_format."""

@@ -1,9 +1,13 @@
-"""Synthetic generation's pure parts: the plan, related pairs, duplicates, ids and splits, the retrieval filter."""
+"""Synthetic generation's pure parts: the plan, related pairs, duplicates, ids and splits, the retrieval filter; and
+the index of a dataset's generation jobs, on real Redis."""
 
 from __future__ import annotations
 
+import uuid
+
 import msgspec
 import pytest
+import redis
 
 from ragpulse.generation.assign import item_id, review_sample, split_of
 from ragpulse.generation.dedupe import duplicate_of, normalize
@@ -11,7 +15,9 @@ from ragpulse.generation.plan import plan, type_counts
 from ragpulse.generation.related import related_pairs
 from ragpulse.generation.retrieval_filter import retrieval_filter
 from ragpulse.model.dataset import DatasetItem
-from ragpulse.model.generation import CorpusChunk, GenerateRequest, RetrieverRun
+from ragpulse.config import defaults, keys
+from ragpulse.model.generation import CorpusChunk, GenerateRequest, GenerationView, RetrieverRun
+from ragpulse.store.generations import GenerationRecord, Generations
 
 CHUNKS = [
     {"doc_id": "refunds", "chunk_id": "r1", "text": "Refunds on annual plans are issued within 14 days."},
@@ -182,3 +188,33 @@ def test_kept_items_keep_their_chunk_as_gold_and_a_deterministic_split() -> None
     assert [(i.gold_chunk_ids, i.gold_doc_ids, i.split) for i in outcome.items] == [
         (["r1"], ["refunds"], "test"), (["r2"], ["refunds"], "test")]
     assert all(i.source == "synthetic" and i.metadata == {"generation_job": "j"} for i in outcome.items)
+
+
+def stage_generation(store: Generations, tenant: str, dataset: str) -> str:
+    job_id = uuid.uuid4().hex
+    view = GenerationView(job_id=job_id, dataset=dataset, status="queued", created_at="2026-12-03T08:00:00Z",
+                          judge="anthropic", model="m", planned={"single_fact": 1})
+    with store.redis.pipeline(transaction=True) as pipe:
+        store.stage(pipe, GenerationRecord(tenant=tenant, view=view), request(mix={"single_fact": 1}))
+        pipe.execute()
+    return job_id
+
+
+def test_a_datasets_generation_jobs_are_listed_newest_first_per_tenant_bounded_and_expiring(
+        redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(defaults, "GENERATIONS_LISTED", 3)
+    store, ours, theirs, name = Generations(redis_client, 600), f"t-{uuid.uuid4().hex[:6]}", "other", "faq"
+    made = [stage_generation(store, ours, name) for _ in range(5)]
+    their_job = stage_generation(store, theirs, name)
+    stage_generation(store, ours, "another")
+    listed = [view.job_id for view in store.recent(ours, name, 10)]
+    assert listed == made[:1:-1]                                          # the 3 newest, newest first
+    assert [view.job_id for view in store.recent(ours, name, 2)] == made[:2:-1]
+    index = keys.dataset_generations(ours, name)
+    assert redis_client.zcard(index) == 3 and 0 < redis_client.ttl(index) <= 600
+    redis_client.delete(keys.generation(made[4]))                         # its record expired before the index
+    assert [view.job_id for view in store.recent(ours, name, 10)] == [made[3], made[2]]
+    assert redis_client.zcard(index) == 2                                 # and the index forgot it
+    assert store.recent(ours, "never-generated", 10) == []
+    assert [view.job_id for view in store.recent(theirs, name, 10)] == [their_job]
+

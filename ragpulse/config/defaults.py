@@ -85,6 +85,13 @@ JOBS_PAGE_DEFAULT = 20
 JOBS_PAGE_MAX = 100
 """Largest page of GET /v1/jobs one request may ask for."""
 
+GENERATIONS_LISTED = 100
+"""Generation jobs of one dataset that GET /v1/datasets/{name}/generations can list (the newest, within retention);
+also its largest page."""
+
+GENERATIONS_PAGE_DEFAULT = 20
+"""Generation jobs GET /v1/datasets/{name}/generations returns when the client gives no limit."""
+
 JOBS_SCAN_FACTOR = 10
 """GET /v1/jobs with filters reads at most this many times `limit` index entries per page; the page may then hold
 fewer items than `limit` while `next_cursor` is not null (a bounded scan, like Redis SCAN)."""

@@ -299,6 +299,13 @@ def generation(job_id: str) -> str:
     return f"{PREFIX}:generation:{job_id}"
 
 
+def dataset_generations(tenant: str, dataset: str) -> str:
+    """Sorted set: the generation job ids of one of a tenant's datasets, scored by creation time (µs), so GET
+    /v1/datasets/{name}/generations lists them newest first; expires with jobs (settings.result_ttl_seconds), and
+    every write trims members past that and all but the GENERATIONS_LISTED newest."""
+    return f"{PREFIX}:tenant:{tenant}:dataset:{dataset}:generations"
+
+
 def generation_request(job_id: str) -> str:
     """String: msgpack GenerateRequest of a generation job (its corpus chunks and mix), read once by the worker and
     deleted when the job ends; else expires with jobs (settings.result_ttl_seconds)."""

@@ -115,6 +115,33 @@ class GenerationView(msgspec.Struct, kw_only=True):
     spend: Spend | None = None
 
 
+class GenerationSummary(msgspec.Struct, kw_only=True):
+    """One generation job of GET /v1/datasets/{name}/generations: its status and counts; `status_url` has the rest
+    (rejects, failures, the review sample, spend)."""
+
+    job_id: str
+    status: GenerationStatus
+    created_at: str
+    finished_at: str | None = None
+    error: str | None = None
+    judge: str
+    model: str
+    planned: dict[str, int]
+    kept: dict[str, int] = {}
+    rejected: int = 0
+    """Candidates rejected, all reasons together."""
+    failed_calls: int = 0
+    version: int | None = None
+    """The draft version the kept items were stored as, once the job has ended."""
+    status_url: str
+
+
+class GenerationsPage(msgspec.Struct, kw_only=True):
+    """GET /v1/datasets/{name}/generations: the dataset's generation jobs, newest first."""
+
+    items: list[GenerationSummary]
+
+
 class RetrievedRef(Base):
     """One retrieved result of the user's retriever, by rank."""
 

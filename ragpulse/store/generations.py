@@ -1,18 +1,20 @@
 """Generation jobs in Redis: the request the worker reads, and the record (tenant, status, outcome) clients poll.
 
-The API writes both when it accepts a request; the one worker running the job rewrites the record as the job
-starts and ends. Both expire with jobs (settings.result_ttl_seconds). A generated draft itself is a dataset version
-(store.datasets), which does not expire.
+The API writes both when it accepts a request, and lists the job in its dataset's index (keys.dataset_generations);
+the one worker running the job rewrites the record as the job starts and ends. All three expire with jobs
+(settings.result_ttl_seconds), and the index keeps only the GENERATIONS_LISTED newest. A generated draft itself is a
+dataset version (store.datasets), which does not expire.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 import msgspec
 import redis
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 from ragpulse.exceptions import JobNotFound
 from ragpulse.model.generation import GenerateRequest, GenerationView
 
@@ -44,6 +46,24 @@ class Generations:
         job_id = record.view.job_id
         pipe.set(keys.generation(job_id), _encode_record(record), ex=self.ttl)
         pipe.set(keys.generation_request(job_id), _encode_request(request), ex=self.ttl)
+        now_us = time.time_ns() // 1000          # µs: jobs posted one after another do not tie
+        index = keys.dataset_generations(record.tenant, record.view.dataset)
+        pipe.zadd(index, {job_id: now_us})
+        pipe.zremrangebyscore(index, "-inf", f"({now_us - self.ttl * 1_000_000}")
+        pipe.zremrangebyrank(index, 0, -defaults.GENERATIONS_LISTED - 1)
+        pipe.expire(index, self.ttl)
+
+    def recent(self, tenant: str, dataset: str, limit: int) -> list[GenerationView]:
+        """The dataset's newest generation jobs, at most `limit`, newest first; members whose record has expired are
+        dropped from the index."""
+        index = keys.dataset_generations(tenant, dataset)
+        job_ids = [raw.decode() for raw in self.redis.zrevrange(index, 0, limit - 1)]
+        raws = self.redis.mget([keys.generation(job_id) for job_id in job_ids]) if job_ids else []
+        records = [_decode_record(raw) if raw is not None else None for raw in raws]
+        gone = [job_id for job_id, record in zip(job_ids, records) if record is None]
+        if gone:
+            self.redis.zrem(index, *gone)
+        return [r.view for r in records if r is not None and r.tenant == tenant and r.view.dataset == dataset]
 
     def save(self, record: GenerationRecord) -> None:
         """Rewrite a job's record (its status or outcome changed)."""
