@@ -7,6 +7,7 @@ from litestar import Controller, post
 
 from ragpulse.judges.calibration import calibrate, check_labels
 from ragpulse.model.calibration import Calibration, CalibrationRequest
+from ragpulse.model.results import ENDED_WITH_REPORT
 from ragpulse.exceptions import Conflict
 from ragpulse.intake.decode import decode_body
 from service.context import Call
@@ -31,7 +32,7 @@ class CalibrationController(Controller):
         request = decode_body(body, CalibrationRequest)
         check_labels(request)
         job = store.job(request.job_id, tenant)
-        if job.status not in {"finished", "finished_with_errors"}:
+        if job.status not in ENDED_WITH_REPORT:
             what = "ended without results" if job.status == "failed" else "has not finished"
             raise Conflict(f"job {request.job_id} is {job.status}; calibrate a finished job",
                            [{"path": "$.job_id", "message": f"job {what}"}])

@@ -11,7 +11,7 @@ from litestar.params import Parameter
 from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.model.job_list import JobFilter, JobLinks, JobsPage, JobSummary
-from ragpulse.model.results import JobStatus, Progress
+from ragpulse.model.results import ENDED_WITH_REPORT, JobStatus, Progress
 from ragpulse.model.trace import APP_NAME_PATTERN, DatasetRef
 from ragpulse.store import JobRecord, Store
 from service.context import Call
@@ -72,8 +72,6 @@ def form_filter(app: str, run: str, status: str) -> JobFilter:
     return JobFilter(app=app or None, run=run or None, status=status or None)  # type: ignore[arg-type]
 
 
-ENDED_WITH_REPORT = ("finished", "finished_with_errors")
-"""Statuses of a job that has a report, so can be a comparison's baseline."""
 
 
 def previous_job(store: Store, tenant: str, job_id: str) -> tuple[JobSummary | None, str]:

@@ -327,6 +327,38 @@ def test_holm_over_the_gate_family_not_over_every_metric() -> None:
     assert rows["mrr vs baseline"].verdict == "fail"
 
 
+def test_a_baseline_that_matched_nothing_fails_and_what_was_not_compared_is_shown() -> None:
+    """Two runs sharing no trace compared nothing, so the baseline check cannot pass; traces only one side holds,
+    and metrics the gate asked to test that could not be, are rows of their own rather than silently absent."""
+    from ragpulse.gate.checks import check_comparison
+    from ragpulse.model.compare import Comparison, MetricDelta, RunInfo
+    from ragpulse.reporting.significance import decide
+
+    def comparison(matched: int, only_base: int, only_cand: int) -> Comparison:
+        metrics = {"mrr": MetricDelta(n=matched, baseline=0.8, candidate=0.8, delta=0.0, ci95=(-0.01, 0.01),
+                                      excludes_zero=False, better="higher", change="untested", p_value=1.0,
+                                      tested=matched > 0)} if matched else {}
+        run = RunInfo(job_id="j", run=None, variant="rag")
+        return Comparison(candidate=run, baseline=run, matched=matched, only_in_baseline=only_base,
+                          only_in_candidate=only_cand, retrieval=metrics, generation={}, significant_regressions=[],
+                          regression_threshold=0.2, regressions=[], regressions_total=0, by_question_type={},
+                          by_source={}, family=decide(metrics, "holm"), correction="holm")
+
+    config = load_config(None)
+    nothing = {r.metric: r for r in check_comparison(comparison(0, 40, 40), config)}
+    assert nothing["matched traces"].verdict == "fail" and "share no trace_id" in nothing["matched traces"].detail
+    assert not any(r.metric.endswith("vs baseline") for r in nothing.values())   # the fail row says it all
+    part = {r.metric: r for r in check_comparison(comparison(20, 20, 20), config)}
+    assert part["matched traces"].verdict == "info" and not part["matched traces"].failed
+    assert "20 only in the candidate and 20 only in the baseline" in part["matched traces"].detail
+    assert part["mrr vs baseline"].verdict == "pass"
+    untested = [key for key in config.regression_family if key != "mrr"]
+    assert untested and all(part[f"{key} vs baseline"].verdict == "no_data" for key in untested)
+    assert "hallucination_rate vs baseline" in part and "missing" in part["hallucination_rate vs baseline"].detail
+    whole = {r.metric for r in check_comparison(comparison(40, 0, 0), config)}
+    assert "matched traces" not in whole
+
+
 def test_the_gate_family_is_its_thresholds_and_baseline_metrics_less_ignored(tmp_path: Path) -> None:
     path = tmp_path / "gate.toml"
     path.write_text('[thresholds.mrr]\nmin = 0.5\n[baseline]\nmetrics = ["recall@3", "faithfulness"]\n'

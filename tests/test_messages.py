@@ -59,6 +59,9 @@ def test_two_unrelated_jobs_compare_with_a_warning(client: httpx.Client) -> None
     same = client.get(f"/v1/jobs/{first}/compare", params={"baseline": first}).json()
     assert same["matched"] == 1 and same["warnings"] == []
     assert pairing_warnings(0, 0, 0) == []     # two empty jobs: nothing to warn about pairing
+    partial = pairing_warnings(20, 40, 25)       # before: no warning unless nothing matched
+    assert len(partial) == 1 and "only 20 traces matched" in partial[0]
+    assert "the 5 only in the candidate and the 20 only in the baseline" in partial[0]
 
 
 @pytest.mark.parametrize("body, says", [(TRACE, "this is one trace"), ([TRACE], "this is a list of traces")])

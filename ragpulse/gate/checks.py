@@ -51,21 +51,55 @@ def check_report(report: Report, config: GateConfig) -> list[Row]:
 def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
     """A row per metric of the comparison's tested family, decided as the comparison decided it (one function,
     ragpulse.reporting.significance.decide, for compare and gate alike): a regression fails unless
-    `fail_on_regression` is off. The oracle gap or RAG lift, when there is one, as information."""
+    `fail_on_regression` is off. A baseline no trace matched fails (nothing was compared, so nothing may pass); traces
+    only one side holds, and metrics the gate asked to test that could not be, are rows of their own. The oracle gap
+    or RAG lift, when there is one, as information."""
     rows = [Row(metric="regression family", value=None, interval=None, threshold="-", verdict="info",
                 detail=f"tested against the baseline ({comparison.correction} correction over "
                        f"{len(comparison.family)}, alpha {comparison.alpha:g}): {', '.join(comparison.family)}; "
                        "every other metric is described in the comparison, not tested")]
+    pairing = _pairing_row(comparison)
+    if pairing is not None:
+        rows.append(pairing)
     if comparison.dataset_mismatch:
         rows.append(Row(metric="dataset", value=None, interval=None, threshold="same dataset items", verdict="info",
                         detail=f"MISMATCH (warned, not refused): {comparison.dataset_mismatch}"))
+    deltas = {**comparison.retrieval, **comparison.generation}
     rows += [_family_row(key, delta, comparison, config.baseline.fail_on_regression)
-             for key, delta in {**comparison.retrieval, **comparison.generation}.items() if delta.tested]
+             for key, delta in deltas.items() if delta.tested]
+    rows += [_untested_row(key, deltas.get(key)) for key in config.regression_family
+             if key not in comparison.family and comparison.matched]
     for name, gap in (("oracle_gap", comparison.oracle_gap), ("rag_lift", comparison.rag_lift)):
         if gap is not None:
             rows.append(Row(metric=f"{name} ({gap.metric})", value=gap.value, interval=gap.ci95, threshold="-",
                             verdict="info", detail=gap.meaning))
     return rows
+
+
+def _pairing_row(comparison: Comparison) -> Row | None:
+    """Fails when no trace matched (the two runs share no trace_id and no query: the baseline checked nothing);
+    shows how many traces only one side holds, which no baseline row covers; None when every trace matched."""
+    matched, only_base, only_cand = comparison.matched, comparison.only_in_baseline, comparison.only_in_candidate
+    if matched == 0:
+        return Row(metric="matched traces", value=0.0, interval=None, threshold=">= 1", verdict="fail",
+                   detail=f"no trace matched: the baseline's {only_base} and the candidate's {only_cand} traces share "
+                          "no trace_id and no query text, so nothing was compared against the baseline")
+    if not (only_base or only_cand):
+        return None
+    return Row(metric="matched traces", value=float(matched), interval=None, threshold="-", verdict="info",
+               detail=f"{matched} matched; {only_cand} only in the candidate and {only_base} only in the baseline are "
+                      "in no baseline row (a trace whose id changed is compared with nothing)")
+
+
+def _untested_row(key: str, delta: MetricDelta | None) -> Row:
+    """A metric the gate asked to test against the baseline that could not be: missing on a side, or too few
+    matched traces to test."""
+    why = delta.note if delta is not None and delta.note else (
+        "missing from the baseline or the candidate (not judged, no labels, or another k)" if delta is None
+        else f"not tested over {delta.n} matched traces")
+    return Row(metric=f"{key} vs baseline", value=None if delta is None else delta.delta,
+               interval=None if delta is None else delta.ci95, threshold="no significant regression",
+               verdict="no_data", detail=f"not tested: {why}")
 
 
 def _family_row(key: str, delta: MetricDelta, comparison: Comparison, fail_on_regression: bool) -> Row:

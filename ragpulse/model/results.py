@@ -13,6 +13,8 @@ from ragpulse.model.scores import Attribution
 from ragpulse.model.scores import GenerationScores
 
 JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]
+ENDED_WITH_REPORT: tuple[JobStatus, ...] = ("finished", "finished_with_errors")
+"""Statuses of a job that has a report, so can be a comparison's baseline or calibrated."""
 TraceStatus = Literal["ok", "failed", "judge_error", "skipped_budget", "awaiting_judge"]
 """`awaiting_judge`: batch delivery, the judge request waits on the provider; the retrieval metrics and checks are
 in, the result is replaced once the batch has answered (never in a report)."""

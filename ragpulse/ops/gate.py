@@ -17,7 +17,7 @@ from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, junit_xml, summary, table
 from ragpulse.model.compare import Comparison, RunInfo
 from ragpulse.model.metric_keys import is_metric_key
-from ragpulse.model.results import JobView
+from ragpulse.model.results import ENDED_WITH_REPORT, JobView
 from ragpulse.ops.client import Client, TraceFile, read_traces, service_fault
 from ragpulse.ops.evaluate import Evaluation, evaluate_file, interrupted
 from ragpulse.ops.output_file import check_writable, write_output
@@ -197,8 +197,11 @@ def _comparison(client: Client, candidate: Evaluation, baseline: Evaluation | No
     if len(base_jobs) == 1 and len(candidate.posted) == 1:
         return client.compare(candidate.posted[0][1], base_jobs[0], threshold,  # type: ignore[arg-type]
                               family=family, correction=correction)
-    base_results = baseline.results if baseline else client.results(baseline_job)  # type: ignore[arg-type]
     base_view = baseline.jobs[0] if baseline else client.job(baseline_job)  # type: ignore[arg-type]
+    if baseline is None and base_view.status not in ENDED_WITH_REPORT:   # as the service's compare refuses it (409)
+        raise ClientError(f"the baseline job {baseline_job} is {base_view.status}: compare against a job that "
+                          "finished", status=409)
+    base_results = baseline.results if baseline else client.results(baseline_job)  # type: ignore[arg-type]
     cand_view = candidate.jobs[0]
     return compare(_info(base_view, base_jobs), _info(cand_view, [j for _, j in candidate.posted]), base_results,
                    candidate.results, threshold, family=family, correction=correction)

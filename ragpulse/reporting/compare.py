@@ -92,11 +92,18 @@ def _version(bound: DatasetBinding | None) -> str:
 
 
 def pairing_warnings(matched: int, baseline: int, candidate: int) -> list[str]:
-    """Why a comparison says little: no trace of one job matched the other's (two unrelated datasets, most likely)."""
-    if matched or not (baseline or candidate):
+    """Why a comparison says little: no trace of one job matched the other's (two unrelated datasets, most likely),
+    or some traces of either matched none (they are in no delta)."""
+    if not (baseline or candidate):
         return []
-    return [f"no trace matched: the baseline's {baseline} and the candidate's {candidate} traces share no trace_id "
-            "and no query text, so there is nothing to compare; compare two runs of the same dataset"]
+    if not matched:
+        return [f"no trace matched: the baseline's {baseline} and the candidate's {candidate} traces share no "
+                "trace_id and no query text, so there is nothing to compare; compare two runs of the same dataset"]
+    if matched == baseline == candidate:
+        return []
+    return [f"only {matched} traces matched (of the baseline's {baseline} and the candidate's {candidate}): the "
+            f"{candidate - matched} only in the candidate and the {baseline - matched} only in the baseline are in no "
+            "delta, so a trace whose id changed is compared with nothing"]
 
 
 def stage_deltas(pairs: Sequence[Pair]) -> dict[str, StageDelta]:
