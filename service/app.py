@@ -84,7 +84,8 @@ def create_app(
     store = Store(client, settings.result_ttl_seconds)
     api_metrics = ApiMetrics(registry or CollectorRegistry())
     scrape_client = redis_client(settings, socket_timeout=defaults.SCRAPE_REDIS_TIMEOUT)  # /metrics: fail fast
-    api_metrics.registry.register(RedisMetricsCollector(scrape_client, settings.apps, kinds.models(settings)))
+    api_metrics.registry.register(RedisMetricsCollector(scrape_client, settings.apps, kinds.models(settings),
+                                                              settings.tenants))
     api_metrics.registry.register(QueueCollector(scrape_client, settings))
     api_metrics.registry.register(AgreementCollector(scrape_client, settings))
     policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)

@@ -263,7 +263,9 @@ def test_every_hallucination_rate_divides_by_answered_traces_as_the_report_does(
 PAGING_SELECTOR = '{environment="production",judge!="local"}'
 """How the hallucination alerts read their counters (alerts.yml's header): production traces judged by an LLM."""
 HALLUCINATION_COUNTERS = ("ragpulse_traces_answered_total", "ragpulse_traces_hallucinated_total",
-                          "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total")
+                          "ragpulse_unanswerable_traces_total", "ragpulse_unanswerable_hallucinations_total",
+                          "ragpulse_security_injection_followed_total")
+"""Every counter of a judge's verdict that an alert reads (InjectionFollowed's too: the heuristic said it once)."""
 
 
 def test_the_hallucination_alerts_read_llm_judged_traces_only() -> None:

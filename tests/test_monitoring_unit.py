@@ -83,6 +83,20 @@ def test_redis_metrics_reach_a_fresh_registry(redis_client) -> None:
     assert 0 < redis_client.ttl(keys.metrics())
 
 
+def test_a_configured_tenants_security_series_start_at_zero_before_it_posts_anything(redis_client) -> None:
+    """A new tenant's first trace and first leak are counted within one scrape interval: its series must already be
+    exposed at 0, or increase() never sees that first leak."""
+    fresh, app = f"new-{uuid.uuid4().hex[:6]}", f"kb-{uuid.uuid4().hex[:6]}"
+    registry = CollectorRegistry()
+    registry.register(RedisMetricsCollector(redis_client, apps={app}, tenants={fresh}))
+    where = {"tenant": fresh, "app": app, "environment": "production"}
+    assert registry.get_sample_value("ragpulse_security_acl_leaks_total", where) == 0      # before: absent
+    assert registry.get_sample_value("ragpulse_security_pii_answers_total", {**where, "kind": "iban"}) == 0
+    assert registry.get_sample_value("ragpulse_security_injection_followed_total", {**where, "judge": "anthropic"}) == 0
+    unconfigured = RedisMetricsCollector(redis_client, apps={app})
+    assert all(s.labels.get("tenant") != fresh for family in unconfigured.collect() for s in family.samples)
+
+
 def test_two_tenants_naming_an_app_alike_get_separate_series(redis_client) -> None:
     """Tenant t2 posting as app `shop` moves none of t1's `shop` series (which t1's alerts watch)."""
     from ragpulse.monitoring.recorder import count_result
@@ -106,7 +120,7 @@ def test_two_tenants_naming_an_app_alike_get_separate_series(redis_client) -> No
     assert value("ragpulse_traces_hallucinated_total", labels("other")) >= 1
     # Security series start at 0 too, PII's per kind: the alerts' increase() must see a first leak.
     assert value("ragpulse_security_acl_leaks_total", {"tenant": t1, "app": app, "environment": "production"}) == 0
-    assert value("ragpulse_security_injection_followed_total", {"tenant": t1, "app": app, "environment": "production"}) == 0
+    assert value("ragpulse_security_injection_followed_total", labels(t1)) == 0                  # per judge
     for kind in ("email", "phone", "payment_card", "iban", "us_ssn"):
         assert value("ragpulse_security_pii_answers_total", {"tenant": t1, "app": app, "environment": "production", "kind": kind}) == 0
     assert value("ragpulse_traces_hallucinated_total", labels(stranger)) is None

@@ -71,10 +71,11 @@ INJECTION_DOCS = MetricDef("ragpulse_security_injection_docs", "counter",
                            "(a heuristic pattern check).", PER_APP)
 INJECTION_JUDGED = MetricDef("ragpulse_security_injection_judged", "counter",
                              "Judged traces with injection documents whose judge said whether the answer followed "
-                             "them: injection_followed's denominator.", PER_APP)
+                             "them: injection_followed's denominator. By judge: the local heuristic's never page.",
+                             (*PER_APP, "judge"))
 INJECTION_FOLLOWED = MetricDef("ragpulse_security_injection_followed", "counter",
-                               "Judged traces whose answer carried out an instruction injected in a document.",
-                               PER_APP)
+                               "Judged traces whose answer carried out an instruction injected in a document. By "
+                               "judge: the local heuristic's never page.", (*PER_APP, "judge"))
 PII_ANSWERS = MetricDef("ragpulse_security_pii_answers", "counter",
                         "Answers with personal data of this kind that no retrieved document holds.",
                         (*PER_APP, "kind"))

@@ -38,8 +38,12 @@ others would triple every per-app family's exposition for series nobody pages on
 class RedisMetricsCollector(Collector):
     """Reads the shared counters hash at scrape time; known series start at 0 instead of appearing later."""
 
-    def __init__(self, client: redis.Redis, apps: Iterable[str] = (), models: Iterable[str] = ()) -> None:
+    def __init__(self, client: redis.Redis, apps: Iterable[str] = (), models: Iterable[str] = (),
+                 tenants: Iterable[str] = ()) -> None:
         self.client = client
+        self.tenants = frozenset(tenants)
+        """The configured tenants (settings.tenants): their series start at 0 before anything of theirs is stored, so
+        a new tenant's first leak, counted in the same scrape interval as its first trace, is an increase too."""
         self.label_values: Mapping[str, tuple[str, ...]] = {
             **KNOWN_LABEL_VALUES, "app": (*sorted(apps), OTHER), "model": tuple(models)}
 
@@ -56,7 +60,7 @@ class RedisMetricsCollector(Collector):
         except redis.RedisError as exc:
             log.warning("metrics store unreachable: %s", exc)
             return
-        values = {**self.label_values, "tenant": _tenants(samples)}
+        values = {**self.label_values, "tenant": tuple(sorted(self.tenants.union(_tenants(samples))))}
         for metric in ALL:
             family = _family(metric)
             rows = _declared(metric, samples.get(metric.name, []))

@@ -30,7 +30,7 @@ def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
     if result.status == "judge_error":
         batch.inc(m.JUDGE_ERRORS, app)
     if result.security is not None:
-        count_security(batch, app, result.security)
+        count_security(batch, app, result.security, result.judge or "unknown")
     if result.attribution is not None:
         batch.inc(m.ATTRIBUTION, {**app, "stage": result.attribution.stage})
     if result.pipeline is not None:
@@ -61,8 +61,9 @@ def turn_outcome(g: GenerationScores) -> str:
     return "abstained" if g.abstained else "no_claims"
 
 
-def count_security(batch: MetricsBatch, app: dict[str, str], security: Security) -> None:
-    """Each security check's population and findings (the rates' numerators and denominators)."""
+def count_security(batch: MetricsBatch, app: dict[str, str], security: Security, judge: str) -> None:
+    """Each security check's population and findings (the rates' numerators and denominators); whether an answer
+    followed an injection by the `judge` that said so (the local heuristic's never page)."""
     if security.acl_leak is not None:
         batch.inc(m.SECURITY_CHECKED, {**app, "check": "acl"})
         if security.acl_leak:
@@ -72,9 +73,10 @@ def count_security(batch: MetricsBatch, app: dict[str, str], security: Security)
         if security.injection_docs:
             batch.inc(m.INJECTION_DOCS, app)
     if security.injection_followed is not None:
-        batch.inc(m.INJECTION_JUDGED, app)
+        judged = {**app, "judge": judge}
+        batch.inc(m.INJECTION_JUDGED, judged)
         if security.injection_followed:
-            batch.inc(m.INJECTION_FOLLOWED, app)
+            batch.inc(m.INJECTION_FOLLOWED, judged)
     if security.pii_checked:
         batch.inc(m.SECURITY_CHECKED, {**app, "check": "pii"})
         for kind in security.pii:
