@@ -85,9 +85,12 @@ def test_production_traces_are_sampled_by_policy(client: httpx.Client) -> None:
         expected = hash_fraction(item["trace_id"]) < 0.5 or item["trace_id"] == f"{app}-1"
         assert item["sampled"] is expected, item["trace_id"]
         assert (item["generation"] is not None) is expected          # not sampled: counted, not judged
-    assert next(i for i in items if i["trace_id"] == f"{app}-1")["sample_reason"] == "always:negative_feedback"
+    in_sample = hash_fraction(f"{app}-1") < 0.5               # `sampled` says the uniform sample picked it
+    assert next(i for i in items if i["trace_id"] == f"{app}-1")["sample_reason"] == \
+        ("sampled" if in_sample else "always:negative_feedback")
     monitor = client.get(f"/v1/monitor/{app}", params={"window": "5m"}).json()
     assert monitor["judged"] == sum(i["sampled"] for i in items) and monitor["sample_rate"] == 0.5
+    assert monitor["judged_by_rule"] == (0 if in_sample else 1)
     assert monitor["sampled"] + monitor["not_sampled"] == 40
 
 

@@ -15,7 +15,7 @@ from ragpulse.monitoring import catalog
 from ragpulse.monitoring.collector import RedisMetricsCollector
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.monitoring.sampling import AlwaysJudge, SamplingPolicy, cheap_checks, hash_fraction, sampling_decision
-from ragpulse.monitoring.rolling import bucket_increments, monitor_view, queue_bucket, window_totals
+from ragpulse.monitoring.rolling import FIELDS, bucket_increments, monitor_view, queue_bucket, window_totals
 from ragpulse.model.trace import RetrievedDoc, Trace
 
 
@@ -81,6 +81,47 @@ def test_redis_metrics_reach_a_fresh_registry(redis_client) -> None:
     assert value("ragpulse_faithfulness_bucket", {**mine, "le": "+Inf"}) == 1
     assert value("ragpulse_faithfulness_sum", mine) == pytest.approx(0.35)
     assert 0 < redis_client.ttl(keys.metrics())
+
+
+def test_traces_an_always_judge_rule_picked_are_judged_but_kept_out_of_the_production_rates(redis_client) -> None:
+    """Negative feedback picks bad answers: counted in the hallucination rate, 95 forced traces at 40% beside 500
+    sampled at 4% would read 9.7% and page. They are counted apart; the rates are the uniform sample's."""
+    from ragpulse.monitoring.recorder import count_result
+
+    policy = SamplingPolicy(sample_rate=0.5)
+    sampled_ids = [f"id-{i}" for i in range(200) if hash_fraction(f"id-{i}") < 0.5]
+    unsampled = next(f"id-{i}" for i in range(200) if hash_fraction(f"id-{i}") >= 0.5)
+    complaint = {"feedback": "thumbs_down"}
+    in_sample = make_trace(sampled_ids[0], metadata=complaint)
+    assert sampling_decision(in_sample, policy, cheap_checks(in_sample, policy)) == (True, "sampled")  # before: always:
+    outside = make_trace(unsampled, metadata=complaint)
+    assert sampling_decision(outside, policy, cheap_checks(outside, policy)) == (True, "always:negative_feedback")
+
+    tenant, app = f"t-{uuid.uuid4().hex[:6]}", f"rule-{uuid.uuid4().hex[:6]}"
+    uniform = [result(app, scored(False, 1.0)) for _ in range(3)]
+    forced = [result(app, scored(True, 0.5)) for _ in range(2)]
+    for item in forced:
+        item.sample_reason = "always:negative_feedback"
+    batch = MetricsBatch({app}, {tenant})
+    for item in uniform + forced:
+        count_result(batch, tenant, item)
+    batch.flush(redis_client)
+    registry = CollectorRegistry()
+    registry.register(RedisMetricsCollector(redis_client, apps={app}))
+    where = {"tenant": tenant, "app": app, "environment": "production"}
+    value = registry.get_sample_value
+    assert value("ragpulse_traces_answered_total", {**where, "judge": "anthropic"}) == 3
+    assert value("ragpulse_traces_hallucinated_total", {**where, "judge": "anthropic"}) == 0
+    assert value("ragpulse_traces_judged_total", {**where, "judge": "anthropic"}) == 5
+    assert value("ragpulse_traces_judged_by_rule_total", {**where, "rule": "negative_feedback"}) == 2
+    assert value("ragpulse_traces_hallucinated_by_rule_total", {**where, "rule": "negative_feedback"}) == 2
+    totals: dict[str, float] = {}
+    for item in uniform + forced:
+        for name, add in bucket_increments(item).items():
+            totals[name] = totals.get(name, 0.0) + add
+    view = monitor_view({**dict.fromkeys(FIELDS, 0.0), **totals}, app, "5m", 0.5)
+    assert view["judged"] == 5 and view["judged_by_rule"] == 2 and view["answered"] == 3
+    assert view["hallucination_rate"]["rate"] == 0.0 and view["abstention_rate"]["n"] == 3
 
 
 def test_a_configured_tenants_security_series_start_at_zero_before_it_posts_anything(redis_client) -> None:

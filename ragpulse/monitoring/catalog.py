@@ -38,6 +38,15 @@ SESSION_TURNS = MetricDef("ragpulse_session_turns_judged", "counter",
                           "hallucination rate of a bucket is hallucinated / (hallucinated + grounded), its abstention "
                           "rate abstained / all.", (*PER_APP, "turn", "outcome"))
 JUDGE_ERRORS = MetricDef("ragpulse_judge_errors", "counter", "Traces that ended as judge_error.", PER_APP)
+JUDGED_BY_RULE = MetricDef("ragpulse_traces_judged_by_rule", "counter",
+                           "Judged traces outside the uniform sample, judged for an always-judge rule (negative "
+                           "feedback, a miscitation, a low top score, an injection document). Picked for looking bad, "
+                           "they are counted here and in ragpulse_traces_judged_total only: every quality family "
+                           "(hallucination, faithfulness, claims...) counts the uniform sample, so the rates the "
+                           "alerts read are production's.", (*PER_APP, "rule"))
+HALLUCINATED_BY_RULE = MetricDef("ragpulse_traces_hallucinated_by_rule", "counter",
+                                 "Of ragpulse_traces_judged_by_rule, those that made claims and hallucinated.",
+                                 (*PER_APP, "rule"))
 CHECKS = MetricDef("ragpulse_checks_failed", "counter", "Cheap programmatic checks that flagged a trace.",
                    (*PER_APP, "check"))
 JUDGE_INPUT_TRUNCATED = MetricDef("ragpulse_judge_input_truncated", "counter",
@@ -112,13 +121,14 @@ FAITHFULNESS = GENERATION_BY_NAME["faithfulness"].prometheus
 TRACES_HALLUCINATED = GENERATION_BY_NAME["hallucination_rate"].prometheus
 TRACES_ANSWERED = GENERATION_BY_NAME["hallucination_rate"].population
 """The hallucination rate is ragpulse_traces_hallucinated_total / ragpulse_traces_answered_total: hallucinated among
-judged traces that made claims, the report's and /v1/monitor's definition (abstentions and claim-less traces out)."""
+judged traces that made claims, the report's and /v1/monitor's definition (abstentions and claim-less traces out);
+online, over the uniform sample only (traces judged for an always-judge rule are JUDGED_BY_RULE's)."""
 UNANSWERABLE_HALLUCINATIONS = GENERATION_BY_NAME["unanswerable_hallucination_rate"].prometheus
 """Families declared with their metric in ragpulse.metrics.registry, named here for the alert rules' sake."""
 
 ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIMS, UNANSWERABLE, ABSTENTIONS,
        SESSION_TURNS,
-       JUDGE_ERRORS, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
+       JUDGE_ERRORS, JUDGED_BY_RULE, HALLUCINATED_BY_RULE, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS, JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
        RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, SECURITY_CHECKED, ACL_LEAKS, INJECTION_DOCS,
        INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, STALE_TRACES, ATTRIBUTION, PIPELINE_LATENCY, PIPELINE_COST,
        CONTEXT_TOKENS, OTLP_TRACES, OTLP_SPANS_REJECTED, OTLP_ATTRIBUTES_FIXED, *prometheus_families())

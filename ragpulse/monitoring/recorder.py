@@ -15,7 +15,8 @@ from ragpulse.model.trace import Trace
 from ragpulse.metrics.registry import GENERATION
 from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch
-from ragpulse.monitoring.rolling import queue_bucket, queue_received
+from ragpulse.monitoring.rolling import HALLUCINATION_RATE, queue_bucket, queue_received
+from ragpulse.monitoring.sampling import judged_by_rule
 
 
 def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
@@ -40,6 +41,12 @@ def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:
         return
     labels = {**app, "judge": result.judge or "unknown"}
     batch.inc(m.TRACES_JUDGED, labels)
+    rule = judged_by_rule(result.sample_reason)
+    if rule is not None:   # picked for looking bad: out of the production rates (the uniform sample's)
+        batch.inc(m.JUDGED_BY_RULE, {**app, "rule": rule})
+        if HALLUCINATION_RATE.per_trace(result):
+            batch.inc(m.HALLUCINATED_BY_RULE, {**app, "rule": rule})
+        return
     for verdict, count in (("supported", g.supported), ("unsupported", g.unsupported),
                            ("contradicted", g.contradicted)):
         if count:

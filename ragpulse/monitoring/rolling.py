@@ -15,15 +15,18 @@ from ragpulse.metrics.registry import GENERATION_BY_NAME
 from ragpulse.model.results import TraceResult
 from ragpulse.metrics.stats import wilson_interval
 from ragpulse.model.estimate import WILSON_METHOD
+from ragpulse.monitoring.sampling import judged_by_rule
 
 WINDOWS = {"5m": 5, "1h": 60, "24h": 1440}
 """Window name -> minutes."""
 BUCKET_TTL_SECONDS = 25 * 3600
 """A minute bucket outlives the longest window by an hour."""
 FIELDS = ("judged", "answered", "hallucinated", "unanswerable", "unanswerable_hallucinated", "abstained",
-          "judge_errors", "faithfulness_sum", "faithfulness_n", "sampled", "not_sampled", "received", "processed")
+          "judge_errors", "faithfulness_sum", "faithfulness_n", "sampled", "not_sampled", "received", "processed",
+          "judged_by_rule")
 """`received` counts traces the API accepted (online posts and batches), `processed` traces whose result a worker
-stored and counted: a window where received outruns processed shows a lagging pipeline."""
+stored and counted: a window where received outruns processed shows a lagging pipeline. `judged_by_rule` counts the
+judged traces outside the uniform sample (an always-judge rule picked them), which no rate counts."""
 HALLUCINATION_RATE = GENERATION_BY_NAME["hallucination_rate"]
 """The report's metric: hallucinated among judged traces that made claims. `answered` counts its population."""
 
@@ -45,6 +48,9 @@ def bucket_increments(result: TraceResult) -> dict[str, float]:
         return inc
     # `answered` is written even at 0: a minute of abstentions only must not read as a bucket from before the
     # field existed, which _legacy would give judged traces as its denominator.
+    if judged_by_rule(result.sample_reason) is not None:   # out of the rates: see monitoring.sampling
+        inc.update(judged=1, judged_by_rule=1, answered=0)
+        return inc
     inc.update(judged=1, abstained=float(g.abstained), answered=0)
     hallucinated = HALLUCINATION_RATE.per_trace(result)
     if hallucinated is not None:
@@ -97,17 +103,19 @@ def monitor_view(totals: dict[str, float], app: str, window: str, sample_rate: f
     """Rates with Wilson 95% intervals; a rate over zero traces is null, never 0.
 
     hallucination_rate is the report's: hallucinated among judged traces that made claims (`answered`);
-    abstentions and other claim-less answers are out of it, as in Prometheus' hallucinated / answered.
+    abstentions and other claim-less answers are out of it, as in Prometheus' hallucinated / answered. Every rate is
+    the uniform sample's: `judged` includes the `judged_by_rule` traces an always-judge rule picked, no rate does.
     """
-    judged = int(totals["judged"])
+    judged, by_rule = int(totals["judged"]), int(totals["judged_by_rule"])
     return {
         "app": app, "environment": environment, "window": window, "traces_received": int(totals["received"]),
-        "traces_processed": int(totals["processed"]), "judged": judged, "answered": int(totals["answered"]),
+        "traces_processed": int(totals["processed"]), "judged": judged, "judged_by_rule": by_rule,
+        "answered": int(totals["answered"]),
         "sample_rate": sample_rate, "sampled": int(totals["sampled"]), "not_sampled": int(totals["not_sampled"]),
         "hallucination_rate": _rate(totals["hallucinated"], totals["answered"]),
         "unanswerable_hallucination_rate": _rate(totals["unanswerable_hallucinated"], totals["unanswerable"]),
         "mean_faithfulness": totals["faithfulness_sum"] / totals["faithfulness_n"] if totals["faithfulness_n"] else None,
-        "abstention_rate": _rate(totals["abstained"], judged),
+        "abstention_rate": _rate(totals["abstained"], judged - by_rule),
         "judge_error_rate": _rate(totals["judge_errors"], judged + totals["judge_errors"]),
         "ci_method": WILSON_METHOD,
     }

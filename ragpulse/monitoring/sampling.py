@@ -137,17 +137,29 @@ def cheap_checks(trace: Trace, policy: SamplingPolicy) -> list[str]:
     return flags
 
 
+BY_RULE = "always:"
+"""The prefix of the sample reason of a trace judged by an always-judge rule only (outside the uniform sample)."""
+
+
 def sampling_decision(trace: Trace, policy: SamplingPolicy, checks: list[str]) -> tuple[bool, str]:
-    """(judge it?, why): an always-judge rule first, then the deterministic sample."""
+    """(judge it?, why): the deterministic sample first, so that `sampled` means in the uniform sample (the traces
+    the production rates are measured on), then an always-judge rule (`always:<check>`)."""
+    if hash_fraction(sample_key(trace, policy)) < policy.sample_rate:
+        return True, "sampled"
     rules = policy.always_judge
     forced = {"negative_feedback": rules.negative_feedback, "cited_not_retrieved": rules.cited_not_retrieved,
               "low_top_score": rules.top_score_below is not None}
     for check in checks:
         if forced.get(check):
-            return True, f"always:{check}"
-    if hash_fraction(sample_key(trace, policy)) < policy.sample_rate:
-        return True, "sampled"
+            return True, f"{BY_RULE}{check}"
     return False, "not_sampled"
+
+
+def judged_by_rule(reason: str | None) -> str | None:
+    """The always-judge rule a trace was judged for when the uniform sample did not pick it, else None. Such a trace is
+    judged for its own sake and picked for looking bad (negative feedback, a miscitation, an injection document):
+    counted in the production rates it would bias them, so it is counted apart (ragpulse_traces_judged_by_rule)."""
+    return reason[len(BY_RULE):] if reason is not None and reason.startswith(BY_RULE) else None
 
 
 def _negative_feedback(trace: Trace) -> bool:
@@ -164,5 +176,5 @@ def judge_for_injection(sampled: bool, reason: str, policy_judges_injection: boo
     """The sampling decision once the security checks ran: a trace with injection documents is judged whatever the
     sample (always_judge.injection_docs), so the judge can say whether the answer obeyed them."""
     if not sampled and policy_judges_injection and has_injection_docs:
-        return True, "always:injection_docs"
+        return True, f"{BY_RULE}injection_docs"
     return sampled, reason
