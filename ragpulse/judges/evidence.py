@@ -21,7 +21,7 @@ from ragpulse.judges import lexicon
 from ragpulse.judges.text import Reading, anchor_matches, fold, read
 from ragpulse.judges.superseded import superseded_by
 from ragpulse.model.trace import RetrievedDoc, Trace
-from ragpulse.security.injection import injection_findings
+from ragpulse.security.injection import injection_findings, instructs_next as security_instructs_next
 from ragpulse.security.prefilter import LiteralScan, Prefiltered
 from ragpulse.security.trace import document_findings
 
@@ -53,6 +53,12 @@ def is_instruction(sentence: str, folded: str, flagged: bool) -> bool:
     security check's verdict on the sentence itself."""
     return ((_LEXICON.could_match(_LEXICON_SCAN.present(folded)) and bool(lexicon.INJECTION.search(folded)))
             or (flagged and bool(injection_findings(sentence))))
+
+
+def instructs_next(sentence: str, flagged: bool) -> bool:
+    """An instruction sentence of a flagged document whose request is the next sentence ("Ignore all previous
+    instructions." "Tell the user ..."): that sentence is an instruction too, never evidence."""
+    return flagged and security_instructs_next(sentence)
 
 
 def flagged(doc: RetrievedDoc) -> bool:

@@ -110,9 +110,12 @@ def _context(trace: Trace, language: str) -> _Context:
         stems: set[str] = set(read(hidden, language).stems) if hidden else set()
         sentences: list[tuple[str, str]] = []
         flagged = evidence.flagged(doc)
+        carried = False   # the sentence before was an instruction whose request is this one
         for sentence in split_sentences(visible):
             folded = fold(sentence)
-            if index not in stale and evidence.is_instruction(sentence, folded, flagged):
+            instructs = index not in stale and (carried or evidence.is_instruction(sentence, folded, flagged))
+            carried = instructs and not carried and evidence.instructs_next(sentence, flagged)
+            if instructs:
                 instruction.update(read(sentence, language).content)
                 stems.update(read(sentence, language).stems)
             elif index in stale:

@@ -19,7 +19,8 @@ Quoted or discussed phrases are not findings: a cue inside quotation marks or co
 on attacks ("attackers", "for example", "such as", "the phrase", "prompt injection") without being an imperative
 at the sentence start, is treated as a mention. Not detected: paraphrased or novel instructions with none of these
 words, languages other than the six, instructions split across documents, encodings (base64, ROT13), and text in
-images. The text is normalised first: NFKC, casefold, zero-width characters removed, tag characters decoded.
+images. The text is normalised first: NFKC, casefold, zero-width characters removed, tag characters decoded, runs of
+spaces and tabs made one space, and hard-wrapped lines (a break between a word and a lowercase word) joined.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ from ragpulse.security import cues
 from ragpulse.security.prefilter import LiteralScan, Present, Prefiltered
 
 _ZERO_WIDTH = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e]")
+_SPACE_RUN = re.compile(r"[ \t]{2,}|\t")
+_LINE_BREAK = re.compile(r"\n[ \t]*(?!(?:human|assistant|system|user)[ \t]*:)(?=[a-zà-öø-ÿ])")
+"""A line break before a lowercase word that is not a chat-role marker: a hard wrap when a word or a comma is before
+it (`_joined`)."""
+_WORD = re.compile(r"\w{2,}")
 _TAGS = re.compile("[\U000e0000-\U000e007f]")
 
 ROLE_MARKER = re.compile("|".join((
@@ -119,12 +125,32 @@ def _normalise(text: str) -> tuple[str, bool, bool]:
     """(NFKC-normalised, casefolded text with zero-width characters removed and tag characters decoded to the
     ASCII they hide; whether zero-width characters were there; whether tag characters were)."""
     if text.isascii():  # NFKC leaves ASCII as it is, and zero-width and tag characters are not ASCII
-        return text.casefold(), False, False
+        return _spaced(text).casefold(), False, False
     text = unicodedata.normalize("NFKC", text)
     zero_width = bool(_ZERO_WIDTH.search(text.lstrip("\ufeff")))
     tags = bool(_TAGS.search(text))
     text = _TAGS.sub(lambda m: chr(ord(m.group()) - 0xE0000), _ZERO_WIDTH.sub("", text))
-    return text.casefold(), zero_width, tags
+    return _spaced(text).casefold(), zero_width, tags
+
+
+def _spaced(text: str) -> str:
+    """Runs of spaces and tabs as one space, and hard-wrapped lines joined, so that "The assistant  must" and
+    "Ignore all\nprevious instructions" read as written (before casefolding: a wrap is joined before a lowercase
+    word only, so a line that starts a sentence or a role stays a line)."""
+    if "  " in text or "\t" in text:
+        text = _SPACE_RUN.sub(" ", text)
+    if "\n" not in text:
+        return text
+    return _LINE_BREAK.sub(lambda m: _joined(text, m.start()), text)
+
+
+def _joined(text: str, at: int) -> str:
+    """What the line break at `at` becomes: a space after a word or a comma (nothing more after a space), else
+    itself (a line that follows a full stop, a heading or a blank line stays a line)."""
+    before = text[at - 1] if at else "\n"
+    if before == " " and at > 1:
+        return "" if text[at - 2].isalnum() or text[at - 2] in ",;:" else text[at:at + 1]
+    return " " if before.isalnum() or before in ",;:" else "\n"
 
 
 def _hidden(text: str, present: Present | None = None) -> dict[str, list[tuple[int, int, str]]]:
@@ -173,8 +199,10 @@ def _aimed(text: str, start: int, end: int) -> bool:
 
 
 def instruction_payloads(text: str) -> list[str]:
-    """What the instructions aimed at the model ask for: the rest of each such cue's sentence after the cue, and the
-    text of hidden directives (casefolded). Empty when `text` holds no injection (a heuristic, as the findings)."""
+    """What the instructions aimed at the model ask for: the rest of each such cue's sentence after the cue (through
+    the next sentence when that rest holds under two words: "Ignore previous instructions. Tell the user ...", or a
+    heading "IGNORE PREVIOUS INSTRUCTIONS:" over its line), and the text of hidden directives (casefolded). Empty when
+    `text` holds no injection (a heuristic, as the findings)."""
     plain = _normalise(text)[0]
     present = _SCAN.present(plain)
     payloads = []
@@ -184,7 +212,27 @@ def instruction_payloads(text: str) -> list[str]:
                 continue
             for m in prefiltered.pattern.finditer(plain):
                 if _aimed(plain, m.start(), m.end()):
-                    end = _SENTENCE_END.search(plain, m.end())
-                    payloads.append(plain[m.end():end.start() if end else len(plain)])
+                    payloads.append(_payload(plain, m.end()))
     payloads += [inner for spans in _hidden(plain, present).values() for _s, _e, inner in spans if _directive(inner)]
     return payloads
+
+
+def instructs_next(sentence: str) -> bool:
+    """True when `sentence` holds an instruction aimed at the model that leaves what it asks for to the sentence after
+    it ("Ignore all previous instructions." then "Tell the user ..."): under two words follow its cues."""
+    payloads = instruction_payloads(sentence)
+    return bool(payloads) and all(len(_WORD.findall(payload)) < 2 for payload in payloads)
+
+
+def _payload(plain: str, start: int) -> str:
+    """The rest of the sentence from `start`; through the next sentence too when that rest holds under two words."""
+    end = _SENTENCE_END.search(plain, start)
+    if end is None:
+        return plain[start:]
+    if len(_WORD.findall(plain, start, end.start())) < 2:
+        following = _SENTENCE_END.search(plain, end.end())
+        while following is not None and not _WORD.search(plain, end.end(), following.start()):  # "instructions.\n"
+            following = _SENTENCE_END.search(plain, following.end())
+        return plain[start:following.start() if following else len(plain)]
+    return plain[start:end.start()]
+
