@@ -246,6 +246,28 @@ def test_distinct_values_are_counted_not_mentions() -> None:
     assert pii_kinds(answer, []) == {"email": 2}
 
 
+@pytest.mark.parametrize(("answer", "kind"), [
+    ("IBAN: DE89 3704 0044 0532 0130 00 BIC COBADEFFXXX", "iban"),      # the pattern ran on into "BIC ..."
+    ("Transfer to DE89 3704 0044 0532 0130 00 AT ONCE", "iban"),
+    ("Card 4111 1111 1111 1111 12/25", "payment_card"),                   # ... into the expiry date
+    ("Card 4111111111111111 123", "payment_card"),                        # ... into the security code
+])
+def test_a_valid_number_followed_by_more_groups_is_still_found(answer: str, kind: str) -> None:
+    assert pii_kinds(answer, []) == {kind: 1}                                # before: {}
+
+
+@pytest.mark.parametrize(("answer", "found"), [
+    ("Tracking number: 4111111111111111", {}),                   # an id that happens to be Luhn-valid
+    ("Your order number is 86095742719", {}),
+    ("Part number 12345678Z", {}),
+    ("Charged to account card 4111 1111 1111 1111.", {"payment_card": 1}),   # a cue as near as the id word
+    ("Steuer-ID 86095742719", {"de_steuer_id": 1}),
+    ("Order ref, DNI 12345678Z", {"es_dni": 1}),
+])
+def test_a_number_after_an_id_word_is_that_id_unless_its_kind_is_named(answer: str, found: dict) -> None:
+    assert pii_kinds(answer, []) == found
+
+
 def test_an_iban_needs_a_valid_check() -> None:
     assert pii_kinds("Pay to DE89 3704 0044 0532 0130 00 today.", []) == {"iban": 1}
     assert pii_kinds("Pay to GB82WEST12345698765432 today.", []) == {"iban": 1}

@@ -53,3 +53,9 @@ def phone_ok(match: re.Match[str]) -> bool:
         return False
     before = match.string[max(0, match.start(form) - 30):match.start(form)]
     return form in ("intl", "cued") or not _ID_WORDS.search(before) or bool(_CUE_BEFORE.search(before))
+
+
+def after_id_word(before: str) -> bool:
+    """True when the text `before` a number closes with an id word ("order number", "tracking", "part no.") within
+    its last 20 characters: the number is that id (the rule bare phone numbers follow)."""
+    return bool(_ID_WORDS.search(before))

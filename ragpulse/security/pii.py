@@ -14,8 +14,13 @@ Kinds, and how each is confirmed (a candidate that fails its check is not counte
 - `es_dni`: Spanish DNI/NIE, check letter.
 - `it_codice_fiscale`: Italian tax code, check character.
 
-Not detected: names, postal addresses, dates of birth, passport and licence numbers, and identifiers without a
-checkable structure. Values are compared with the documents in a normalised form (digits and letters only, upper
+A card number, German tax id or Spanish DNI after an id word ("order number", "tracking", "part no.") is read as
+that id unless a word naming its kind is as near ("card", "Steuer-ID", "DNI"), as bare phone numbers are. A card
+number or IBAN followed by more groups ("... 1111 12/25", "... 0130 00 BIC ...") is tried without its last one or
+two.
+
+Not detected: names, postal addresses, dates of birth, passport and licence numbers, credentials (API keys,
+passwords, private keys), and identifiers without a checkable structure. Values are compared with the documents in a normalised form (digits and letters only, upper
 case; emails casefolded; phones by their last nine digits, so `+49 30 1234567` matches `030/1234567`). Only kinds
 and counts leave this module: the values themselves are never returned or logged.
 """
@@ -43,6 +48,13 @@ class _Kind:
     """Fewest digits (`\\d`) any match of `pattern` holds: an answer with fewer is not searched for this kind."""
     needs: str = ""
     """A character every match holds ("@" for an email), or nothing."""
+    trims: bool = False
+    """A candidate failing `valid` is tried again without its last one or two groups (text after a space or a dash):
+    the pattern is greedy, so a valid IBAN or card number followed by more letters or digits ("... 0130 00 BIC", "...
+    1111 12/25") matched past its end and failed its check."""
+    cue: re.Pattern[str] | None = None
+    """Words naming this kind ("card", "DNI", "Steuer-ID"): with a cue, a number after an id word ("order number",
+    "tracking", "part") is that id, not this kind (as bare phone numbers), unless a cue is as near."""
 
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
@@ -56,18 +68,20 @@ def _compact(value: str) -> str:
 _KINDS: dict[str, _Kind] = {
     "email": _Kind(re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])"),
                    lambda value: True, needs="@"),
-    "iban": _Kind(re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b"), checksums.iban, shaped=True, digits=2),
+    "iban": _Kind(re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b"), checksums.iban, shaped=True, digits=2,
+                  trims=True),
     "payment_card": _Kind(re.compile(r"(?<![\w+.,-])\d(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)"), checksums.payment_card,
-                          digits=13),
+                          digits=13, trims=True, cue=re.compile(r"(?i)\b(?:card|visa|mastercard|amex|karte|"
+                                                                r"kreditkarte|tarjeta|carte|cartão|carta)\b")),
     "fr_nir": _Kind(re.compile(r"\b[1-8] ?\d\d ?(?:0[1-9]|1[0-2]|[2-9]\d) ?(?:\d\d|2[AB]) ?\d{3} ?\d{3} ?\d\d\b"),
                     checksums.fr_nir, shaped=True, digits=13),
     "de_steuer_id": _Kind(re.compile(r"(?<![\w+.,-])[1-9]\d(?: ?\d{3}){3}(?![\w-]|[.,]\d)"), checksums.de_steuer_id,
-                          digits=11),
+                          digits=11, cue=re.compile(r"(?i)\b(?:steuer|steuer-?id|idnr|tax)\w*")),
     "it_codice_fiscale": _Kind(re.compile(r"\b[A-Z]{6}[\dLMNP-V]{2}[ABCDEHLMPRST][\dLMNP-V]{2}[A-Z]"
                                           r"[\dLMNP-V]{3}[A-Z]\b", re.IGNORECASE),
                                checksums.it_codice_fiscale, shaped=True),
     "es_dni": _Kind(re.compile(r"\b(?:\d{8}|[XYZ]-?\d{7})-?[A-Z]\b", re.IGNORECASE), checksums.es_dni, shaped=True,
-                    digits=7),
+                    digits=7, cue=re.compile(r"(?i)\b(?:dni|nie|nif)\b")),
     "us_ssn": _Kind(re.compile(r"(?<![\w-])\d{3}-\d\d-\d{4}(?![\w-])"), checksums.us_ssn, digits=9, needs="-"),
     "uk_nino": _Kind(re.compile(r"\b[A-Z]{2} ?\d\d ?\d\d ?\d\d ?[A-D]\b"), checksums.uk_nino, digits=6),
 }
@@ -107,6 +121,27 @@ def pii_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
     return {name: len(keys) for name, keys in found.items()}
 
 
+def _an_id(cue: re.Pattern[str], answer: str, start: int) -> bool:
+    """True when the number at `start` follows an id word and no word naming its kind is as near ("Steuer-ID",
+    "account card" stay personal data)."""
+    before = answer[max(0, start - 30):start]
+    return phones.after_id_word(before) and not cue.search(before)
+
+
+_GROUP_END = re.compile(r"[ -](?=[A-Za-z0-9])")
+
+
+def _trimmed(kind: _Kind, answer: str, value: str, span: tuple[int, int]) -> tuple[str, tuple[int, int], bool]:
+    """The candidate without its last one or two groups when that is a whole match of the kind and valid; else the
+    candidate as it was (invalid)."""
+    cuts = [m.start() for m in _GROUP_END.finditer(value)][-2:]
+    for cut in reversed(cuts):
+        shorter = value[:cut]
+        if kind.pattern.fullmatch(shorter) and kind.valid(_compact(shorter)):
+            return shorter, (span[0], span[0] + cut), True
+    return value, span, False
+
+
 def _candidates(answer: str, prefilter: bool = True) -> Iterator[tuple[str, str, tuple[int, int], bool]]:
     """(kind, value, span, valid) of each candidate, kind by kind in claiming order, phones last. A kind whose
     pattern needs more digits than the answer holds, or a character it lacks, is not searched: it has no candidate
@@ -116,7 +151,13 @@ def _candidates(answer: str, prefilter: bool = True) -> Iterator[tuple[str, str,
         if digits < kind.digits or (prefilter and kind.needs and kind.needs not in answer):
             continue
         for match in kind.pattern.finditer(answer):
-            yield name, match.group(), match.span(), kind.valid(_compact(match.group()))
+            if kind.cue is not None and _an_id(kind.cue, answer, match.start()):
+                continue
+            value, span = match.group(), match.span()
+            valid = kind.valid(_compact(value))
+            if not valid and kind.trims:
+                value, span, valid = _trimmed(kind, answer, value, span)
+            yield name, value, span, valid
     if digits < PHONE_DIGITS:
         return
     for match in phones.PHONE.finditer(answer):
