@@ -79,6 +79,7 @@ def test_an_online_label_is_stored_beside_the_judges_call_and_replaced_by_its_re
     assert body["judge_hallucinated"] is False and body["hallucinated"] is True and body["replaced"] is False
     assert body["sample"] == "uniform" and body["inclusion_probability"] == 1.0 and body["reason"] == "uniform"
     assert body["labelled_at"].endswith("Z") and body["claims"] == [{"index": 0, "verdict": "unsupported"}]
+    assert body["answered"] is True                     # the judged answer made claims: the rate's population
 
     nowhere = label(review.acme, trace_id, "bob", True, claims=[{"index": 0, "verdict": "supported"},
                                                               {"index": 0, "verdict": "unsupported"},
@@ -223,3 +224,30 @@ def test_an_apps_labels_and_review_index_are_capped(redis_client: redis.Redis, m
         pipe.execute()
     kept = [m.decode().rsplit("\x1f", 1)[1] for m in redis_client.zrange(keys.review_pool(tenant, app), 0, -1)]
     assert kept == sorted((f"t{n}" for n in range(10)), key=lambda t: draw(tenant, app, t))[:3]
+
+
+def test_the_hallucination_rate_is_corrected_with_the_labels_of_its_own_population() -> None:
+    """Labelled abstentions and claim-less answers are outside the hallucination rate (answers with claims) and are
+    judge-faithful and human-faithful alike: counted, they inflated the specificity the correction divides by (30 of
+    them moved a corrected 0.132 to 0.202)."""
+    from ragpulse.labels.corrections import corrected_rates, population  # noqa: PLC0415
+    from ragpulse.labels.traces import reduce  # noqa: PLC0415
+    from ragpulse.model.labels import Label  # noqa: PLC0415
+
+    def labelled(n: int, judge: bool, human: bool, answered: bool | None) -> list:
+        return [reduce([Label(trace_id=f"t{n}-{i}", job_id=None, app="a", reviewer="ann", hallucinated=human,
+                              abstained=not answered, labelled_at="2026-01-01T00:00:00.000Z", judge="anthropic",
+                              prompt_version="v", judge_hallucinated=judge, judge_abstained=not answered,
+                              sample="uniform", inclusion_probability=1.0, answered=answered)])
+                for i in range(n)]
+
+    answered = [*labelled(16, True, True, True), *labelled(4, False, True, True), *labelled(50, False, False, True),
+                *labelled(10, True, False, True)]
+    abstentions = labelled(30, False, False, False)
+    assert population(answered + abstentions, "hallucination_rate") == answered
+    assert population(labelled(2, False, False, None), "hallucination_rate") != []   # stored before the field
+    counts = {"hallucination_rate": (250, 1000)}
+    alone, mixed = (corrected_rates(counts, traces)["hallucination_rate"] for traces in (answered,
+                                                                                          answered + abstentions))
+    assert mixed.corrected == alone.corrected and mixed.ci95 == alone.ci95     # before: 0.202 against 0.132
+

@@ -2,8 +2,8 @@
 measured over n traces, corrected for the judge's error as the app's human labels measure it.
 
 The labels are those of the same app, judge and prompt version within RAGPULSE_AGREEMENT_WINDOW_DAYS; each labelled
-trace counts once (its reviewers' majority) with weight 1 / its inclusion probability (labels.agreement.pairs). The
-unanswerable rate's labels are those of unanswerable traces only: its population. metrics.correction says how the
+trace counts once (its reviewers' majority) with weight 1 / its inclusion probability (labels.agreement.pairs). Each
+rate's labels are those of its population: traces whose answer made claims, unanswerable traces. metrics.correction says how the
 rate is corrected (Rogan-Gladen) and why, and refuses a number below 30 labels of the estimation sample.
 """
 
@@ -22,8 +22,12 @@ CORRECTED = ("hallucination_rate", "unanswerable_hallucination_rate")
 
 
 def population(traces: Sequence[LabelledTrace], rate: str) -> list[LabelledTrace]:
-    """The labelled traces in `rate`'s population."""
-    return [t for t in traces if t.unanswerable] if rate == "unanswerable_hallucination_rate" else list(traces)
+    """The labelled traces in `rate`'s population: the unanswerable ones, or those whose judged answer made claims
+    (the hallucination rate counts only those: abstentions and claim-less answers, nearly always faithful to judge
+    and human alike, would inflate the specificity its correction divides by)."""
+    if rate == "unanswerable_hallucination_rate":
+        return [t for t in traces if t.unanswerable]
+    return [t for t in traces if t.answered]
 
 
 def corrected_rates(counts: Mapping[str, tuple[int, int]], traces: Sequence[LabelledTrace]) -> dict[str, CorrectedRate]:

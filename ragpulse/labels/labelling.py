@@ -34,7 +34,8 @@ def calibration_labels(request: CalibrationRequest, judged: Sequence[tuple[Judge
 
 def _judged(view: JudgeView, placement: Placement) -> dict:
     return {"judge": view.judge, "prompt_version": view.prompt_version, "judge_hallucinated": view.hallucinated,
-            "judge_abstained": view.abstained, "unanswerable": view.unanswerable, "sample": placement.sample,
+            "judge_abstained": view.abstained, "unanswerable": view.unanswerable, "answered": bool(view.claims),
+            "sample": placement.sample,
             "reason": placement.reason,
             "inclusion_probability": placement.inclusion_probability,
             "uniform_probability": placement.uniform_probability}

@@ -31,6 +31,9 @@ class LabelledTrace:
     labels: tuple[Label, ...]
     unanswerable: bool = False
     """In the unanswerable-hallucination rate's population (its newest label says so)."""
+    answered: bool = True
+    """In the hallucination rate's population: the judged answer made claims (its newest label says so; a label stored
+    before the field counts as answered, as it did)."""
 
 
 def reduce(labels: Sequence[Label]) -> LabelledTrace:
@@ -40,7 +43,7 @@ def reduce(labels: Sequence[Label]) -> LabelledTrace:
                          judge_hallucinated=last.judge_hallucinated, human=majority(labels), sample=last.sample,
                          inclusion_probability=last.inclusion_probability, oldest=epoch(labels[0].labelled_at),
                          newest=epoch(last.labelled_at), labels=tuple(labels),
-                         unanswerable=bool(last.unanswerable))
+                         unanswerable=bool(last.unanswerable), answered=last.answered is not False)
 
 
 def by_judge(traces: Iterable[Sequence[Label]]) -> dict[tuple[str, str], list[LabelledTrace]]:

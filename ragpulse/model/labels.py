@@ -82,6 +82,9 @@ class Label(msgspec.Struct, kw_only=True):
     unanswerable: bool | None = None
     """The trace is in the unanswerable-hallucination rate's population, as the judged result says (None on labels
     stored before this field)."""
+    answered: bool | None = None
+    """The trace is in the hallucination rate's population: the judged answer made claims (None on labels stored
+    before this field)."""
     reason: ReviewReason | None = None
     """The stratum of a targeted pick (`uniform` for the uniform sample), None when `ad_hoc`."""
     replaced: bool = False
