@@ -195,7 +195,8 @@ def test_one_tenants_backlog_does_not_refuse_another_tenants_posts(api_factory, 
     (entry_id, fields), = redis_client.xreadgroup(keys.ONLINE_GROUP, "w", {stream: ">"}, count=1)[0][1]
     assert fields[b"t"] == b"a"
     ack = redis_client.register_script(ACK_POSTS)
-    ack(keys=[stream, keys.online_backlog_shares(stream)], args=[keys.ONLINE_GROUP, b"", entry_id, b"a", b""])
+    ack(keys=[stream, keys.online_backlog_shares(stream), keys.online_ack(stream, "n")],
+        args=[keys.ONLINE_GROUP, b"", 60, entry_id, b"a", b""])
     assert post(as_a, "a-again").status_code == 202
     assert post(as_b, "b-over").status_code == 503                            # b holds its 2
 

@@ -54,8 +54,8 @@ def test_a_post_acknowledged_twice_is_counted_once(redis_url: str, redis_client:
         claimed = await second.claim_stale(0, 10)
         assert [e for e, _ in claimed.entries] == [entry_id] and claimed.deliveries[entry_id] == 2
         writes = [("INCR", counter)]
-        by_claimer = await second.acknowledge([Done(entry_id, writes)], [])
-        by_slow = await first.acknowledge([Done(entry_id, writes)], [])   # the slow one finishes after all
+        by_claimer = await second.acknowledge([Done(entry_id, writes)], [], "a")
+        by_slow = await first.acknowledge([Done(entry_id, writes)], [], "b")   # the slow one finishes after all
         return by_claimer, by_slow
 
     assert run(main()) == ([True], [False])
@@ -67,9 +67,30 @@ def test_shared_writes_apply_even_when_no_post_is_new(redis_url: str, redis_clie
                                                       stream_key: str) -> None:
     async def main() -> None:
         stream = await _stream(redis_url, stream_key)
-        await stream.acknowledge([], [("INCRBYFLOAT", f"{stream_key}:spend", 0.25)])
+        await stream.acknowledge([], [("INCRBYFLOAT", f"{stream_key}:spend", 0.25)], "n1")
+        await stream.acknowledge([], [("INCRBYFLOAT", f"{stream_key}:spend", 0.5)], "n2")
     run(main())
-    assert float(redis_client.get(f"{stream_key}:spend")) == 0.25
+    assert float(redis_client.get(f"{stream_key}:spend")) == 0.75
+
+
+def test_an_acknowledgement_sent_again_after_a_lost_reply_applies_its_shared_writes_once(
+        redis_url: str, redis_client: redis.Redis, stream_key: str) -> None:
+    """The judge calls' counts and the tenant's spend ride on the acknowledgement; the client retries a call whose
+    connection dropped after Redis ran it, and the consumer sends a failed acknowledgement again: once applied, the
+    same nonce applies them no more (before: judge cost and spend counted twice)."""
+    spend = [("INCRBYFLOAT", f"{stream_key}:spend", 0.25)]
+
+    async def main() -> None:
+        stream = await _stream(redis_url, stream_key)
+        entry_id = await stream.client.xadd(stream_key, {b"p": b"x"})
+        await stream.read(10, 100)
+        done = [Done(entry_id, [("INCR", f"{stream_key}:count")])]
+        assert await stream.acknowledge(done, spend, "same") == [True]
+        assert await stream.acknowledge(done, spend, "same") == [False]        # the reply was lost: sent again
+    run(main())
+    assert float(redis_client.get(f"{stream_key}:spend")) == 0.25 and redis_client.get(f"{stream_key}:count") == b"1"
+    marker = f"{stream_key}:ack:same"
+    assert 0 < redis_client.ttl(marker) <= 2 * 60
 
 
 def test_refreshed_posts_are_not_claimed(redis_url: str, stream_key: str) -> None:
@@ -242,8 +263,8 @@ def test_a_tenant_holding_its_share_is_refused_while_another_posts(redis_url: st
         worker, late = await _stream(redis_url, stream, "w"), await _stream(redis_url, stream, "late")
         (entry_id, fields), *_ = await worker.read(1, 100)
         tenant = fields[posts.TENANT_FIELD]
-        await worker.acknowledge([Done(entry_id, [], tenant)], [])
-        await late.acknowledge([Done(entry_id, [], tenant)], [])
+        await worker.acknowledge([Done(entry_id, [], tenant)], [], "w")
+        await late.acknowledge([Done(entry_id, [], tenant)], [], "l")
         await _post_online(committer, settings, "a", "a4")     # room again for a, in a's share
         await client.aclose()
         return refusals

@@ -181,6 +181,11 @@ WORKER_REDIS_OUTAGE_SECONDS = 60
 """How long a worker's Redis command retries, with backoff, through a Redis outage or restart before it fails; a
 worker between jobs waits for Redis as long as it takes."""
 
+ONLINE_ACK_MARKER_SECONDS = 2 * WORKER_REDIS_OUTAGE_SECONDS
+"""How long an online acknowledgement's marker (keys.online_ack) lives, by default (the worker uses twice its
+RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS): a consumer sends a failed acknowledgement again within its outage budget, the
+client's own retries within seconds; at 20 acknowledgements a second, ~2,400 markers a consumer."""
+
 RETRY_AFTER_SECONDS = 5
 """Retry-After sent with a 503 when Redis is unreachable."""
 

@@ -227,6 +227,13 @@ def review_copy(tenant: str, trace_id: str) -> str:
     return f"{PREFIX}:review:copy:{len(tenant)}:{tenant}:{trace_id}"
 
 
+def online_ack(stream: str, nonce: str) -> str:
+    """String: set by the acknowledgement `nonce` of the online `stream` when it applied its shared writes (judge
+    request metrics, spend), so one sent again after a lost reply applies them once (store.scripts.ACK_POSTS);
+    expires after defaults.ONLINE_ACK_MARKER_SECONDS."""
+    return f"{stream}:ack:{nonce}"
+
+
 def online_backlog_shares(stream: str) -> str:
     """Hash: tenant -> unprocessed posts it holds in the online `stream` (keys.online_stream), counted up in the script
     that adds a post and down in the one that deletes it; a tenant holding none has no field. A post beyond the

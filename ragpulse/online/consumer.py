@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import uuid
 
 import msgspec
 import redis
@@ -62,7 +63,9 @@ class OnlineConsumer:
         self._sizes: dict[bytes, int] = {}
         self._traces_per_post = 1.0
         self.finished: list[Done] = []
-        self._unsent_shared: Group = []
+        self._unsent: tuple[Group, str] | None = None
+        """A failed acknowledgement's shared writes and nonce, sent again as they were before anything new (so a
+        first send that did land, its reply lost, is not applied twice)."""
         self._finished_event = asyncio.Event()
         self._room = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -181,19 +184,24 @@ class OnlineConsumer:
 
     async def _acknowledge(self) -> None:
         """Acknowledge every finished post in one call. On a Redis error the posts stay finished and are sent again
-        (a post whose first acknowledgement did land is not counted twice: its XACK then finds it acknowledged)."""
+        (a post whose first acknowledgement did land is not counted twice: its XACK then finds it acknowledged), and
+        the shared writes are sent again with the same nonce, alone, before anything new (applied once)."""
         self._finished_event.clear()
+        if self._unsent is not None:
+            await self.stream.acknowledge([], *self._unsent)
+            self._unsent = None
         batch, self.finished = self.finished, []
         pipe = Writes()
         self.observer.drain(pipe)
-        shared, self._unsent_shared = self._unsent_shared + pipe.group, []
+        shared, nonce = pipe.group, uuid.uuid4().hex
         if not batch and not shared:
             return
         try:
-            await self.stream.acknowledge(batch, shared)
+            await self.stream.acknowledge(batch, shared, nonce)
         except BaseException:
             self.finished[:0] = batch
-            self._unsent_shared = shared
+            if shared:
+                self._unsent = (shared, nonce)
             raise
         for entry_id, *_ in batch:
             self._release(entry_id)
@@ -217,7 +225,7 @@ class OnlineConsumer:
         if pending:
             await asyncio.wait(pending, timeout=STOP_GRACE_SECONDS)
         left = deadline - asyncio.get_running_loop().time()
-        if left > 0 and (self.finished or self._unsent_shared or self.observer.counted_anything):
+        if left > 0 and (self.finished or self._unsent is not None or self.observer.counted_anything):
             with contextlib.suppress(TimeoutError, *RETRIED_ERRORS):
                 await asyncio.wait_for(self._acknowledge(), left)
 
@@ -227,7 +235,8 @@ async def consume(settings: Settings, client: redis.asyncio.Redis, consumer: str
     observer = BufferedCallObserver(dict(settings.judge_prices), SpendReservations(client, marker_seconds(settings)))
     judge = make_judge(settings.default_judge, settings, observer)
     processor = PostProcessor(settings, client, judge, observer)
-    stream = OnlineStream(client, posts.stream_key(settings), consumer)
+    stream = OnlineStream(client, posts.stream_key(settings), consumer,
+                          marker_seconds=2 * settings.worker_redis_outage_seconds)
     try:
         await OnlineConsumer(settings, stream, processor, observer).run(stop)
     finally:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import redis
 import redis.asyncio
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 from ragpulse.store import scripts
 from ragpulse.store.atomic import Group, pack_group
 
@@ -39,8 +39,10 @@ class Claimed:
 class OnlineStream:
     """One consumer of the online stream's group, on the worker's async Redis client."""
 
-    def __init__(self, client: redis.asyncio.Redis, key: str, consumer: str, group: str = keys.ONLINE_GROUP) -> None:
+    def __init__(self, client: redis.asyncio.Redis, key: str, consumer: str, group: str = keys.ONLINE_GROUP,
+                 marker_seconds: int = defaults.ONLINE_ACK_MARKER_SECONDS) -> None:
         self.client, self.key, self.consumer, self.group = client, key, consumer, group
+        self.marker_seconds = marker_seconds
         self.shares = keys.online_backlog_shares(key)
         self._ack = client.register_script(scripts.ACK_POSTS)
         self._forget = client.register_script(scripts.FORGET_GONE_CONSUMERS)
@@ -94,14 +96,15 @@ class OnlineStream:
         live worker on a quiet stream may be deleted too; its next read that returns posts adds it back.)"""
         await self._forget(keys=[self.key], args=[self.group, idle_ms, self.consumer])
 
-    async def acknowledge(self, processed: Sequence[Done], shared: Group) -> list[bool]:
+    async def acknowledge(self, processed: Sequence[Done], shared: Group, nonce: str) -> list[bool]:
         """Acknowledge and delete processed posts, applying each post's writes only if this acknowledgement is the
-        one that found it pending (scripts.ACK_POSTS), and the `shared` writes in any case; one round trip. A post
-        deleted gives its tenant's backlog share back. Returns, per post, True when this call counted it."""
-        args: list[bytes | str] = [self.group, pack_group(shared)]
+        one that found it pending (scripts.ACK_POSTS), and the `shared` writes once per `nonce` (the same call sent
+        again after a lost reply applies them no more); one round trip. A post deleted gives its tenant's backlog
+        share back. Returns, per post, True when this call counted it."""
+        args: list[bytes | str | int] = [self.group, pack_group(shared), self.marker_seconds]
         for entry_id, writes, tenant in processed:
             args += [entry_id, tenant, pack_group(writes)]
-        counted = await self._ack(keys=[self.key, self.shares], args=args)
+        counted = await self._ack(keys=[self.key, self.shares, keys.online_ack(self.key, nonce)], args=args)
         return [bool(flag) for flag in counted]
 
 

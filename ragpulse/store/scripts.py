@@ -138,14 +138,18 @@ return take(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]))
 # still worked on it is counted by whichever finishes first; the other's XACK returns 0 and its writes are dropped).
 # Acknowledged posts are deleted from the stream, which so holds only unprocessed posts; the call that deletes one
 # also gives its tenant's place back in the backlog shares (BACKLOG_ROOM). The shared writes (judge request metrics,
-# spend) are applied unconditionally: they count calls that were made.
-# KEYS: the stream, its backlog shares. ARGV: group, shared writes (a packed blob, maybe empty), then triples of post
-# id, its tenant ("" for a post that holds no share) and its packed writes.
+# spend) count calls that were made, whichever post they served: applied once per acknowledgement, by the call that
+# sets its marker (a reply lost to a dropped connection and sent again, by the client or the consumer, finds it set).
+# KEYS: the stream, its backlog shares, the acknowledgement's marker (keys.online_ack). ARGV: group, shared writes (a
+# packed blob, maybe empty), the marker's TTL in seconds, then triples of post id, its tenant ("" for a post that
+# holds no share) and its packed writes.
 # Returns one integer per post: 1 when this call counted it, 0 when it was already acknowledged.
 ACK_POSTS = PACKED_COMMANDS + """
-for _, args in ipairs(packed(ARGV[2])) do redis.call(unpack(args)) end
+if #ARGV[2] > 0 and redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[3]) then
+  for _, args in ipairs(packed(ARGV[2])) do redis.call(unpack(args)) end
+end
 local counted = {}
-for i = 3, #ARGV, 3 do
+for i = 4, #ARGV, 3 do
   local id, tenant = ARGV[i], ARGV[i + 1]
   local fresh = redis.call('XACK', KEYS[1], ARGV[1], id)
   if fresh == 1 then
