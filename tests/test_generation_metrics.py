@@ -153,6 +153,18 @@ def test_matrix_crosses_recall_with_hallucination() -> None:
     assert matrix.primary_issue == "retrieval"
 
 
+def test_traces_labelled_unanswerable_are_not_poor_retrieval_in_the_matrix() -> None:
+    """Nothing was there to retrieve: their hallucinations are failures to abstain, and counted as poor retrieval
+    they pushed the primary issue to retrieval (2 of them against 2 good-retrieval hallucinations)."""
+    good = Trace(query="q", answer="x", gold_doc_ids=["a"], retrieved_docs=TRACE.retrieved_docs)
+    nothing = Trace(query="q", answer="x", answerable=False, retrieved_docs=TRACE.retrieved_docs)
+    cases = [(good, ["unsupported"]), (good, ["unsupported"]), (nothing, ["unsupported"]), (nothing, ["unsupported"])]
+    results = [asyncio.run(evaluate_trace(t, i, BatchOptions(), Scripted(v))) for i, (t, v) in enumerate(cases)]
+    matrix = diagnostic_matrix(results, 5)
+    assert matrix.excluded == {"unanswerable": 2} and matrix.n == 2
+    assert matrix.cells["retrieval_poor_hallucinating"].count == 0 and matrix.primary_issue == "generation"
+
+
 def test_quotes_match_after_normalising_or_fuzzily_but_not_when_invented() -> None:
     doc = "The Nimbus   thermostat supports\nWi-Fi 6 and &lt;Zigbee&gt;."
     assert quote_found("the nimbus thermostat SUPPORTS wi-fi 6", doc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragpulse.metrics.stats import estimate, estimate_columns, wilson_interval
-from ragpulse.model.estimate import DEGENERATE_METHOD
+from ragpulse.model.estimate import DEGENERATE_METHOD, UNBOUNDED_POINT_METHOD
 from ragpulse.monitoring.rolling import FIELDS, monitor_view
 
 
@@ -25,6 +25,21 @@ def test_a_degenerate_graded_mean_is_widened_on_its_own_scale() -> None:
     # answer relevance 3 of a 1-3 scale, one trace: share 1 of 1 is Wilson [0.2065, 1], on 1-3: [1.413, 3]
     est = estimate([3.0], "mean", (1.0, 3.0))
     assert est.ci95 == pytest.approx((1.0 + 2 * 0.20655, 3.0), abs=1e-4)
+
+
+@pytest.mark.parametrize("value", [0.2, 1 / 3, 2 / 3, 0.7])
+@pytest.mark.parametrize("n", [7, 10, 17, 40])
+def test_equal_values_are_told_from_the_values_not_from_a_float_noise_interval(value: float, n: int) -> None:
+    """Ten precision@5 = 0.2 bootstrapped to (0.19999999999999998, 0.20000000000000004): wider than zero, so the
+    report showed it as certain instead of the bounded-variance interval."""
+    est = estimate_columns({"m": [value] * n}, {"m": "mean"}, {"m": (0.0, 1.0)})["m"]
+    assert est.ci_method == DEGENERATE_METHOD and est.ci95[1] - est.ci95[0] > 0.1
+
+
+def test_an_unbounded_mean_of_equal_values_says_it_has_no_interval() -> None:
+    one = estimate([2.0], "mean")
+    assert one.ci_method == UNBOUNDED_POINT_METHOD and one.ci95 == (2.0, 2.0)
+    assert estimate([1.0, 3.0], "mean").ci_method != UNBOUNDED_POINT_METHOD
 
 
 def test_a_varied_sample_keeps_its_bootstrap_interval() -> None:

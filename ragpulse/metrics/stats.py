@@ -9,7 +9,8 @@ from typing import Literal
 import numpy as np
 
 from ragpulse.config import defaults
-from ragpulse.model.estimate import BOOTSTRAP_METHOD, DEGENERATE_METHOD, WILSON_METHOD, Estimate
+from ragpulse.model.estimate import (BOOTSTRAP_METHOD, DEGENERATE_METHOD, UNBOUNDED_POINT_METHOD, WILSON_METHOD,
+                                     Estimate)
 
 Z95 = 1.959963984540054
 """Two-sided 95% normal quantile."""
@@ -54,7 +55,7 @@ def estimate(values: Sequence[float], aggregation: Aggregation, scale: Scale | N
             raise ValueError("a proportion needs 0/1 values")
         return Estimate(mean=mean, n=n, ci95=wilson_interval(round(mean * n), n), ci_method=WILSON_METHOD)
     low, high = bootstrap_intervals(np.asarray(values, dtype=float)[:, None])[0]
-    return _honest(Estimate(mean=mean, n=n, ci95=(low, high), ci_method=BOOTSTRAP_METHOD), scale)
+    return _honest(Estimate(mean=mean, n=n, ci95=(low, high), ci_method=BOOTSTRAP_METHOD), values, scale)
 
 
 def degenerate_interval(mean: float, n: int, scale: Scale) -> tuple[float, float]:
@@ -67,10 +68,16 @@ def degenerate_interval(mean: float, n: int, scale: Scale) -> tuple[float, float
     return (low + lo * (high - low), low + hi * (high - low))
 
 
-def _honest(est: Estimate, scale: Scale | None) -> Estimate:
-    """A bootstrap interval of zero width (every value equal) replaced by `degenerate_interval` for a bounded metric."""
-    if scale is None or est.ci95[1] - est.ci95[0] > 0:
+def _honest(est: Estimate, values: Sequence[float], scale: Scale | None) -> Estimate:
+    """When every value is equal the bootstrap has nothing to resample: its interval (zero wide, or float noise
+    around the mean, as 0.2 = 1/5 sums to) is replaced by `degenerate_interval` for a bounded metric, and said to be
+    no interval for an unbounded one (a cost). Decided from the values, never the interval's width."""
+    if max(values) > min(values):
         return est
+    if scale is None:
+        return Estimate(mean=est.mean, n=est.n, ci95=(est.mean, est.mean), ci_method=UNBOUNDED_POINT_METHOD)
+    if scale[1] <= scale[0]:   # the only value the metric can take: certain
+        return Estimate(mean=est.mean, n=est.n, ci95=(est.mean, est.mean), ci_method=DEGENERATE_METHOD)
     return Estimate(mean=est.mean, n=est.n, ci95=degenerate_interval(est.mean, est.n, scale),
                     ci_method=DEGENERATE_METHOD)
 
@@ -90,7 +97,7 @@ def estimate_columns(columns: Mapping[str, Sequence[float]], aggregations: Mappi
         for name, interval in zip(means, bootstrap_intervals(matrix), strict=True):
             values = columns[name]
             result[name] = _honest(Estimate(mean=math.fsum(values) / len(values), n=len(values), ci95=interval,
-                                            ci_method=BOOTSTRAP_METHOD), scales.get(name))
+                                            ci_method=BOOTSTRAP_METHOD), values, scales.get(name))
     return {name: result[name] for name in names}
 
 

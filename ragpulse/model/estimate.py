@@ -10,6 +10,8 @@ from ragpulse.config import defaults
 BOOTSTRAP_METHOD = f"percentile bootstrap, {defaults.BOOTSTRAP_RESAMPLES} resamples, seed {defaults.BOOTSTRAP_SEED}"
 WILSON_METHOD = "wilson score interval"
 DEGENERATE_METHOD = "bounded-variance wilson interval (every value equal: nothing to bootstrap)"
+UNBOUNDED_POINT_METHOD = ("none: every value equal and the metric has no bound, so no interval can be given (the "
+                          "bounds are the point, not a certainty)")
 
 
 class Estimate(msgspec.Struct, kw_only=True):

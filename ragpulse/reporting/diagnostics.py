@@ -45,6 +45,9 @@ def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> DiagnosticMatri
         if r.generation.claims == 0:
             excluded["abstained"] += 1
             continue
+        if r.labels == "no_relevant" or r.answerable is False:   # nothing to retrieve: a hallucination there is a
+            excluded["unanswerable"] += 1                        # failure to abstain (unanswerable_hallucination_rate)
+            continue
         good = retrieval_good(r, k)
         if good is None:
             excluded["no_retrieval_signal"] += 1
@@ -68,8 +71,9 @@ def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> DiagnosticMatri
 
 
 def primary_issue(cells: Counter[str]) -> str:
-    """Retrieval when poor-retrieval cells outweigh the generator-problem cell (both broken: retrieval first);
-    `insufficient_data` when no trace reached a cell, so an empty matrix never reads as a clean bill of health."""
+    """Retrieval when poor-retrieval cells hold at least as many traces as the generator-problem cell (both broken,
+    a tie included: retrieval first, as an answer cannot be grounded in evidence never retrieved); `insufficient_data` when no trace reached a cell, so an empty matrix never reads as a clean
+    bill of health."""
     if sum(cells.values()) == 0:
         return "insufficient_data"
     generator = cells["retrieval_good_hallucinating"]

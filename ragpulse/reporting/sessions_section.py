@@ -36,11 +36,12 @@ def sessions_section(results: Sequence[TraceResult]) -> SessionsSection | None:
         if first is not None:
             first_at.append(first)
     positions = [(position, r) for turns in sessions.values() for position, r in turns]
+    turn_range = (float(min(p for p, _ in positions)), float(max(p for p, _ in positions)))
     return SessionsSection(
         n_sessions=len(sessions),
         n_turns=len(positions),
         session_hallucination_rate=_rate(per_session),
-        turns_to_first_hallucination=estimate([float(p) for p in first_at], "mean") if first_at else None,
+        turns_to_first_hallucination=estimate([float(p) for p in first_at], "mean", turn_range) if first_at else None,
         first_hallucination_at=_counted(first_at),
         hallucination_by_turn=_by_turn(positions, lambda r: _HALLUCINATED(r)),
         abstention_by_turn=_by_turn(positions, lambda r: None if r.generation is None
