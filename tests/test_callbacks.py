@@ -102,6 +102,7 @@ def test_job_end_is_posted_signed_after_a_retry(cluster_factory, receiver: Recei
         body, headers = receiver.received[-1]
         assert verify(SECRET, body, headers["X-Ragpulse-Signature"])
         assert json.loads(body)["job_id"] == job_id and json.loads(body)["status"] == "finished"
+        assert json.loads(body)["tenant"] == "default"        # the allowlist and secret are shared: say whose job
         refused = cluster.http.post("/v1/batches", json={"traces": [{"query": "q"}],
                                                          "options": {"callback_url": "http://10.0.0.1/x"}})
         assert refused.status_code == 422 and refused.json()["errors"][0]["path"] == "$.options.callback_url"
@@ -236,6 +237,22 @@ def test_a_name_resolving_to_any_private_address_is_refused(monkeypatch: pytest.
     Network(monkeypatch, "mapped.example.test", ["::ffff:127.0.0.1"])
     with pytest.raises(CallbackRejected, match="non-public"):
         check_addresses("https://mapped.example.test/x", "mapped.example.test")
+
+
+@pytest.mark.parametrize("address", ["2002:7f00:1::1", "::127.0.0.1", "64:ff9b:1::7f00:1", "::ffff:0:7f00:1",
+                                     "192.0.0.8", "64:ff9b::a00:1", "fd00::1", "::"])
+def test_addresses_that_carry_or_reach_an_internal_one_are_not_public(address: str) -> None:
+    """6to4, IPv4-compatible, local NAT64 and SIIT forms of 127.0.0.1 read as public on Python 3.11 before."""
+    import ipaddress  # noqa: PLC0415
+
+    assert not callbacks._is_public(ipaddress.ip_address(address))
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"])
+def test_public_addresses_stay_public(address: str) -> None:
+    import ipaddress  # noqa: PLC0415
+
+    assert callbacks._is_public(ipaddress.ip_address(address))
 
 
 def test_tls_delivery_sends_the_host_name_as_sni(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

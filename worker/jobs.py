@@ -112,9 +112,11 @@ def _seconds_since(timestamp: str) -> float:
 def deliver_callback(job_id: str) -> str:
     """POST the signed job summary to the batch's callback URL; raising makes RQ retry with backoff."""
     store = store_for()
-    url = store.jobs.get(job_id).options.callback_url
+    record = store.jobs.get(job_id)
+    url = record.options.callback_url
     job = store.job(job_id)
-    body = msgspec.json.encode({"job_id": job_id, "status": job.status, "progress": job.progress,
+    body = msgspec.json.encode({"job_id": job_id, "tenant": record.tenant, "status": job.status,
+                                "progress": job.progress,
                                 "finished_at": job.finished_at, "error": job.error,
                                 "report_url": f"/v1/jobs/{job_id}/report", "results_url": f"/v1/jobs/{job_id}/results"})
     config = settings()

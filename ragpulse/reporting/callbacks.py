@@ -152,13 +152,30 @@ def deliver(url: str, body: bytes, secret: str, allowlist: Iterable[str], allow_
 
 
 def _is_public(address: IPAddress) -> bool:
-    """Globally routable, IPv4 addresses mapped into IPv6 (and NAT64'd ones) judged as the IPv4 address they carry."""
+    """Globally routable. An IPv6 address is public only inside global unicast (2000::/3); one that carries an IPv4
+    address (mapped, IPv4-compatible, NAT64, 6to4) is judged as that IPv4 address; 192.0.0.0/24 (IETF protocol
+    assignments) never is."""
     if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return _is_public(address.ipv4_mapped)
-        if address in _NAT64:
-            return _is_public(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-    return address.is_global and not address.is_multicast
+        carried = _carried_ipv4(address)
+        if carried is not None:
+            return _is_public(carried)
+        return address in _GLOBAL_UNICAST and address.is_global and not address.is_multicast
+    return address.is_global and not address.is_multicast and address not in _IETF_ASSIGNMENTS
+
+
+def _carried_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries (mapped, IPv4-compatible, NAT64 well-known or local, 6to4), or None."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    value = int(address)
+    if address in _NAT64 or address in _LOCAL_NAT64 or value >> 32 == 0 or value >> 32 == 0xFFFF0000:
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)   # ::a.b.c.d, ::ffff:0:a.b.c.d (SIIT)
+    return None
 
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+_IETF_ASSIGNMENTS = ipaddress.IPv4Network("192.0.0.0/24")
