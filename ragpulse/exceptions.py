@@ -123,6 +123,11 @@ class Unauthorized(RagpulseError):
     """The request carries no API key, or one we do not know."""
 
 
+class MisdirectedRequest(RagpulseError):
+    """Open mode (no API keys, loopback only) got a request naming another host: a page of another site whose name
+    now resolves to 127.0.0.1 (DNS rebinding) would otherwise act as tenant `default`."""
+
+
 class LoginRequired(Unauthorized):
     """A review page was asked for without a live session cookie; `next_path` is where to return after login."""
 

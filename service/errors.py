@@ -19,7 +19,7 @@ from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
     Backlogged, BodyTimeout, IdempotencyKeyReused, OverBacklogShare,
     Conflict, DatasetNotFound, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
-    MalformedBody, StoreRefused, StoreUnavailable,
+    MalformedBody, MisdirectedRequest, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, SessionNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
@@ -39,6 +39,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
     Forbidden: (403, "Forbidden"),
+    MisdirectedRequest: (421, "Misdirected request"),
     JobNotFound: (404, "Job not found"),
     TraceNotFound: (404, "Trace not found"),
     SessionNotFound: (404, "Session not found"),

@@ -14,6 +14,10 @@ first, on the headers alone:
 - a declared `Content-Length` over RAGPULSE_MAX_BODY_BYTES is answered 413 at once. A body without one (chunked) is
   counted by Litestar as it streams in and answered 413 as soon as it passes the limit, never buffered whole.
 
+- open mode (no API keys, a loopback bind) answers 421 to a request whose `Host` is not a loopback name: a page of
+  another site whose name was re-pointed to 127.0.0.1 (DNS rebinding) would otherwise read and write as tenant
+  `default` from the user's browser (RAGPULSE_ALLOW_OPEN, a deliberately open bind, is not held to it).
+
 These answers carry `Connection: close`: the unread body is not waited for, the server closes the connection.
 """
 
@@ -25,7 +29,9 @@ from typing import Any
 from litestar import Request, Response
 from litestar.handlers import BaseRouteHandler
 
-from ragpulse.exceptions import InputError, InvalidParameter, TooLarge, Unauthorized, UnsupportedMediaType
+from ragpulse.config.settings import Settings, is_loopback_name
+from ragpulse.exceptions import (InputError, InvalidParameter, MisdirectedRequest, TooLarge, Unauthorized,
+                                 UnsupportedMediaType)
 from service.auth import resolve_tenant
 from service.context import TENANT_SCOPE_KEY, Services
 from service.errors import rejection
@@ -45,12 +51,13 @@ def request_guard(services: Services) -> Callable[[Request], Awaitable[Response[
             needs[handler] = ("call" in parameters, "body" in parameters)
         tenant, reads_body = needs[handler]
         try:
+            _check_host(request, settings)
             if tenant:
                 request.scope[TENANT_SCOPE_KEY] = resolve_tenant(request, settings)  # type: ignore[literal-required]
             if reads_body:
                 _check_media_type(request, handler.opt.get("media_types"))
             _check_declared_length(request, settings.max_body_bytes)
-        except (Unauthorized, InputError) as exc:
+        except (Unauthorized, InputError, MisdirectedRequest) as exc:
             response = rejection(exc, {"connection": "close"})
             rejected.labels(status=str(response.status_code)).inc()
             return response
@@ -101,3 +108,15 @@ def _check_declared_length(request: Request, limit: int) -> None:
     if len(declared) > len(str(limit)) or int(declared) > limit:
         raise TooLarge(f"the body declares {declared} bytes; the limit is {limit}",
                        [{"path": "header.content-length", "message": f"at most {limit} bytes"}])
+
+
+def _check_host(request: Request, settings: Settings) -> None:
+    """MisdirectedRequest when open mode on loopback is asked for another host (see the module docstring)."""
+    if not settings.open_access or settings.allow_open:
+        return
+    host = request.headers.get("host", "")
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+    if not is_loopback_name(name):
+        raise MisdirectedRequest(f"this service is open (no API keys) to loopback only, and was asked for host "
+                                 f"{host[:100]!r}: use http://127.0.0.1 or http://localhost, or configure API keys")
+

@@ -298,6 +298,19 @@ def test_refuses_open_access_on_a_public_address(redis_url: str) -> None:
     assert "without API keys" in result.stderr
 
 
+def test_open_mode_answers_only_requests_for_a_loopback_host(client: httpx.Client) -> None:
+    """DNS rebinding: a page of evil.example, its name re-pointed to 127.0.0.1, would read and post as tenant
+    `default` from the user's browser (Origin and Host both say evil.example). Open mode is for loopback names."""
+    for host in ("evil.example", "evil.example:8080", "10.0.0.5", ""):
+        refused = client.get("/v1/jobs", headers={"host": host})
+        assert refused.status_code == 421, host
+        assert refused.headers["content-type"] == "application/problem+json" and "loopback" in refused.json()["detail"]
+        assert client.get("/jobs", headers={"host": host}).status_code == 421      # the pages too
+    port = client.base_url.port
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "localhost"):
+        assert client.get("/v1/jobs", headers={"host": host}).status_code == 200, host
+
+
 def test_openapi_documents_the_trace_schema(client: httpx.Client) -> None:
     spec = client.get("/schema/openapi.json").json()
     body = spec["paths"]["/v1/batches"]["post"]["requestBody"]["content"]["application/json"]["schema"]

@@ -554,8 +554,13 @@ def _api_keys(env: Mapping[str, str]) -> dict[str, str]:
     return digests
 
 
+def is_loopback_name(host: str) -> bool:
+    """True for `localhost` and a loopback address (`127.0.0.1`, `::1`, also in brackets)."""
+    return _is_loopback(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
+
+
 def _is_loopback(host: str) -> bool:
-    if host == "localhost":
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
