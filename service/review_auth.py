@@ -63,7 +63,8 @@ def review_resolver(services: Services) -> Callable[[Request], Review]:
             check_same_origin(request)
         session_id = request.cookies.get(COOKIE, "")
         session = sessions.find(session_id)
-        if session is not None and session.tenant in settings.tenants:
+        if session is not None and session.tenant in settings.tenants \
+                and session.opened_by_a_live_key(settings.api_key_digests):
             return Review(session_id, session, services, [])
         if not settings.open_access:
             query = request.url.query

@@ -11,7 +11,7 @@ from litestar.params import Body
 from litestar.response import Redirect
 
 from ragpulse.config import defaults
-from ragpulse.config.api_keys import tenant_for_key
+from ragpulse.config.api_keys import hash_key, tenant_for_key
 from ragpulse.reporting.review_html import login_page
 from service.context import Services
 from service.jobs import PAGE_CSP
@@ -61,7 +61,7 @@ class ReviewLoginController(Controller):
             return Redirect(next_path, status_code=303)
         if tenant is None:
             return html(login_page(next_path, "That API key is not known here."), status=401)
-        session_id, _ = services.review_sessions.open(tenant)
+        session_id, _ = services.review_sessions.open(tenant, hash_key(key))
         return Redirect(next_path, status_code=303,
                         cookies=[session_cookie(request, session_id, settings.review_session_ttl_seconds)])
 

@@ -223,6 +223,27 @@ def test_sessions_expire_and_a_tenant_holds_at_most_its_cap(redis_client) -> Non
     assert sessions.find(opened[1]) is None and redis_client.zcard(keys.review_sessions(tenant)) == 2
 
 
+def test_replacing_a_leaked_key_ends_the_review_sessions_it_opened(review: ReviewStack, redis_url: str,
+                                                                  tmp_path: Path) -> None:
+    """A session used to check only that its tenant still existed: cookies opened with a leaked key kept working
+    for their 8 hours after the key was replaced by a new one for the same tenant."""
+    tenant, old = acme(review), review.keys[acme(review)]
+    with logged_in(review, tenant) as browser:
+        cookie = browser.cookies.get("ragpulse_review")
+    env = {"RAGPULSE_QUEUE": f"rotated-{uuid.uuid4().hex[:8]}"}
+    rotated, rotated_api = start_api(redis_url, tmp_path, {**env, "RAGPULSE_API_KEYS": f"{tenant}:new-{old}"})
+    both, both_api = start_api(redis_url, tmp_path, {**env, "RAGPULSE_API_KEYS": f"{tenant}:new-{old},{tenant}:{old}"})
+    try:
+        for url, opens in ((rotated, False), (both, True)):
+            page = httpx.get(f"{url}/review/{APP}", cookies={"ragpulse_review": cookie}, timeout=30)
+            assert (page.status_code == 200) is opens, (url, page.status_code)
+            if not opens:
+                assert page.status_code == 303 and page.headers["location"].startswith("/review/login")
+    finally:
+        rotated_api.stop()
+        both_api.stop()
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed: apt-get install chromium")
 def test_a_reviewer_labels_a_trace_by_keyboard_in_chromium(review: ReviewStack, tmp_path: Path) -> None:
     from tests.browser import Browser

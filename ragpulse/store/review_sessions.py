@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Mapping
 
 import msgspec
 import redis
@@ -30,6 +31,14 @@ class ReviewSession(msgspec.Struct, kw_only=True):
     """Epoch seconds; Redis drops the record then too."""
     reviewer: str | None = None
     """The name last submitted with a label, offered again in the next form."""
+    key_digest: str | None = None
+    """The digest of the API key that opened the session (None in open mode): a session is good only while that key
+    is still configured, so replacing a leaked key ends the sessions it opened."""
+
+    def opened_by_a_live_key(self, digests: Mapping[str, str]) -> bool:
+        """The key that opened this session is still one of `digests` (open-mode sessions and those stored before the
+        field have none to check)."""
+        return self.key_digest is None or self.key_digest in digests
 
     def csrf_matches(self, token: str) -> bool:
         """The form's token is this session's, compared in constant time."""
@@ -50,12 +59,13 @@ class ReviewSessions:
     def __init__(self, client: redis.Redis, ttl: int, cap: int) -> None:
         self.redis, self.ttl, self.cap = client, ttl, cap
 
-    def open(self, tenant: str) -> tuple[str, ReviewSession]:
-        """A new session for `tenant`: (the id for the cookie, the session); the tenant's oldest ends beyond the cap."""
+    def open(self, tenant: str, key_digest: str | None = None) -> tuple[str, ReviewSession]:
+        """A new session for `tenant`, opened with the key whose digest is `key_digest`: (the id for the cookie, the
+        session); the tenant's oldest ends beyond the cap."""
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         now = time.time()
         session = ReviewSession(tenant=tenant, csrf=secrets.token_urlsafe(SESSION_ID_BYTES),
-                                expires_at=int(now) + self.ttl)
+                                expires_at=int(now) + self.ttl, key_digest=key_digest)
         index, digest = keys.review_sessions(tenant), _digest(session_id)
         pipe = self.redis.pipeline()
         pipe.set(keys.review_session(digest), _encode(session), ex=self.ttl)
