@@ -57,7 +57,7 @@ def find(client: redis.Redis, store: Store, tenant: str, trace_id: str, job_id: 
 
 def _batch(store: Store, tenant: str, job_id: str, trace_id: str) -> Judged:
     store.jobs.get(job_id, tenant)
-    result = next((r for r in store.results.all(job_id) if r.trace_id == trace_id), None)
+    result = store.results.of_trace(job_id, trace_id)
     if result is None:
         raise TraceNotFound(f"no trace {trace_id!r} with a result in job {job_id}")
     return from_result(result, job_id)

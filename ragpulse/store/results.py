@@ -97,6 +97,16 @@ class Results:
         with collection_paused():
             return sorted((_result_decoder.decode(v) for v in raw.values()), key=lambda r: r.index)
 
+    def of_trace(self, job_id: str, trace_id: str) -> TraceResult | None:
+        """The stored result of the job's trace with this id (its first, by trace order, when the id repeats), or
+        None. Reads the results a page at a time and decodes only those whose bytes hold the id (msgpack stores a
+        string as it is), never the whole job at once."""
+        needle = _encoder.encode(trace_id)
+        found = [_result_decoder.decode(raw) for _, raw in self.redis.hscan_iter(keys.job_results(job_id), count=500)
+                 if needle in raw]
+        matches = [r for r in found if r.trace_id == trace_id]
+        return min(matches, key=lambda r: r.index) if matches else None
+
     def page(self, job_id: str, total: int, cursor: str | None, limit: int) -> ResultsPage:
         """Results in trace order from `cursor`; the cursor is the next trace index, opaque to clients."""
         start = _parse_cursor(cursor)
