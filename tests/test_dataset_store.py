@@ -134,6 +134,19 @@ def test_bounds_refuse_and_write_nothing(store: DatasetStore, tenant: str, redis
         keys.dataset_items(tenant, "b", 2))
 
 
+def test_version_numbers_used_up_by_push_and_delete_are_bounded(store: DatasetStore, tenant: str) -> None:
+    """Each read of a dataset looks up every version number it used; a loop of push-and-delete grew that without
+    bound. Past versions x DATASET_VERSION_NUMBERS (4 x 10 here) a push is 409 until the dataset is deleted whole."""
+    for n in range(40):
+        made = store.create_version(tenant, "loop", post(item(f"v{n}")))
+        store.delete_version(tenant, "loop", made.version)
+    with pytest.raises(Conflict) as used:
+        store.create_version(tenant, "loop", post(item("one more")))
+    assert used.value.errors[0]["path"] == "path.name" and "DELETE /v1/datasets/loop" in used.value.errors[0]["message"]
+    store.delete_dataset(tenant, "loop")
+    assert store.create_version(tenant, "loop", post(item("again"))).version == 1
+
+
 def test_concurrent_pushes_get_distinct_numbers(redis_url: str, tenant: str) -> None:
     made: list[int] = []
 

@@ -366,6 +366,11 @@ DATASETS_PER_TENANT = 100
 DATASET_VERSIONS_MAX = 100
 """Versions one dataset may hold; a push beyond it is 409 (versions are immutable and never dropped silently)."""
 
+DATASET_VERSION_NUMBERS = 10
+"""Times DATASET_VERSIONS_MAX a dataset's version numbers may reach (deleted versions leave their numbers used): a
+push beyond is 409 until the dataset is deleted whole. Every read of a dataset looks up each number, so a loop of
+push-and-delete must not grow that without bound."""
+
 DATASET_ITEMS_PER_TENANT = 250_000
 """Items all a tenant's dataset versions may hold together (an unchanged item pushed again in a new version counts
 again: versions are stored whole). Measured at about 540 bytes of Redis memory per item with a 60-character query, two

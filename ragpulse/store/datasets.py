@@ -31,7 +31,7 @@ from typing import NamedTuple
 import msgspec
 import redis
 
-from ragpulse.config import keys
+from ragpulse.config import defaults, keys
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import Conflict, DatasetNotFound
 from ragpulse.model.dataset import (
@@ -111,7 +111,7 @@ class DatasetStore:
                 if (previous.content_hash, previous.status, previous.origin, origin) == (digest, status, "pushed",
                                                                                         "pushed"):
                     return Pushed(previous, False)
-            self._check_room(pipe, tenant, len(held), latest == 0, name, counts.items)
+            self._check_room(pipe, tenant, len(held), latest, name, counts.items)
             version = DatasetVersion(name=name, version=latest + 1, content_hash=digest, status=status,
                                      created_at=now, counts=counts, description=post.description, origin=origin,
                                      job_id=job_id)
@@ -122,10 +122,13 @@ class DatasetStore:
         return self.redis.transaction(write, keys.datasets(tenant), keys.dataset_items_held(tenant),
                                       value_from_callable=True)
 
-    def _check_room(self, pipe: redis.client.Pipeline, tenant: str, held_versions: int, new_name: bool, name: str,
+    def _check_room(self, pipe: redis.client.Pipeline, tenant: str, held_versions: int, latest: int, name: str,
                     items: int) -> None:
         limits = self.limits
-        if new_name and pipe.hlen(keys.datasets(tenant)) >= limits.datasets:
+        if latest >= limits.versions * defaults.DATASET_VERSION_NUMBERS:
+            raise _full("path.name", f"dataset {name!r} has used {latest} version numbers, its limit (deleted versions "
+                                     f"keep theirs); delete the dataset (DELETE /v1/datasets/{name}) to start it again")
+        if latest == 0 and pipe.hlen(keys.datasets(tenant)) >= limits.datasets:
             raise _full("path.name", f"the tenant holds {limits.datasets} datasets, its limit "
                                      "(RAGPULSE_DATASETS_PER_TENANT)")
         if held_versions >= limits.versions:
