@@ -165,6 +165,24 @@ def test_traces_labelled_unanswerable_are_not_poor_retrieval_in_the_matrix() -> 
     assert matrix.cells["retrieval_poor_hallucinating"].count == 0 and matrix.primary_issue == "generation"
 
 
+def test_a_job_reports_its_rates_over_the_sample_not_the_traces_a_rule_picked() -> None:
+    """A production batch judged by policy: a trace an always-judge rule picked (negative feedback) is judged and
+    paid for, but counted in n_judged_by_rule and the cost only, never in a rate or the matrix."""
+    from ragpulse.reporting.generation_section import generation_section  # noqa: PLC0415
+
+    good = Trace(query="q", answer="x", gold_doc_ids=["a"], retrieved_docs=TRACE.retrieved_docs)
+    results = [asyncio.run(evaluate_trace(good, i, BatchOptions(), Scripted(v)))
+               for i, v in enumerate((["supported"], ["supported"], ["unsupported"]))]
+    results[2].sample_reason = "always:negative_feedback"
+    for result in results:
+        result.judge = "anthropic"                                       # a judge the catalogue knows
+    section = generation_section(results)
+    assert section.n_judged == 2 and section.n_judged_by_rule == 1
+    assert section.hallucination_rate.mean == 0.0 and section.hallucination_rate.n == 2
+    assert section.cost.traces == 3                                      # its judge call was made and is paid
+    assert diagnostic_matrix(results, 5).excluded == {"judged_by_rule": 1}
+
+
 def test_quotes_match_after_normalising_or_fuzzily_but_not_when_invented() -> None:
     doc = "The Nimbus   thermostat supports\nWi-Fi 6 and &lt;Zigbee&gt;."
     assert quote_found("the nimbus thermostat SUPPORTS wi-fi 6", doc)

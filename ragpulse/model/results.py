@@ -12,6 +12,17 @@ from ragpulse.model.verdicts import Claim, Judgment, JudgeCall
 from ragpulse.model.scores import Attribution
 from ragpulse.model.scores import GenerationScores
 
+BY_RULE = "always:"
+"""The prefix of the sample reason of a trace judged by an always-judge rule only (outside the uniform sample)."""
+
+
+def judged_by_rule(reason: str | None) -> str | None:
+    """The always-judge rule a trace was judged for when the uniform sample did not pick it, else None. Such a trace is
+    judged for its own sake and picked for looking bad (negative feedback, a miscitation, an injection document):
+    counted in a rate it would bias it, so every quality rate (monitor, metrics, report) counts it apart."""
+    return reason[len(BY_RULE):] if reason is not None and reason.startswith(BY_RULE) else None
+
+
 JobStatus = Literal["queued", "running", "finished", "finished_with_errors", "failed"]
 ENDED_WITH_REPORT: tuple[JobStatus, ...] = ("finished", "finished_with_errors")
 """Statuses of a job that has a report, so can be a comparison's baseline or calibrated."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ragpulse.config.prices import call_cost
 from ragpulse.store.atomic import WriteQueue
-from ragpulse.model.results import Pipeline, Security, TraceResult
+from ragpulse.model.results import Pipeline, Security, TraceResult, judged_by_rule
 from ragpulse.model.environment import environment_of
 from ragpulse.model.scores import GenerationScores
 from ragpulse.model.turns import turn_bucket
@@ -16,7 +16,6 @@ from ragpulse.metrics.registry import GENERATION
 from ragpulse.monitoring import catalog as m
 from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.monitoring.rolling import HALLUCINATION_RATE, queue_bucket, queue_received
-from ragpulse.monitoring.sampling import judged_by_rule
 
 
 def count_result(batch: MetricsBatch, tenant: str, result: TraceResult) -> None:

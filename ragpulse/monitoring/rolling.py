@@ -12,10 +12,9 @@ import redis
 from ragpulse.config import defaults, keys
 from ragpulse.store.atomic import WriteQueue
 from ragpulse.metrics.registry import GENERATION_BY_NAME
-from ragpulse.model.results import TraceResult
+from ragpulse.model.results import TraceResult, judged_by_rule
 from ragpulse.metrics.stats import wilson_interval
 from ragpulse.model.estimate import WILSON_METHOD
-from ragpulse.monitoring.sampling import judged_by_rule
 
 WINDOWS = {"5m": 5, "1h": 60, "24h": 1440}
 """Window name -> minutes."""

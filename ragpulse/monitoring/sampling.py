@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from ragpulse.model.results import BY_RULE
 from ragpulse.model.trace import AppName, Base, Trace
 
 NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "down", "bad", "-1"})
@@ -137,10 +138,6 @@ def cheap_checks(trace: Trace, policy: SamplingPolicy) -> list[str]:
     return flags
 
 
-BY_RULE = "always:"
-"""The prefix of the sample reason of a trace judged by an always-judge rule only (outside the uniform sample)."""
-
-
 def sampling_decision(trace: Trace, policy: SamplingPolicy, checks: list[str]) -> tuple[bool, str]:
     """(judge it?, why): the deterministic sample first, so that `sampled` means in the uniform sample (the traces
     the production rates are measured on), then an always-judge rule (`always:<check>`)."""
@@ -153,13 +150,6 @@ def sampling_decision(trace: Trace, policy: SamplingPolicy, checks: list[str]) -
         if forced.get(check):
             return True, f"{BY_RULE}{check}"
     return False, "not_sampled"
-
-
-def judged_by_rule(reason: str | None) -> str | None:
-    """The always-judge rule a trace was judged for when the uniform sample did not pick it, else None. Such a trace is
-    judged for its own sake and picked for looking bad (negative feedback, a miscitation, an injection document):
-    counted in the production rates it would bias them, so it is counted apart (ragpulse_traces_judged_by_rule)."""
-    return reason[len(BY_RULE):] if reason is not None and reason.startswith(BY_RULE) else None
 
 
 def _negative_feedback(trace: Trace) -> bool:

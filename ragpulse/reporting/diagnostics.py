@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from ragpulse.model.results import TraceResult
+from ragpulse.model.results import TraceResult, judged_by_rule
 from ragpulse.reporting.report import Cell, DiagnosticMatrix
 
 RECALL_GOOD = 0.5
@@ -41,6 +41,9 @@ def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> DiagnosticMatri
     excluded: Counter[str] = Counter()
     for r in results:
         if r.generation is None:
+            continue
+        if judged_by_rule(r.sample_reason) is not None:   # picked for looking bad, not sampled
+            excluded["judged_by_rule"] += 1
             continue
         if r.generation.claims == 0:
             excluded["abstained"] += 1

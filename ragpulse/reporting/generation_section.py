@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ragpulse.config.prices import call_cost
 from ragpulse.model.verdicts import JudgeCall
-from ragpulse.model.results import TraceResult
+from ragpulse.model.results import TraceResult, judged_by_rule
 from ragpulse.judges.kinds import is_heuristic
 from ragpulse.model.scores import GenerationScores
 from ragpulse.metrics.registry import GENERATION, GenerationMetric
@@ -21,8 +21,10 @@ from ragpulse.reporting.report import (
 def generation_section(results: Sequence[TraceResult],  # type: ignore[valid-type]
                        prices: Mapping[str, tuple[float, float]] | None = None) -> GenerationSection:
     """Aggregates over the traces a judge scored; every metric comes with n and a 95% interval. With `prices`, the
-    judge cost in USD as billed and as interactive delivery would have billed it."""
-    judged = [r for r in results if r.generation is not None]
+    judge cost in USD as billed and as interactive delivery would have billed it. A trace an always-judge rule picked
+    from outside a sampling policy's uniform sample is counted in `n_judged_by_rule` and in the cost only: picked
+    for looking bad, it would bias every rate."""
+    judged = rated(results)
     scores = [r.generation for r in judged]
     return GenerationSection(
         judges=dict(Counter(r.judge for r in judged)),
@@ -35,12 +37,18 @@ def generation_section(results: Sequence[TraceResult],  # type: ignore[valid-typ
         citations=_citations(judged),
         repeat_agreement=_agreement(judged),
         cost=judge_cost(results, prices),
+        n_judged_by_rule=sum(r.generation is not None for r in results) - len(judged),
     )
+
+
+def rated(results: Sequence[TraceResult]) -> list[TraceResult]:
+    """The judged traces the quality figures count: all of them but those judged by an always-judge rule."""
+    return [r for r in results if r.generation is not None and judged_by_rule(r.sample_reason) is None]
 
 
 def group_generation(results: Sequence[TraceResult]) -> GroupGeneration:  # type: ignore[valid-type]
     """The breakdown metrics for one question type or source."""
-    judged = [r for r in results if r.generation is not None]
+    judged = rated(results)
     return GroupGeneration(n_judged=len(judged), **{m.name: aggregate(m, judged) for m in GENERATION if m.breakdown})
 
 

@@ -135,6 +135,7 @@ GenerationSection = msgspec.defstruct(
         ("citations", Citations),
         ("repeat_agreement", RepeatAgreement),
         ("cost", JudgeCost),
+        ("n_judged_by_rule", int, 0),
     ],
     kw_only=True,
     module=__name__,
