@@ -517,6 +517,9 @@ def test_a_marker_citing_the_wrong_document_lowers_citation_accuracy(fake: FakeA
     assert generation.cited_not_retrieved == ["7"]
     report = build_report("j", BatchOptions(judge="anthropic"), [result])
     assert report.generation.citations.citation_accuracy == pytest.approx(1 / 3)   # (3 - 1 - 1) / 3
+    by_trace = report.generation.citations.citation_accuracy_by_trace
+    assert by_trace.mean == pytest.approx(1 / 3) and by_trace.n == 1
+    assert by_trace.ci95[0] < 0.1 and by_trace.ci95[1] > 0.7               # one trace: wide, never certain
 
 
 def test_the_dry_run_prices_the_cached_prefix_as_the_provider_bills_it(fake: FakeAnthropic) -> None:

@@ -122,6 +122,8 @@ def _citations(judged: Sequence[TraceResult]) -> Citations:
         traces_citing_unretrieved=sum(bool(g.cited_not_retrieved) for g in citing),
         cited_without_support=sum(len(g.cited_without_support) for g in citing),
         citation_accuracy=(cited - wrong) / cited if cited else None,
+        citation_accuracy_by_trace=estimate([(g.cited - len(g.cited_not_retrieved) - len(g.cited_without_support))
+                                             / g.cited for g in citing], "mean", (0.0, 1.0)) if citing else None,
     )
 
 

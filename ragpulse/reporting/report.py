@@ -87,6 +87,10 @@ class Citations(Struct):
     traces_citing_unretrieved: int
     cited_without_support: int
     citation_accuracy: float | None
+    """(cited - wrong) / cited, pooled over every citation: a point figure, as citations cluster within traces."""
+    citation_accuracy_by_trace: Estimate | None = None
+    """The mean over citing traces of each trace's own (cited - wrong) / cited, with its bootstrap interval (traces
+    are resampled whole, so citations of one trace stay together): how far the pooled figure can be trusted."""
 
 
 class RepeatAgreement(Struct):
