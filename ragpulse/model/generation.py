@@ -89,11 +89,10 @@ class GenerationFailure(msgspec.Struct, kw_only=True):
     error: str
 
 
-class GenerationView(msgspec.Struct, kw_only=True):
-    """GET /v1/datasets/{name}/generations/{job_id}: the job's status and, once it ended, its outcome."""
+class GenerationStatusFields(msgspec.Struct, kw_only=True):
+    """What a generation job's view and its line in the list share: its status and counts."""
 
     job_id: str
-    dataset: str
     status: GenerationStatus
     created_at: str
     finished_at: str | None = None
@@ -104,35 +103,29 @@ class GenerationView(msgspec.Struct, kw_only=True):
     """Candidates planned per question type (fewer than the mix asks when the corpus has too few related pairs)."""
     kept: dict[str, int] = {}
     """Items kept per question type."""
-    rejected_by_reason: dict[str, int] = {}
-    rejects: list[GenerationReject] = []
-    failed_calls: int = 0
-    failures: list[GenerationFailure] = []
-    review_sample: list[str] = []
-    """Item ids a person should review before the draft is published (deterministic: the smallest hashes)."""
-    version: int | None = None
-    """The draft version the kept items were stored as."""
-    spend: Spend | None = None
-
-
-class GenerationSummary(msgspec.Struct, kw_only=True):
-    """One generation job of GET /v1/datasets/{name}/generations: its status and counts; `status_url` has the rest
-    (rejects, failures, the review sample, spend)."""
-
-    job_id: str
-    status: GenerationStatus
-    created_at: str
-    finished_at: str | None = None
-    error: str | None = None
-    judge: str
-    model: str
-    planned: dict[str, int]
-    kept: dict[str, int] = {}
-    rejected: int = 0
-    """Candidates rejected, all reasons together."""
     failed_calls: int = 0
     version: int | None = None
     """The draft version the kept items were stored as, once the job has ended."""
+
+
+class GenerationView(GenerationStatusFields, kw_only=True):
+    """GET /v1/datasets/{name}/generations/{job_id}: the job's status and, once it ended, its outcome."""
+
+    dataset: str
+    rejected_by_reason: dict[str, int] = {}
+    rejects: list[GenerationReject] = []
+    failures: list[GenerationFailure] = []
+    review_sample: list[str] = []
+    """Item ids a person should review before the draft is published (deterministic: the smallest hashes)."""
+    spend: Spend | None = None
+
+
+class GenerationSummary(GenerationStatusFields, kw_only=True):
+    """One generation job of GET /v1/datasets/{name}/generations: its status and counts; `status_url` has the rest
+    (rejects, failures, the review sample, spend)."""
+
+    rejected: int = 0
+    """Candidates rejected, all reasons together."""
     status_url: str
 
 
