@@ -199,4 +199,3 @@ def _litestar_errors(extra: Any) -> list[dict[str, Any]] | None:
             key = item["key"] if source != "header" else str(item["key"]).replace("_", "-").lower()  # its HTTP name
             errors.append({"path": f"{source}.{key}", "message": item.get("message", "")})
     return errors or None
-

@@ -12,8 +12,7 @@ first, on the headers alone:
   without a content type or with a content coding (`Content-Encoding: gzip`), is answered 415 unread (a handler that lists other media types in its `opt`, as the OTLP
   receiver does for protobuf, is held to those);
 - a declared `Content-Length` over RAGPULSE_MAX_BODY_BYTES is answered 413 at once. A body without one (chunked) is
-  counted by Litestar as it streams in and answered 413 as soon as it passes the limit, never buffered whole.
-
+  counted by Litestar as it streams in and answered 413 as soon as it passes the limit, never buffered whole;
 - open mode (no API keys, a loopback bind) answers 421 to a request whose `Host` is not a loopback name: a page of
   another site whose name was re-pointed to 127.0.0.1 (DNS rebinding) would otherwise read and write as tenant
   `default` from the user's browser (RAGPULSE_ALLOW_OPEN, a deliberately open bind, is not held to it).
@@ -119,4 +118,3 @@ def _check_host(request: Request, settings: Settings) -> None:
     if not is_loopback_name(name):
         raise MisdirectedRequest(f"this service is open (no API keys) to loopback only, and was asked for host "
                                  f"{host[:100]!r}: use http://127.0.0.1 or http://localhost, or configure API keys")
-

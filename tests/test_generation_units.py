@@ -217,4 +217,3 @@ def test_a_datasets_generation_jobs_are_listed_newest_first_per_tenant_bounded_a
     assert redis_client.zcard(index) == 2                                 # and the index forgot it
     assert store.recent(ours, "never-generated", 10) == []
     assert [view.job_id for view in store.recent(theirs, name, 10)] == [their_job]
-

@@ -250,4 +250,3 @@ def test_the_hallucination_rate_is_corrected_with_the_labels_of_its_own_populati
     alone, mixed = (corrected_rates(counts, traces)["hallucination_rate"] for traces in (answered,
                                                                                           answered + abstentions))
     assert mixed.corrected == alone.corrected and mixed.ci95 == alone.ci95     # before: 0.202 against 0.132
-

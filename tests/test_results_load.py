@@ -56,4 +56,3 @@ def test_one_traces_result_is_found_by_id_without_decoding_the_job(redis_client:
     assert found is not None and found.index == 1 and len(decoded) == 2
     assert store.of_trace(job_id, "t999") is None and store.of_trace(uuid.uuid4().hex, "t1") is None
     assert redis_client.hlen(keys.job_results(job_id)) == 301
-

@@ -110,7 +110,8 @@ Taken = Callable[[JobRecord, int], None]
 """Told of each chunk a run takes as its next one (the worker takes the chunk's own RQ job off the queue)."""
 
 
-def take_next_chunk(store: Store, settings: Settings, record: JobRecord, taken: Taken | None = None) -> ChunkWork | None:
+def take_next_chunk(store: Store, settings: Settings, record: JobRecord,
+                    taken: Taken | None = None) -> ChunkWork | None:
     """Take the job's first chunk still waiting for a worker and read it; None when none waits. Blocking: run it in a
     thread, beside the event loop."""
     chunk = store.chunks.take_next(record.job_id, settings.lease_seconds)
@@ -137,8 +138,8 @@ async def run_chunk(store: Store, settings: Settings, work: ChunkWork,
                     taken: Taken | None = None) -> list[int]:
     """Judge a started chunk's pending traces and store their results, on an async Redis client of its own (the
     sync `store` only builds commands). With `follow`, the job's next waiting chunks too, each taken as the one before
-    has started its last traces, and `taken` told of each. Answers the chunks it ran, which the caller completes. With a batch's `outcomes`
-    (batch delivery), each trace's first judge call is answered by its batch result
+    has started its last traces, and `taken` told of each. Answers the chunks it ran, which the caller completes.
+    With a batch's `outcomes` (batch delivery), each trace's first judge call is answered by its batch result
     (ragpulse.judges.batches.ReplayProvider)."""
     record = work.record
     client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)

@@ -3,8 +3,9 @@ measured over n traces, corrected for the judge's error as the app's human label
 
 The labels are those of the same app, judge and prompt version within RAGPULSE_AGREEMENT_WINDOW_DAYS; each labelled
 trace counts once (its reviewers' majority) with weight 1 / its inclusion probability (labels.agreement.pairs). Each
-rate's labels are those of its population: traces whose answer made claims, unanswerable traces. metrics.correction says how the
-rate is corrected (Rogan-Gladen) and why, and refuses a number below 30 labels of the estimation sample.
+rate's labels are those of its population: traces whose answer made claims, unanswerable traces.
+metrics.correction says how the rate is corrected (Rogan-Gladen) and why, and refuses a number below 30 labels of
+the estimation sample.
 """
 
 from __future__ import annotations

@@ -75,8 +75,8 @@ def diagnostic_matrix(results: Sequence[TraceResult], k: int) -> DiagnosticMatri
 
 def primary_issue(cells: Counter[str]) -> str:
     """Retrieval when poor-retrieval cells hold at least as many traces as the generator-problem cell (both broken,
-    a tie included: retrieval first, as an answer cannot be grounded in evidence never retrieved); `insufficient_data` when no trace reached a cell, so an empty matrix never reads as a clean
-    bill of health."""
+    a tie included: retrieval first, as an answer cannot be grounded in evidence never retrieved);
+    `insufficient_data` when no trace reached a cell, so an empty matrix never reads as a clean bill of health."""
     if sum(cells.values()) == 0:
         return "insufficient_data"
     generator = cells["retrieval_good_hallucinating"]

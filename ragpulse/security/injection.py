@@ -235,4 +235,3 @@ def _payload(plain: str, start: int) -> str:
             following = _SENTENCE_END.search(plain, following.end())
         return plain[start:following.start() if following else len(plain)]
     return plain[start:end.start()]
-

@@ -20,9 +20,10 @@ number or IBAN followed by more groups ("... 1111 12/25", "... 0130 00 BIC ...")
 two.
 
 Not detected: names, postal addresses, dates of birth, passport and licence numbers, credentials (API keys,
-passwords, private keys), and identifiers without a checkable structure. Values are compared with the documents in a normalised form (digits and letters only, upper
-case; emails casefolded; phones by their last nine digits, so `+49 30 1234567` matches `030/1234567`). Only kinds
-and counts leave this module: the values themselves are never returned or logged.
+passwords, private keys), and identifiers without a checkable structure. Values are compared with the documents in a
+normalised form (digits and letters only, upper case; emails casefolded; phones by their last nine digits, so
+`+49 30 1234567` matches `030/1234567`). Only kinds and counts leave this module: the values themselves are never
+returned or logged.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def _an_id(cue: re.Pattern[str], answer: str, start: int) -> bool:
 _GROUP_END = re.compile(r"[ -](?=[A-Za-z0-9])")
 
 
-def _trimmed(kind: _Kind, answer: str, value: str, span: tuple[int, int]) -> tuple[str, tuple[int, int], bool]:
+def _trimmed(kind: _Kind, value: str, span: tuple[int, int]) -> tuple[str, tuple[int, int], bool]:
     """The candidate without its last one or two groups when that is a whole match of the kind and valid; else the
     candidate as it was (invalid)."""
     cuts = [m.start() for m in _GROUP_END.finditer(value)][-2:]
@@ -156,7 +157,7 @@ def _candidates(answer: str, prefilter: bool = True) -> Iterator[tuple[str, str,
             value, span = match.group(), match.span()
             valid = kind.valid(_compact(value))
             if not valid and kind.trims:
-                value, span, valid = _trimmed(kind, answer, value, span)
+                value, span, valid = _trimmed(kind, value, span)
             yield name, value, span, valid
     if digits < PHONE_DIGITS:
         return
