@@ -13,14 +13,16 @@
 - `exfiltration`: markdown images or links whose URL carries a placeholder for data (`?q={chat}`, `?u=USER_EMAIL`).
 - `hidden_html`: HTML comments, or elements hidden by style (`display:none`, zero font size, ...), holding
   a directive; `hidden_markdown`: the same inside a markdown comment (`[//]: # (...)`).
-- `hidden_unicode`: Unicode tag characters (always), or zero-width characters in a text that also holds a cue.
+- `hidden_unicode`: Unicode tag characters (always), or zero-width characters or Cyrillic/Greek look-alike letters
+  inside Latin words ("Іgnore" with a Cyrillic І) in a text that also holds a cue.
 
 Quoted or discussed phrases are not findings: a cue inside quotation marks or code, or in a sentence that reports
 on attacks ("attackers", "for example", "such as", "the phrase", "prompt injection") without being an imperative
 at the sentence start, is treated as a mention. Not detected: paraphrased or novel instructions with none of these
 words, languages other than the six, instructions split across documents, encodings (base64, ROT13), and text in
-images. The text is normalised first: NFKC, casefold, zero-width characters removed, tag characters decoded, runs of
-spaces and tabs made one space, and hard-wrapped lines (a break between a word and a lowercase word) joined.
+images. The text is normalised first: NFKC, casefold, zero-width characters removed, tag characters decoded,
+look-alike letters in mixed-script words made Latin, runs of spaces and tabs made one space, and hard-wrapped lines
+(a break between a word and a lowercase word) joined.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ _LINE_BREAK = re.compile(r"\n[ \t]*(?!(?:human|assistant|system|user)[ \t]*:)(?=
 """A line break before a lowercase word that is not a chat-role marker: a hard wrap when a word or a comma is before
 it (`_joined`)."""
 _WORD = re.compile(r"\w{2,}")
+_CONFUSABLES = str.maketrans(dict(zip(
+    "АВЕЅІЈКМНОРСТХУаеѕіјорԛсухԁɡһӏνοαεικρτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "ABESIJKMHOPCTXYaesijopqcyxdghlvoaeikptuxABEZHIKMNOPTYX", strict=True)))
+"""Cyrillic and Greek letters drawn like Latin ones: in a word that mixes them with Latin letters ("Іgnore" with a
+Cyrillic І) they stand for the Latin letter, so a homoglyph does not hide a cue."""
+_MIXED_WORD = re.compile(r"\w*[A-Za-z]\w*")
 _TAGS = re.compile("[\U000e0000-\U000e007f]")
 
 ROLE_MARKER = re.compile("|".join((
@@ -122,15 +130,24 @@ def _may(pattern: Prefiltered, present: Present | None) -> bool:
 
 
 def _normalise(text: str) -> tuple[str, bool, bool]:
-    """(NFKC-normalised, casefolded text with zero-width characters removed and tag characters decoded to the
-    ASCII they hide; whether zero-width characters were there; whether tag characters were)."""
+    """(NFKC-normalised, casefolded text with zero-width characters removed, tag characters decoded to the ASCII they
+    hide and look-alike letters in mixed-script words made Latin; whether zero-width characters or look-alikes were
+    there; whether tag characters were)."""
     if text.isascii():  # NFKC leaves ASCII as it is, and zero-width and tag characters are not ASCII
         return _spaced(text).casefold(), False, False
     text = unicodedata.normalize("NFKC", text)
     zero_width = bool(_ZERO_WIDTH.search(text.lstrip("\ufeff")))
     tags = bool(_TAGS.search(text))
     text = _TAGS.sub(lambda m: chr(ord(m.group()) - 0xE0000), _ZERO_WIDTH.sub("", text))
-    return _spaced(text).casefold(), zero_width, tags
+    unmixed = _unmixed(text)
+    return _spaced(unmixed).casefold(), zero_width or unmixed != text, tags
+
+
+def _unmixed(text: str) -> str:
+    """Words that mix Latin letters with Cyrillic or Greek look-alikes, written in Latin letters only (a word wholly
+    in another script is left as it is)."""
+    return _MIXED_WORD.sub(lambda m: m.group().translate(_CONFUSABLES) if not m.group().isascii() else m.group(),
+                           text)
 
 
 def _spaced(text: str) -> str:
