@@ -46,6 +46,7 @@ _CONFUSABLES = str.maketrans(dict(zip(
 """Cyrillic and Greek letters drawn like Latin ones: in a word that mixes them with Latin letters ("Іgnore" with a
 Cyrillic І) they stand for the Latin letter, so a homoglyph does not hide a cue."""
 _MIXED_WORD = re.compile(r"\w*[A-Za-z]\w*")
+_LOOK_ALIKE = re.compile("[" + "".join(chr(c) for c in _CONFUSABLES) + "]")
 _TAGS = re.compile("[\U000e0000-\U000e007f]")
 
 ROLE_MARKER = re.compile("|".join((
@@ -146,6 +147,8 @@ def _normalise(text: str) -> tuple[str, bool, bool]:
 def _unmixed(text: str) -> str:
     """Words that mix Latin letters with Cyrillic or Greek look-alikes, written in Latin letters only (a word wholly
     in another script is left as it is)."""
+    if not _LOOK_ALIKE.search(text):   # most non-ASCII text (accents, CJK) holds none: no word to look at
+        return text
     return _MIXED_WORD.sub(lambda m: m.group().translate(_CONFUSABLES) if not m.group().isascii() else m.group(),
                            text)
 
