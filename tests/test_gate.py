@@ -198,6 +198,11 @@ def test_bad_input_exits_2_and_an_unreachable_server_exits_3(stack: LiveStack, f
     assert run.returncode == GATE_BAD_INPUT and "404" in run.stderr
     run = ragpulse_gate(good, "--server", f"http://127.0.0.1:{free_port()}", "--config", config)
     assert run.returncode == GATE_UNREACHABLE and "cannot reach" in run.stderr
+    corrected = tmp_path / "corrected.toml"              # the service corrects a job's rates: one job or no verdict
+    corrected.write_text('[thresholds.hallucination_rate]\nmax = 0.2\non = "corrected"\n')
+    run = ragpulse_gate(good, "--server", stack.url, "--config", corrected, "--batch-size", "12")
+    assert run.returncode == GATE_BAD_INPUT and "--batch-size 30 or more" in run.stderr   # before: FAIL, "no labels"
+    assert "posting" not in run.stderr                                                      # nothing was posted
     assert ragpulse_gate(good, "--baseline", "x", "--baseline-file", good).returncode == GATE_BAD_INPUT  # argparse
 
 

@@ -65,6 +65,7 @@ def run_gate(request: GateRequest) -> int:
         baseline_file = read_traces(request.baseline_file) if request.baseline_file else None
         if request.dataset is not None:
             candidate_file.dataset = request.dataset
+        _check_corrected_fits(config, len(candidate_file.traces), request.batch_size)
     except (GateConfigError, TraceFileError, OutputFileError) as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
         return GATE_BAD_INPUT
@@ -140,6 +141,18 @@ def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_fi
         _check_dataset(comparison, config)
         rows += check_comparison(comparison, config)
     return rows
+
+
+def _check_corrected_fits(config: GateConfig, traces: int, batch_size: int) -> None:
+    """GateConfigError when a threshold reads a judge-corrected rate but the file is posted as several jobs: the
+    service corrects a job's rates with its app's labels, and a report merged here from several jobs has none, so
+    the row would fail saying no labels exist when they may."""
+    corrected = [key for key, threshold in config.active_thresholds.items() if threshold.on.startswith("corrected")]
+    if corrected and traces > batch_size:
+        raise GateConfigError(
+            f"[thresholds.{corrected[0]}] on = \"{config.active_thresholds[corrected[0]].on}\" needs the file posted "
+            f"as one job (the service corrects a job's rates), but {traces} traces over --batch-size {batch_size} "
+            f"make several: pass --batch-size {traces} or more")
 
 
 def _check_dataset(comparison: Comparison, config: GateConfig) -> None:
