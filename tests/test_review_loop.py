@@ -100,7 +100,13 @@ def test_the_monitor_gives_the_corrected_rate_beside_the_raw_one(loop: Loop) -> 
     raw, corrected = view["hallucination_rate"], view["corrected"]["hallucination_rate"]
     assert raw["rate"] == pytest.approx(0.5) and not covers(raw, 0.3)  # the judge's own rate is off, tightly
     assert corrected["status"] == "ok" and covers(corrected, 0.3), corrected
-    assert corrected["corrected"] == pytest.approx(0.3, abs=0.08)
+    # The review sample is a random half (the trace ids carry a random tag), so the specificity it measures varies
+    # from run to run (about 0.71 +- 0.04): the point is checked against the formula on what was measured, and as
+    # nearer the truth than the raw rate; a band around 0.3 failed about one run in 30.
+    [entry] = [e for e in loop.client.get(f"/v1/apps/{APP}/agreement").json()["judges"] if e["current"]]
+    se, sp = entry["agreement"]["sensitivity"]["value"], entry["agreement"]["specificity"]["value"]
+    assert corrected["corrected"] == pytest.approx(min(1.0, max(0.0, (raw["rate"] + sp - 1) / (se + sp - 1))))
+    assert abs(corrected["corrected"] - 0.3) < abs(raw["rate"] - 0.3)
     assert view["judge"] == {"judge": "local", "prompt_version": view["judge"]["prompt_version"], "heuristic": True}
 
 
@@ -133,7 +139,7 @@ def test_the_report_comparison_and_gate_read_the_corrected_rate(loop: Loop, tmp_
                              timeout=300, cwd=ROOT, env=child_env("unused"))
         assert run.returncode == code, run.stdout + run.stderr
         outputs[on] = run.stdout
-    assert re.search(r"^hallucination_rate +0\.[23]\d\d .*<= 0\.4 \(corrected\) .*PASS$", outputs["corrected"], re.M)
+    assert re.search(r"^hallucination_rate +0\.[0-3]\d\d .*<= 0\.4 \(corrected\) .*PASS$", outputs["corrected"], re.M)
     assert re.search(r"^hallucination_rate +0\.500 .*<= 0\.4 .*FAIL$", outputs["mean"], re.M)
 
 
