@@ -52,7 +52,7 @@ def phone_ok(match: re.Match[str]) -> bool:
     if not low <= len(digits) <= high or _DATE_SHAPE.search(number):
         return False
     before = match.string[max(0, match.start(form) - 30):match.start(form)]
-    return form in ("intl", "cued") or not _ID_WORDS.search(before) or bool(_CUE_BEFORE.search(before))
+    return form in ("intl", "cued") or not after_id_word(before) or bool(_CUE_BEFORE.search(before))
 
 
 def after_id_word(before: str) -> bool:
