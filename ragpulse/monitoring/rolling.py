@@ -47,7 +47,7 @@ def bucket_increments(result: TraceResult) -> dict[str, float]:
         return inc
     # `answered` is written even at 0: a minute of abstentions only must not read as a bucket from before the
     # field existed, which _legacy would give judged traces as its denominator.
-    if judged_by_rule(result.sample_reason) is not None:   # out of the rates: see monitoring.sampling
+    if judged_by_rule(result.sample_reason) is not None:   # out of the rates: see model.results.judged_by_rule
         inc.update(judged=1, judged_by_rule=1, answered=0)
         return inc
     inc.update(judged=1, abstained=float(g.abstained), answered=0)
