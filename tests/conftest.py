@@ -18,6 +18,35 @@ from tests.fake_anthropic import FakeAnthropic
 from tests.support import Cluster, Proc, start_api, start_worker
 
 
+LIVE_RERUNS = 1
+"""Reruns of a failed test that runs live processes (a Redis server, the API, RQ workers, a browser, a loopback
+fake): on a shared 2-core machine their timing varies, and one slow moment must not fail a whole CI run. The first
+failure's traceback is printed in the summary (--rerun-show-tracebacks), and the suite reruns at most
+--max-suite-reruns tests in all: a test that fails twice fails, as does a run with many flaky tests."""
+LOG_TAIL_CHARS = 3000
+"""How much of each child process's log a failed test prints."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "redis_url" in item.fixturenames or item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.flaky(reruns=LIVE_RERUNS))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[pytest.TestReport]:
+    """A failed test that used a Cluster prints the end of each of its processes' logs (the API's and workers'),
+    so a failure in CI says what the workers saw."""
+    report = yield
+    if report.failed and call.when == "call":
+        for name, value in getattr(item, "funcargs", {}).items():
+            clusters = [value] if isinstance(value, Cluster) else getattr(value, "made", [])
+            for proc in (proc for cluster in clusters for proc in cluster.procs):
+                report.sections.append((f"{name}: {proc.log.name} (last {LOG_TAIL_CHARS} chars)",
+                                        proc.output()[-LOG_TAIL_CHARS:]))
+    return report
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Ctrl-C acts in the children the tests start even when this run began with SIGINT ignored (a background job of a
     shell without job control, as `./scripts/test &` in a script is): a child inherits an ignored SIGINT, Python then
@@ -119,6 +148,7 @@ def cluster_factory(redis_url: str, tmp_path: Path) -> Iterator:
         made.append(Cluster(redis_url, tmp_path, fake, workers, **env))
         return made[-1]
 
+    make.made = made  # type: ignore[attr-defined]  # the clusters made, whose logs a failed test prints
     yield make
     for cluster in made:
         cluster.stop()

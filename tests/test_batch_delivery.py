@@ -73,11 +73,16 @@ def wait_until(predicate, what: str, timeout: float = 60.0):  # noqa: ANN001, AN
 
 def waiting_on_provider(cluster: Cluster, job_id: str, batches: int) -> dict:
     """The job status once all its chunks wait on the provider (`batches` provider batches submitted)."""
+    last: dict = {}
+
     def ready() -> dict | None:
-        job = cluster.http.get(f"/v1/jobs/{job_id}").json()
+        last["job"] = job = cluster.http.get(f"/v1/jobs/{job_id}").json()
         provider = job.get("provider")
         return job if provider and provider["waiting"] and len(provider["batch_ids"]) == batches else None
-    return wait_until(ready, f"job {job_id} waiting on {batches} provider batches")
+    try:
+        return wait_until(ready, f"job {job_id} waiting on {batches} provider batches")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the job last read {last.get('job')}") from None
 
 
 def comparable(item: dict) -> dict:
