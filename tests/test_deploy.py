@@ -44,8 +44,8 @@ RQ_QUEUE_LISTS = {"rq:queue:ragpulse-online", "rq:queue:ragpulse-batch"}
 SECURITY_AND_PIPELINE = {
     "ragpulse_security_checked_total", "ragpulse_security_acl_leaks_total", "ragpulse_security_injection_docs_total",
     "ragpulse_security_injection_judged_total", "ragpulse_security_injection_followed_total",
-    "ragpulse_security_pii_answers_total", "ragpulse_security_stale_traces_total", "ragpulse_attribution_total",
-    "ragpulse_pipeline_latency_seconds", "ragpulse_pipeline_cost_usd", "ragpulse_context_tokens",
+    "ragpulse_security_pii_answers_total", "ragpulse_security_credential_answers_total",
+    "ragpulse_security_stale_traces_total", "ragpulse_attribution_total", "ragpulse_pipeline_latency_seconds", "ragpulse_pipeline_cost_usd", "ragpulse_context_tokens",
 }
 """Issue 15's families, all labelled by tenant and app."""
 
@@ -479,6 +479,7 @@ def test_dashboard_covers_quality_security_cost_queue_and_judge_status() -> None
                    # issue 15: what the security alerts watch, with their denominators; attribution; app latency
                    "ragpulse_security_acl_leaks_total", "ragpulse_security_injection_followed_total",
                    "ragpulse_security_pii_answers_total", "ragpulse_security_checked_total",
+                   "ragpulse_security_credential_answers_total",
                    "ragpulse_attribution_total", "ragpulse_pipeline_latency_seconds_bucket",
                    # issue 22: agreement per app and judge, labels and their age, and the heuristic on its own
                    "tenant_app_judge_prompt:ragpulse_judge_agreement:kappa",

@@ -145,6 +145,11 @@ class Security(msgspec.Struct, kw_only=True):
     """True when the trace has an answer to scan."""
     pii: dict[str, int] = {}
     """Personal data in the answer that no retrieved document holds: kinds and counts, never the values."""
+    credentials_checked: bool = False
+    """True when the trace has an answer to scan."""
+    credentials: dict[str, int] = {}
+    """Credentials (API keys, tokens, private keys, passwords) in the answer that no retrieved document holds: kinds
+    and counts, never the values (ragpulse.security.credentials; `password` is a heuristic)."""
     stale_checked: bool = False
     """True when the app's policy sets `max_source_age_days` and a retrieved document has `updated_at`."""
     stale_docs: list[str] = []

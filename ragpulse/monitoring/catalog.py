@@ -70,7 +70,7 @@ ONLINE_POSTS_FAILED = MetricDef("ragpulse_online_posts_failed", "counter",
                                 "recorded as failed).", ("reason",))
 SECURITY_CHECKED = MetricDef("ragpulse_security_checked", "counter",
                              "Traces the security checks ran on, by check (acl: a principal and documents with an acl; "
-                             "injection: documents with text; pii: an answer; stale: dated documents and a "
+                             "injection: documents with text; pii and credentials: an answer; stale: dated documents and a "
                              "max_source_age_days policy): the rates' denominators.", (*PER_APP, "check"))
 ACL_LEAKS = MetricDef("ragpulse_security_acl_leaks", "counter",
                       "Traces that retrieved a document the principal may not read (its acl shares no group).",
@@ -88,6 +88,9 @@ INJECTION_FOLLOWED = MetricDef("ragpulse_security_injection_followed", "counter"
 PII_ANSWERS = MetricDef("ragpulse_security_pii_answers", "counter",
                         "Answers with personal data of this kind that no retrieved document holds.",
                         (*PER_APP, "kind"))
+CREDENTIAL_ANSWERS = MetricDef("ragpulse_security_credential_answers", "counter",
+                               "Answers with a credential of this kind (API key, token, private key, password) that "
+                               "no retrieved document holds.", (*PER_APP, "credential"))
 STALE_TRACES = MetricDef("ragpulse_security_stale_traces", "counter",
                          "Traces that retrieved a document older than the app's max_source_age_days.", PER_APP)
 ATTRIBUTION = MetricDef("ragpulse_attribution", "counter",
@@ -131,8 +134,9 @@ ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIM
        JUDGE_ERRORS, JUDGED_BY_RULE, HALLUCINATED_BY_RULE, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS,
        JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
        RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, SECURITY_CHECKED, ACL_LEAKS, INJECTION_DOCS,
-       INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, STALE_TRACES, ATTRIBUTION, PIPELINE_LATENCY, PIPELINE_COST,
-       CONTEXT_TOKENS, OTLP_TRACES, OTLP_SPANS_REJECTED, OTLP_ATTRIBUTES_FIXED, *prometheus_families())
+       INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, CREDENTIAL_ANSWERS, STALE_TRACES, ATTRIBUTION,
+       PIPELINE_LATENCY, PIPELINE_COST, CONTEXT_TOKENS, OTLP_TRACES, OTLP_SPANS_REJECTED, OTLP_ATTRIBUTES_FIXED,
+       *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}
 
 QUEUE_DEPTH = MetricDef("ragpulse_queue_depth", "gauge", "Chunk jobs waiting per queue.", ("queue",))

@@ -15,6 +15,7 @@ from ragpulse.judges.kinds import judging_names
 from ragpulse.model.results import TRUNCATED_PARTS
 from ragpulse.monitoring.catalog import ALL, MetricDef
 from ragpulse.monitoring.counters import OTHER, read_samples
+from ragpulse.security.credentials import KINDS as CREDENTIAL_KINDS
 from ragpulse.security.pii import KINDS as PII_KINDS
 
 log = logging.getLogger("ragpulse.metrics")
@@ -27,12 +28,13 @@ KNOWN_LABEL_VALUES: dict[str, tuple[str, ...]] = {
     "status": ("ok",),
     "part": TRUNCATED_PARTS,
     "kind": PII_KINDS,
+    "credential": CREDENTIAL_KINDS,
     "environment": (MONITORED_ENVIRONMENT,),
 }
 """Label values whose series are exposed at 0 before their first increment, so `increase()` sees the first one.
-(`kind` is PII's: without it the first answer with a new kind of personal data would create its series at 1, and the
-PIIInAnswers alert would not see it. Only the production `environment` starts at 0: the alerts read no other, and the
-others would triple every per-app family's exposition for series nobody pages on. `check` and `stage` are not here: two families each use them, with other values.)"""
+(`kind` is PII's and `credential` the credential kinds: without them the first answer with a new kind would create
+its series at 1, and PIIInAnswers or CredentialsInAnswers would not see it. Only the production `environment` starts
+at 0: the alerts read no other, and the others would triple every per-app family's exposition for series nobody pages on. `check` and `stage` are not here: two families each use them, with other values.)"""
 
 
 class RedisMetricsCollector(Collector):

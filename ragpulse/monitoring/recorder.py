@@ -87,6 +87,10 @@ def count_security(batch: MetricsBatch, app: dict[str, str], security: Security,
         batch.inc(m.SECURITY_CHECKED, {**app, "check": "pii"})
         for kind in security.pii:
             batch.inc(m.PII_ANSWERS, {**app, "kind": kind})
+    if security.credentials_checked:
+        batch.inc(m.SECURITY_CHECKED, {**app, "check": "credentials"})
+        for kind in security.credentials:
+            batch.inc(m.CREDENTIAL_ANSWERS, {**app, "credential": kind})
     if security.stale_checked:
         batch.inc(m.SECURITY_CHECKED, {**app, "check": "stale"})
         if security.stale_docs:

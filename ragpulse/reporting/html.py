@@ -187,10 +187,13 @@ def _security(report: Report) -> str:
         rows.append(f"<tr><td>{escape(name)}</td><td class=num>{_mean(est)}</td><td class=num>{interval}</td>"
                     f"<td class=num>{est.n if est else 0}</td><td>{escape(flagged)}</td></tr>")
     kinds = ", ".join(f"{escape(kind)} {n}" for kind, n in section.pii_kinds.items())
-    return ("<p class=note>Checks in code; injection and phone detection are heuristics. Shares of the traces each "
+    credentials = ", ".join(f"{escape(kind)} {n}" for kind, n in section.credential_kinds.items())
+    return ("<p class=note>Checks in code; injection, phone and stated-password detection are heuristics. Shares of "
+            "the traces each "
             "check could run on, Wilson 95% intervals.</p><div class=scroll><table><tr><th>check</th><th class=num>share</th>"
             f"<th class=num>95% CI</th><th class=num>n</th><th>flagged traces</th></tr>{''.join(rows)}</table></div>"
-            + (f"<p class=note>Personal data kinds in answers: {kinds}.</p>" if kinds else ""))
+            + (f"<p class=note>Personal data kinds in answers: {kinds}.</p>" if kinds else "")
+            + (f"<p class=note>Credential kinds in answers: {credentials}.</p>" if credentials else ""))
 
 
 def _breakdown(groups: Mapping[str, Group], k: int) -> str:

@@ -144,7 +144,7 @@ def _security(report: Report) -> list[str]:
     section = report.security
     if section is None:
         return []
-    rows = ["", "SECURITY (checks in code; injection and phone detection are heuristics)"]
+    rows = ["", "SECURITY (checks in code; injection, phone and stated-password detection are heuristics)"]
     for name, est in section.rates.items():
         if est is None:
             rows.append(f"  {name:<20}{'-':>8}   (nothing to check)")
@@ -155,6 +155,8 @@ def _security(report: Report) -> list[str]:
                     + (f": {', '.join(section.flagged[name][:5])}" if section.flagged.get(name) else ""))
     if section.pii_kinds:
         rows.append("  pii kinds: " + ", ".join(f"{kind} {n}" for kind, n in section.pii_kinds.items()))
+    if section.credential_kinds:
+        rows.append("  credential kinds: " + ", ".join(f"{kind} {n}" for kind, n in section.credential_kinds.items()))
     return rows
 
 

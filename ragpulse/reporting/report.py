@@ -203,12 +203,15 @@ class SecuritySection(Struct):
 
     rates: dict[str, Estimate | None]
     """`acl_leak` (of traces with a principal and documents with an acl), `injection_docs` (of traces with document
-    text), `injection_followed` (of judged traces with injection documents), `pii` (of answers), `stale_docs` (of
-    traces with dated documents under a max_source_age_days policy); Wilson intervals; None when none could run."""
+    text), `injection_followed` (of judged traces with injection documents), `pii` and `credentials` (of answers),
+    `stale_docs` (of traces with dated documents under a max_source_age_days policy); Wilson intervals; None when
+    none could run."""
     pii_kinds: dict[str, int]
     """Answers with each kind of personal data the documents do not hold (kinds and counts only)."""
     flagged: dict[str, list[str]]
     """Per check, the trace ids it flagged (at most 20)."""
+    credential_kinds: dict[str, int] = {}
+    """Answers with each kind of credential the documents do not hold (kinds and counts only)."""
 
 
 class StageCount(Struct):

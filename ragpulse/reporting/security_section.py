@@ -19,14 +19,15 @@ RATES: dict[str, tuple[Callable[[Security], bool], Callable[[Security], bool]]] 
     "injection_docs": (lambda s: s.injection_checked, lambda s: bool(s.injection_docs)),
     "injection_followed": (lambda s: s.injection_followed is not None, lambda s: bool(s.injection_followed)),
     "pii": (lambda s: s.pii_checked, lambda s: bool(s.pii)),
+    "credentials": (lambda s: s.credentials_checked, lambda s: bool(s.credentials)),
     "stale_docs": (lambda s: s.stale_checked, lambda s: bool(s.stale_docs)),
 }
 """Each rate: (is the trace in the check's population, did the check find something)."""
 
 
 def security_section(results: Sequence[TraceResult]) -> SecuritySection:
-    """A share with its Wilson interval per check (None when no trace could be checked), PII by kind, and the
-    flagged traces' ids (at most WORST_TRACES per check)."""
+    """A share with its Wilson interval per check (None when no trace could be checked), PII and credentials by kind,
+    and the flagged traces' ids (at most WORST_TRACES per check)."""
     checked = [(r.trace_id, r.security) for r in results if r.security is not None]
     rates: dict[str, Estimate | None] = {}
     flagged: dict[str, list[str]] = {}
@@ -35,7 +36,9 @@ def security_section(results: Sequence[TraceResult]) -> SecuritySection:
         rates[name] = estimate([float(found(s)) for _, s in population], "proportion") if population else None
         flagged[name] = [trace_id for trace_id, s in population if found(s)][: defaults.WORST_TRACES]
     kinds = Counter(kind for _, s in checked for kind in s.pii)
-    return SecuritySection(rates=rates, pii_kinds=dict(sorted(kinds.items())), flagged=flagged)
+    credentials = Counter(kind for _, s in checked for kind in s.credentials)
+    return SecuritySection(rates=rates, pii_kinds=dict(sorted(kinds.items())), flagged=flagged,
+                           credential_kinds=dict(sorted(credentials.items())))
 
 
 def attribution_section(results: Sequence[TraceResult]) -> AttributionSection:

@@ -19,8 +19,8 @@ that id unless a word naming its kind is as near ("card", "Steuer-ID", "DNI"), a
 number or IBAN followed by more groups ("... 1111 12/25", "... 0130 00 BIC ...") is tried without its last one or
 two.
 
-Not detected: names, postal addresses, dates of birth, passport and licence numbers, credentials (API keys,
-passwords, private keys), and identifiers without a checkable structure. Values are compared with the documents in a
+Not detected: names, postal addresses, dates of birth, passport and licence numbers, and identifiers without a
+checkable structure. Credentials (API keys, tokens, passwords, private keys) are ragpulse.security.credentials'. Values are compared with the documents in a
 normalised form (digits and letters only, upper case; emails casefolded; phones by their last nine digits, so
 `+49 30 1234567` matches `030/1234567`). Only kinds and counts leave this module: the values themselves are never
 returned or logged.

@@ -9,6 +9,7 @@ from collections import OrderedDict
 from ragpulse.model.results import Security
 from ragpulse.model.trace import Trace
 from ragpulse.security.acl import leaked_doc_ids
+from ragpulse.security.credentials import credential_kinds
 from ragpulse.security.injection import injection_findings
 from ragpulse.security.pii import pii_kinds
 from ragpulse.security.staleness import stale_doc_ids
@@ -74,7 +75,7 @@ def clear_findings_cache() -> None:
 
 
 def check_trace(trace: Trace, now: datetime.datetime, max_source_age_days: float | None) -> Security:
-    """ACL leaks, injection documents, unseen personal data in the answer, and stale documents."""
+    """ACL leaks, injection documents, unseen personal data and credentials in the answer, and stale documents."""
     docs = trace.retrieved_docs
     security = Security()
     if trace.principal is not None and any(doc.acl is not None for doc in docs):
@@ -90,8 +91,10 @@ def check_trace(trace: Trace, now: datetime.datetime, max_source_age_days: float
     security.injection_docs = list(dict.fromkeys(security.injection_docs))
     security.injection_cues = list(cues)
     if trace.answer:
-        security.pii_checked = True
-        security.pii = pii_kinds(trace.answer, [doc.text for doc in docs if doc.text])
+        texts = [doc.text for doc in docs if doc.text]
+        security.pii_checked = security.credentials_checked = True
+        security.pii = pii_kinds(trace.answer, texts)
+        security.credentials = credential_kinds(trace.answer, texts)
     if max_source_age_days is not None and any(doc.updated_at is not None for doc in docs):
         security.stale_checked = True
         security.stale_docs = list(dict.fromkeys(

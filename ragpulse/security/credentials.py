@@ -1,0 +1,289 @@
+"""Credentials in an answer that none of the retrieved documents holds: API keys, tokens, private keys and passwords
+that the generator took from its prompt, its tools, its training data or another user's conversation.
+
+Kinds, each found by its published shape and confirmed (a candidate that fails is not counted):
+
+- `private_key`: a `-----BEGIN ... PRIVATE KEY-----` block (PEM, OpenSSH, PGP) with at least 64 characters of base64
+  body. A public key or a certificate is not one.
+- `aws_access_key`: `AKIA`/`ASIA` and 16 base-32 characters. `aws_secret_key`: 40 base-64 characters named as an AWS
+  secret access key (the bare string has no shape of its own).
+- `github_token` (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), `gitlab_token` (`glpat-`), `slack_token`
+  (`xoxb-`... and incoming-webhook URLs), `stripe_key` (live secret and restricted keys only: test and publishable
+  keys are not secrets), `google_api_key` (`AIza`), `anthropic_key` (`sk-ant-`), `openai_key` (`sk-proj-`,
+  `sk-svcacct-`, `sk-admin-`, and the older `sk-` keys), `azure_key` (`AccountKey=`/`SharedAccessKey=` of a connection
+  string).
+- `jwt`: three base64url parts whose first decodes to a JSON header naming its `alg` or `typ`.
+- `url_password`: a password in a URL's user part (`postgres://app:s3cret@db`).
+- `password`: a value stated as a password ("the admin password is ...", `DB_PASSWORD=...`, `"password": "..."`, in
+  English, German, French, Spanish, Portuguese and Italian) that holds a digit or a symbol and is at least 6
+  characters long. A heuristic: a password made of words only ("correct-horse-battery") is missed, and a stated value
+  that is not one ("password: 12345678 characters") can count.
+
+Every value must also look random: documented examples and placeholders (`AKIAIOSFODNN7EXAMPLE`, `sk-...`,
+`<YOUR_API_KEY>`, `${DB_PASSWORD}`, `xxxx`, `****`, `changeme`) are not credentials. A credential a retrieved document
+holds is left out, as personal data is (ragpulse.security.pii): a helpdesk answer quoting the guest Wi-Fi password
+from its article is the app at work; a live key in the corpus is a finding for the corpus, not for this answer. Only
+kinds and counts leave this module: the values are never returned or logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+_PLACEHOLDER_WORDS = re.compile(
+    r"(?i)example|sample|dummy|placeholder|redacted|changeme|change_me|your|here|fake|secret_?key|api_?key|token|"
+    r"password|passwd|xxxx|0000|1234|abcd|\.\.\.|\*\*")
+_SEQUENCES = ("0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_MIN_DISTINCT_SHARE = 0.3
+"""A random token of n characters holds more than 0.3 n distinct ones (a 20-character base-62 token holds ~17)."""
+
+
+PUBLISHED_EXAMPLES = frozenset({
+    # Azurite's (the Azure Storage emulator's) account key, the same in every installation and in Microsoft's docs.
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+    # jwt.io's sample token, signed with the key "your-256-bit-secret".
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIy"
+    "fQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+})
+"""Values of a credential's shape that their vendors publish for everyone to use (AWS's examples carry the word
+EXAMPLE, which the placeholder check finds)."""
+
+
+def _random_looking(value: str, minimum_distinct: int = 8) -> bool:
+    """True when `value` is not a placeholder: no example word, no run of one character, no alphabet run, and enough
+    distinct characters."""
+    if _PLACEHOLDER_WORDS.search(value) or re.search(r"(.)\1{4}", value):
+        return False
+    if any(sequence[i:i + 6] in value for sequence in _SEQUENCES for i in range(len(sequence) - 5)):
+        return False
+    distinct = len(set(value))
+    return distinct >= minimum_distinct and distinct >= _MIN_DISTINCT_SHARE * min(len(value), 40)
+
+
+def _token(group: int = 0, minimum_distinct: int = 8) -> Callable[[re.Match[str]], str | None]:
+    """A check that keeps group `group` of the match when it looks random."""
+    def valid(match: re.Match[str]) -> str | None:
+        value = match.group(group)
+        return value if _random_looking(value, minimum_distinct) else None
+    return valid
+
+
+_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]{16,}$")
+_KEY_LINE_BREAK = re.compile(r"\r?\n|\\n")
+"""A key's lines end in a newline, or in the two characters `\\n` inside a JSON string (a service-account file)."""
+KEY_BODY_DISTINCT = 20
+"""Fewest distinct characters of a key body's first 200: random base64 holds ~50 (runs of `A` in the key's
+structure included, as an OpenSSH key's `AAAAAB` prefix), a placeholder far fewer."""
+
+
+def _private_key(match: re.Match[str]) -> str | None:
+    """The block's longest base64 line (a document holding the same key holds that line as written), when the body
+    (header lines such as `Proc-Type:` left out) holds 64 characters or more and is not a placeholder."""
+    lines = [line.strip() for line in _KEY_LINE_BREAK.split(match.group("body"))]
+    lines = [line for line in lines if _BASE64_LINE.match(line)]
+    body = "".join(lines)
+    if len(body) < 64 or len(set(body[:200])) < KEY_BODY_DISTINCT or _PLACEHOLDER_WORDS.search(body):
+        return None
+    return max(lines, key=len)
+
+
+def _jwt(match: re.Match[str]) -> str | None:
+    """The token, when its header decodes to a JSON object naming `alg` or `typ`."""
+    header = match.group("header")
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    return match.group() if isinstance(decoded, dict) and ("alg" in decoded or "typ" in decoded) else None
+
+
+_URL_PLACEHOLDERS = re.compile(r"(?i)^(?:pass(?:word|wd)?|pwd|secret|changeme|xxx+|\*+|user|username|root|admin|"
+                               r"test|none|null|\.+)$")
+
+
+def _url_password(match: re.Match[str]) -> str | None:
+    """The password of a URL's user part, unless it is a placeholder, a variable, or the user name again (a
+    documentation default such as `postgres:postgres`)."""
+    user, password = match.group("user"), match.group("password")
+    if (_URL_PLACEHOLDERS.match(password) or password[0] in "<{[$%(" or password == user
+            or _PLACEHOLDER_WORDS.search(password)):
+        return None
+    return password
+
+
+_STATED_PLACEHOLDER = re.compile(r"(?i)^(?:\*+|x+|\.+|-+|<.*|\{.*|\[.*|\$.*|%.*|![a-z]\w*|vault:.*)$")
+"""Not a value: masks, template variables, and YAML tags or vault references (`!vault |`, `vault:secret/db`)."""
+_SYMBOL = re.compile(r"[^\w\s.-]")
+"""A symbol that is not a word joiner: "case-sensitive" and "e.g." are words."""
+_VALUE_END = ".,;:!?)]}'\"`"
+
+
+def _password_value(value: str, stated: bool) -> str | None:
+    """`value` when it reads as a password. Stated (after `:`, `=` or "is"): 6-64 characters, a digit or a symbol
+    (not `-`, `_` or `.`) among them, not a placeholder, not a short number or range ("8-64"). Not stated ("with the
+    password Xy..."): 8 characters or more, letters and digits, and mixed case or a symbol."""
+    value = value.rstrip(_VALUE_END) if len(value) > 1 else value
+    if not 6 <= len(value) <= 64 or _STATED_PLACEHOLDER.match(value) or _PLACEHOLDER_WORDS.search(value):
+        return None
+    digits, letters = any(c.isdigit() for c in value), any(c.isalpha() for c in value)
+    if not stated:
+        mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+        return value if len(value) >= 8 and digits and letters and (mixed or _SYMBOL.search(value)) else None
+    if not (digits or _SYMBOL.search(value)):
+        return None
+    if re.fullmatch(r"[\d\s,.-]+", value) and len(re.sub(r"\D", "", value)) < 6:
+        return None
+    return value
+
+
+def _stated_password(match: re.Match[str]) -> str | None:
+    return _password_value(match.group("value"), match.group("op") is not None)
+
+
+_PASSWORD_WORD = (r"(?:password|passwort|passwd|passphrase|pwd|kennwort|wachtwoord|mot de passe|contrase[ñn]a|"
+                  r"senha)")
+_NOT_BETWEEN = (r"(?!(?:reset|code|policy|hint|length|expir\w*|manager|hash\w*|field|requirements?|rules?|"
+                r"change\w*|token|must|should|can|cannot|will|needs?|has|have|may|muss|doit|debe)\b)")
+"""Words that end a password phrase: "password reset code is 482913" and "password must be 12 characters" state no
+password."""
+_STATED = (r"(?i)(?<![^\W_])" + _PASSWORD_WORD + r"[\w.-]{0,20}?[\"'`]?"
+           r"(?:\s*\[[^\]\n]{0,20}\])?"
+           r"(?:(?:[ \t]+" + _NOT_BETWEEN + r"[^\s:=.!?]{1,30}){0,8}?\s*"
+           r"(?P<op>[:=]|=>|\b(?:is|was|ist|lautet|luidt|est|es|é|è)\b\s*:?)|[ \t]+)"
+           r"\s*[\"'`(]?(?P<value>[^\s\"'`<>()]{1,80})")
+"""A password word not inside another word (`DB_PASSWORD`, `Passwort`; not `bypassword`), a CLI prompt's default
+(`[None]`), up to eight words of what it is for ("for the staging Grafana", "this quarter"), then `:`, `=` or "is"
+and the value; or the value right after the word ("con la contraseña Xy7..."), which must then look stronger."""
+_TABLE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+_PASSWORD_HEADER = re.compile(r"(?i)^\W*" + _PASSWORD_WORD + r"\W*$")
+
+
+def _table_passwords(answer: str) -> Iterator[tuple[tuple[int, int], str]]:
+    """(span, value) of each password in a markdown table's password column."""
+    column, offset = None, 0
+    for line in answer.splitlines(keepends=True):
+        row = _TABLE_ROW.match(line)
+        if row is None:
+            column = None
+        else:
+            cells = [cell.strip() for cell in row.group(1).split("|")]
+            if column is None:
+                column = next((i for i, cell in enumerate(cells) if _PASSWORD_HEADER.match(cell)), None)
+            elif column < len(cells) and not set(cells[column]) <= set(":- "):
+                value = _password_value(cells[column].strip("`"), stated=True)
+                if value is not None:
+                    start = offset + line.index(value)
+                    yield (start, start + len(value)), value
+        offset += len(line)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How one kind of credential is found and confirmed."""
+
+    pattern: re.Pattern[str]
+    valid: Callable[[re.Match[str]], str | None]
+    """The credential's value for a match that passes the kind's check, else None."""
+    needs: tuple[str, ...]
+    """Literals one of which every match holds (as written; `folded` compares them with the lower-cased answer): an
+    answer with none of them is not searched for this kind."""
+    folded: bool = False
+    anchored: bool = False
+    """Every match starts at one of `needs` (in the folded answer): the pattern is tried only there (a scan of the
+    whole answer with a case-blind alternation costs ~16 us for 220 characters, the literals' `find` ~1 us)."""
+
+    def matches(self, answer: str, folded: str) -> list[re.Match[str]]:
+        """The pattern's matches in `answer`, in order (call it once a needed literal is known to be present)."""
+        if not (self.anchored and len(folded) == len(answer)):  # lower() can lengthen a text: positions would shift
+            return list(self.pattern.finditer(answer))
+        text = folded if self.folded else answer
+        starts: set[int] = set()
+        for literal in self.needs:
+            start = text.find(literal)
+            while start != -1:
+                starts.add(start)
+                start = text.find(literal, start + 1)
+        found = [self.pattern.match(answer, start) for start in sorted(starts)]
+        return [match for match in found if match is not None]
+
+
+_B = r"(?<![A-Za-z0-9_])"
+_E = r"(?![A-Za-z0-9_])"
+
+_KINDS: dict[str, _Kind] = {
+    "private_key": _Kind(re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?P<body>[\s\S]{0,8000}?)"
+                                    r"(?:-----END|$)"), _private_key, ("PRIVATE KEY",)),
+    "aws_access_key": _Kind(re.compile(_B + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}" + _E), _token(), ("AKIA", "ASIA",
+                                                                                                     "ABIA", "ACCA")),
+    "aws_secret_key": _Kind(re.compile(r"(?i)(?:secret[ _-]?(?:access[ _-]?)?key|aws[ _-]?secret)[\"'`]?"
+                                       r"(?:\s*\[[^\]\n]{0,20}\])?(?:\s*(?:[:=]|=>|\bis\b))?\s*[\"'`]?"
+                                       r"(?P<v>[A-Za-z0-9/+]{40})"
+                                       r"(?![A-Za-z0-9/+=])"), _token("v", 16), ("secret",), folded=True),
+    "github_token": _Kind(re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})"
+                                     + _E), _token(), ("_",)),
+    "gitlab_token": _Kind(re.compile(_B + r"glpat-[A-Za-z0-9_-]{20}(?![A-Za-z0-9_-])"), _token(), ("glpat-",)),
+    "slack_token": _Kind(re.compile(_B + r"(?:xox[abposr]-[0-9A-Za-z-]{20,}|https://hooks\.slack\.com/services/"
+                                    r"T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,})"), _token(),
+                         ("xox", "hooks.slack.com")),
+    "stripe_key": _Kind(re.compile(_B + r"[rs]k_live_[0-9A-Za-z]{24,}" + _E), _token(), ("_live_",)),
+    "google_api_key": _Kind(re.compile(_B + r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), _token(), ("AIza",)),
+    "anthropic_key": _Kind(re.compile(_B + r"sk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{80,}"), _token(), ("sk-ant-",)),
+    "openai_key": _Kind(re.compile(_B + r"sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|[A-Za-z0-9]{48})"
+                                   r"(?![A-Za-z0-9_-])"), _token(), ("sk-",)),
+    "azure_key": _Kind(re.compile(r"(?i)(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/]{40,86}={0,2})"),
+                       _token("v", 16), ("key=",), folded=True),
+    "jwt": _Kind(re.compile(_B + r"(?P<header>eyJ[A-Za-z0-9_-]{8,})\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"), _jwt,
+                 ("eyJ",)),
+    "url_password": _Kind(re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://(?P<user>[^\s:/@?#'\"<>]*):"
+                                     r"(?P<password>[^\s/@?#'\"<>]+)@[A-Za-z0-9\[]"), _url_password, ("://",)),
+    "password": _Kind(re.compile(_STATED), _stated_password,
+                      ("pass", "pwd", "kennwort", "wachtwoord", "contrase", "senha", "mot de passe"), folded=True,
+                      anchored=True),
+}
+"""Kinds in the order they claim text: a span one has taken (a key in a URL) is not read again by a later one."""
+
+_SEARCH = tuple((name, kind, kind.needs, kind.folded) for name, kind in _KINDS.items())
+KINDS: tuple[str, ...] = tuple(_KINDS)
+"""Every kind `credential_kinds` can report: the `credential` label values of
+ragpulse_security_credential_answers_total."""
+
+
+def credential_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
+    """Kind -> number of distinct credentials in `answer` that no document contains; empty when none leaked. Counts
+    only: never the values."""
+    found: dict[str, set[str]] = {}
+    for name, value in _candidates(answer):
+        if not any(value in doc for doc in documents):
+            found.setdefault(name, set()).add(value)
+    return {name: len(values) for name, values in found.items()}
+
+
+def _candidates(answer: str) -> Iterator[tuple[str, str]]:
+    """(kind, value) of each confirmed credential, kind by kind in claiming order; a kind none of whose literals the
+    answer holds is not searched."""
+    folded = answer.lower()
+    claimed: list[tuple[int, int]] = []
+    for name, kind, needs, in_folded in _SEARCH:
+        text = folded if in_folded else answer
+        for literal in needs:  # a loop, not any(), over plain tuples: this runs for every kind of every answer
+            if literal in text:
+                break
+        else:
+            continue
+        for match in kind.matches(answer, folded):
+            span = match.span()
+            if any(start < span[1] and span[0] < end for start, end in claimed):
+                continue
+            value = kind.valid(match)
+            if value is not None and value not in PUBLISHED_EXAMPLES:
+                claimed.append(span)
+                yield name, value
+    if "|" in answer:
+        for span, value in _table_passwords(answer):
+            if not any(start < span[1] and span[0] < end for start, end in claimed):
+                yield "password", value
