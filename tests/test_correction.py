@@ -236,3 +236,23 @@ def test_the_corrected_interval_keeps_its_coverage_with_weighted_targeted_picks(
     run of this simulation with other seeds)."""
     corrected, _ = coverage(review_sample)
     assert corrected >= 0.90
+
+
+def test_the_agreement_gauge_says_which_labels_are_of_answers_that_made_claims() -> None:
+    """ragpulse_judge_agreement_labels carries `answered`: the recording rule that corrects the hallucination rate reads
+    only answered="true" (its population, as labels.corrections), kappa reads both (promtool: alerts_test.yml)."""
+    from ragpulse.labels.gauges import AgreementSamples, Bounds, add
+    from ragpulse.labels.traces import LabelledTrace
+    from ragpulse.monitoring.catalog import JUDGE_AGREEMENT_LABELS
+
+    def labelled(answered: bool) -> LabelledTrace:
+        return LabelledTrace(judge="anthropic", prompt_version="v3", judge_hallucinated=False, human=False,
+                             sample="uniform", inclusion_probability=0.1, oldest=1.0, newest=2.0, labels=(),
+                             answered=answered)
+
+    samples = AgreementSamples()
+    add(samples, Bounds(frozenset({"t"}), frozenset({"a"}), {"anthropic": "v3"}), "t", "a",
+        [labelled(True), labelled(False), labelled(False)])
+    assert JUDGE_AGREEMENT_LABELS.labels[-1] == "answered"
+    base = ("t", "a", "anthropic", "v3", "uniform", "faithful", "faithful")
+    assert samples.counts == {(*base, "true"): 1, (*base, "false"): 2}

@@ -3,7 +3,8 @@
 Label values stay in small fixed sets: `tenant` and `app` are the configured ones or `other` (as every per-app
 family), `judge` a judging judge or `other`, `prompt_version` a version some judge of this deployment uses now or
 `other` (labels of retired prompts), `sample` uniform | targeted | ad_hoc, `human` and `judge_verdict` hallucinated |
-faithful. Each labelled trace counts once, with its reviewers' majority (labels.traces); disputed traces are left out.
+faithful, `answered` true | false (the judged answer made claims: the hallucination rate's population, whose labels
+alone correct that rate, as labels.corrections does). Each labelled trace counts once, with its reviewers' majority (labels.traces); disputed traces are left out.
 """
 
 from __future__ import annotations
@@ -60,4 +61,5 @@ def add(samples: AgreementSamples, bounds: Bounds, tenant: str, app: str, traces
         series = bounds.series(tenant, app, trace)
         samples.last[series] = max(samples.last.get(series, 0.0), trace.newest)
         if trace.human is not None:
-            samples.counts[(*series, trace.sample, verdict(trace.human), verdict(trace.judge_hallucinated))] += 1
+            samples.counts[(*series, trace.sample, verdict(trace.human), verdict(trace.judge_hallucinated),
+                            "true" if trace.answered else "false")] += 1

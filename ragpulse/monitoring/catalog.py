@@ -157,8 +157,10 @@ JUDGE_AGREEMENT_LABELS = MetricDef(
     "ragpulse_judge_agreement_labels", "gauge",
     "Human-labelled traces (labels younger than RAGPULSE_AGREEMENT_WINDOW_DAYS) by the human's call and the judge's "
     "(`hallucinated` | `faithful`) and by how the trace was picked for review (`uniform`: the estimation sample; "
-    "`targeted`: hallucinations, disagreements, traces near a threshold): the 2x2 counts that JudgeAgreementLow reads.",
-    (*TENANT_APP, "judge", "prompt_version", "sample", "human", "judge_verdict"))
+    "`targeted`: hallucinations, disagreements, traces near a threshold) and by whether the judged answer made claims "
+    "(`answered`: the hallucination rate's population, whose labels alone correct it): the 2x2 counts that "
+    "JudgeAgreementLow and the corrected rate read.",
+    (*TENANT_APP, "judge", "prompt_version", "sample", "human", "judge_verdict", "answered"))
 JUDGE_LABELS_LAST = MetricDef(
     "ragpulse_judge_labels_last_timestamp_seconds", "gauge",
     "Unix time of the newest human label of the app's traces judged by this judge and prompt version.",
