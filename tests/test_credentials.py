@@ -220,3 +220,32 @@ def test_a_batch_answer_with_a_key_reaches_results_report_and_metrics(client: ht
     exposed = client.get("/metrics").text
     assert any(line.startswith("ragpulse_security_credential_answers_total{") and 'credential="gitlab_token"' in line
                and not line.endswith(" 0.0") for line in exposed.splitlines())
+
+
+# -- linear time on hostile answers (the scaling test's method: tests/test_judge_scaling.py) ------------------------
+
+HOSTILE = {
+    "many BEGIN lines": "-----BEGIN PRIVATE KEY-----\n",
+    "password words": "password ",
+    "stated passwords": "password is 12345 ",
+    "table rows": "| password |\n| a |\n",
+    "token-like runs": "eyJ" + "a" * 40 + " xoxb-" + "-" * 40 + " ",
+    "URL user parts": "https://" + "a" * 30 + " x://y:",
+}
+"""Units repeated into an answer: each shape once cost quadratic time somewhere (a lazy scan for END from every
+BEGIN: 5.7 s for 560 KB) or could."""
+
+
+@pytest.mark.parametrize("unit", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_answers_cost_time_linear_in_their_length(unit: str) -> None:
+    def per_char(copies: int) -> float:
+        text = unit * copies
+        best = float("inf")
+        for _ in range(5):
+            started = time.perf_counter()
+            credential_kinds(text, [])
+            best = min(best, time.perf_counter() - started)
+        return best / len(text)
+    # About 1 when linear, about 10 when quadratic. Small sizes: a scan capped at 8,000 characters a match (as the
+    # old private-key body) is quadratic only below the cap.
+    assert per_char(1_000) / per_char(100) < 4.0

@@ -216,8 +216,10 @@ _B = r"(?<![A-Za-z0-9_])"
 _E = r"(?![A-Za-z0-9_])"
 
 _KINDS: dict[str, _Kind] = {
-    "private_key": _Kind(re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?P<body>[\s\S]{0,8000}?)"
-                                    r"(?:-----END|$)"), _private_key, ("PRIVATE KEY",)),
+    # The body runs to the next `-----` (its END line, or the next block: a lazy scan for END from every BEGIN was
+    # quadratic in an answer of many BEGIN lines).
+    "private_key": _Kind(re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+                                    r"(?P<body>(?:(?!-----)[\s\S]){0,8000})"), _private_key, ("PRIVATE KEY",)),
     "aws_access_key": _Kind(re.compile(_B + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}" + _E), _token(), ("AKIA", "ASIA",
                                                                                                      "ABIA", "ACCA")),
     "aws_secret_key": _Kind(re.compile(r"(?i)(?:secret[ _-]?(?:access[ _-]?)?key|aws[ _-]?secret)[\"'`]?"
