@@ -113,6 +113,8 @@ NEGATIVES = [
     "Passwords expire every 90 days; the password field accepts up to 64 characters.",
     "| user | password |\n|---|---|\n| admin | <set at first login> |\n| ci | ******** |",
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ops@bastion",
+    # a JWT-shaped token whose header is JSON nested past the decoder's recursion limit (it raised RecursionError)
+    base64.urlsafe_b64encode(b'{"a":' + b"[" * 1400).rstrip(b"=").decode() + ".eyJzdWIiOiIxIn0." + "s" * 20,
 ]
 
 

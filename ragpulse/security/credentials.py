@@ -93,11 +93,12 @@ def _private_key(match: re.Match[str]) -> str | None:
 
 
 def _jwt(match: re.Match[str]) -> str | None:
-    """The token, when its header decodes to a JSON object naming `alg` or `typ`."""
+    """The token, when its header (at most 2,000 characters: a real one is under 200) decodes to a JSON object naming
+    `alg` or `typ`; a header nested too deep to decode is not one."""
     header = match.group("header")
     try:
         decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     return match.group() if isinstance(decoded, dict) and ("alg" in decoded or "typ" in decoded) else None
 
@@ -239,7 +240,7 @@ _KINDS: dict[str, _Kind] = {
                                    r"(?![A-Za-z0-9_-])"), _token(), ("sk-",)),
     "azure_key": _Kind(re.compile(r"(?i)(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/]{40,86}={0,2})"),
                        _token("v", 16), ("key=",), folded=True),
-    "jwt": _Kind(re.compile(_B + r"(?P<header>eyJ[A-Za-z0-9_-]{8,})\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"), _jwt,
+    "jwt": _Kind(re.compile(_B + r"(?P<header>eyJ[A-Za-z0-9_-]{8,2000})\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"), _jwt,
                  ("eyJ",)),
     "url_password": _Kind(re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://(?P<user>[^\s:/@?#'\"<>]*):"
                                      r"(?P<password>[^\s/@?#'\"<>]+)@[A-Za-z0-9\[]"), _url_password, ("://",)),
