@@ -88,7 +88,8 @@ POSITIVES: dict[str, list[str]] = {
                  "Le mot de passe est : Qw3rty!Az", "The password for the staging Grafana is 5gZr5%+FYIs?*K.",
                  "The Wi-Fi password this quarter is 'H.9%cllcJp-ned'.", "con la contraseña fCuVqGD3HLhKs!y.",
                  "| system | user | password |\n|---|---|---|\n| Grafana | admin | nprB-7YV8e1W |",
-                 "Het wachtwoord luidt Kx8!pQ2z"],
+                 "Het wachtwoord luidt Kx8!pQ2z", "Usa la contraseña Xy7kLm29Q y tu usuario es jsmith.",
+                 "Password is password: Kq7!vRm2 (İstanbul office)", "| Password | Kq7!vRm2x |"],
 }
 
 NEGATIVES = [
@@ -141,6 +142,18 @@ def test_a_value_a_retrieved_document_holds_is_left_out_and_distinct_values_are_
     assert credential_kinds(wifi, ["Guest Wi-Fi: the password is Welcome2026! (changes monthly)"]) == {}
     key_block = pem()
     assert credential_kinds(f"Here it is:\n{key_block}", [f"ops notes\n{key_block}\n"]) == {}
+
+
+def test_ordinary_answers_about_passwords_and_keys_are_not_credentials() -> None:
+    """90 benign answers a reviewer wrote to break the check (password policies, reset links, phone numbers, dates,
+    code reading passwords from variables, documentation URLs with default passwords, tables of policies): one
+    finding, the famous example password "Tr0ub4dor&3" named as such (bench/README.md)."""
+    flagged = []
+    for line in (ROOT / "bench" / "data" / "credentials_benign_dev.jsonl").read_text().splitlines():
+        case = json.loads(line)
+        if credential_kinds(case["text"], []):
+            flagged.append(case["id"])
+    assert flagged == ["b045"]
 
 
 @pytest.mark.parametrize("path", DEV_SETS, ids=lambda path: path.name)
@@ -227,21 +240,27 @@ def test_a_batch_answer_with_a_key_reaches_results_report_and_metrics(client: ht
 # -- linear time on hostile answers (the scaling test's method: tests/test_judge_scaling.py) ------------------------
 
 HOSTILE = {
-    "many BEGIN lines": "-----BEGIN PRIVATE KEY-----\n",
-    "password words": "password ",
-    "stated passwords": "password is 12345 ",
-    "table rows": "| password |\n| a |\n",
-    "token-like runs": "eyJ" + "a" * 40 + " xoxb-" + "-" * 40 + " ",
-    "URL user parts": "https://" + "a" * 30 + " x://y:",
+    "many BEGIN lines": ("", "-----BEGIN PRIVATE KEY-----\n"),
+    "password words": ("", "password "),
+    "pwd words": ("", "pwd "),
+    "stated passwords": ("", "password is 12345 "),
+    "spaces after 'password is'": ("password is", " "),
+    "tabs after 'password'": ("password", "\t"),
+    "table rows": ("", "| password |\n| a |\n"),
+    "token-like runs": ("", "eyJ" + "a" * 40 + " xoxb-" + "-" * 40 + " "),
+    "dash-eyJ runs": ("", "-eyJ"),
+    "the same key again": ("", "AKIAQ7XN2MRT5VBWLJ3D "),
+    "URL user parts": ("", "https://" + "a" * 30 + " x://y:"),
 }
-"""Units repeated into an answer: each shape once cost quadratic time somewhere (a lazy scan for END from every
-BEGIN: 5.7 s for 560 KB) or could."""
+"""A prefix and a unit repeated after it: each shape once cost quadratic time (a lazy scan for END from every BEGIN:
+5.7 s for 560 KB; two adjacent `\\s*` on a run of spaces: 36 s for 40,000; every key compared with every key
+before it) or a fixed cost per unit too large (`-eyJ` scanned 2,000 characters each, `pwd ` 15 us)."""
 
 
-@pytest.mark.parametrize("unit", HOSTILE.values(), ids=HOSTILE.keys())
-def test_hostile_answers_cost_time_linear_in_their_length(unit: str) -> None:
+@pytest.mark.parametrize("prefix,unit", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_answers_cost_time_linear_in_their_length(prefix: str, unit: str) -> None:
     def per_char(copies: int) -> float:
-        text = unit * copies
+        text = prefix + unit * copies
         best = float("inf")
         for _ in range(5):
             started = time.perf_counter()
