@@ -270,3 +270,13 @@ def test_hostile_answers_cost_time_linear_in_their_length(prefix: str, unit: str
     # About 1 when linear, about 10 when quadratic. Small sizes: a scan capped at 8,000 characters a match (as the
     # old private-key body) is quadratic only below the cap.
     assert per_char(1_000) / per_char(100) < 4.0
+
+
+def test_an_answer_is_searched_for_at_most_max_values_credentials() -> None:
+    """Past MAX_VALUES the answer is a finding anyway; the cap keeps each value's comparisons with the earlier ones
+    and with the documents bounded."""
+    from ragpulse.security.credentials import MAX_VALUES
+
+    keys = [f"AKIA{rand(16, BASE32)}" for _ in range(150)]
+    assert MAX_VALUES == 100 and credential_kinds(" ".join(keys), []) == {"aws_access_key": 100}
+    assert credential_kinds(" ".join(keys[:10]), []) == {"aws_access_key": 10}
