@@ -115,18 +115,12 @@ def _jwt(match: re.Match[str]) -> str | None:
     return match.group() if _random_looking(match.group("signature"), 12) else None
 
 
-_URL_PLACEHOLDERS = re.compile(r"(?i)^(?:pass(?:word|wd)?|pwd|secret|changeme|xxx+|\*+|user|username|root|admin|"
-                               r"test|none|null|\.+)$")
-
-
 def _url_password(match: re.Match[str]) -> str | None:
-    """The password of a URL's user part when it reads as a stated password (6+ characters, a digit or a symbol: the
-    documentation defaults `mypass`, `tiger`, `guest`, `my-secret-pw` are not), and is neither a placeholder, a
-    variable, nor the user name again (`postgres:postgres`)."""
+    """The password of a URL's user part when it reads as a stated password (`_password_value`: 6+ characters, a
+    digit or a symbol, no placeholder or variable; the documentation defaults `mypass`, `tiger`, `guest`,
+    `my-secret-pw`, `${DB_PASS}` are not) and is not the user name again (`postgres:postgres`)."""
     user, password = match.group("user"), match.group("password")
-    if _URL_PLACEHOLDERS.match(password) or password[0] in "<{[$%(" or password == user:
-        return None
-    return _password_value(password, stated=True, strip=False)
+    return None if password == user else _password_value(password, stated=True, strip=False)
 
 
 _STATED_PLACEHOLDER = re.compile(r"(?i)^(?:\*+|x+|\.+|-+|<.*|\{.*|\[.*|\$.*|%.*|![a-z]\w*|vault:.*)$")
