@@ -44,6 +44,7 @@
     ├── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
     ├── OutputFileError        `--html` / `--junit`: the output file cannot be written (checked before any run)
     ├── DatasetMismatch        `ragpulse gate`: the candidate and the baseline ran different dataset versions or items
+    ├── HeuristicEvidence      `ragpulse gate`: a judged metric rests on the unmeasured offline heuristic
     ├── Interrupted            `ragpulse eval` / `gate`: Ctrl-C; carries the jobs created so far, which run on
     └── SpansInvalid           an OpenTelemetry trace's spans cannot make a ragpulse trace: it is recorded `invalid`
 """
@@ -308,6 +309,11 @@ class OutputFileError(RagpulseError):
 class DatasetMismatch(RagpulseError):
     """`ragpulse gate` refuses to rule: the candidate and the baseline ran different dataset versions (or different
     items), so a change would measure the dataset as much as the system (`[baseline] dataset_mismatch = "refuse"`)."""
+
+
+class HeuristicEvidence(RagpulseError):
+    """`ragpulse gate` refuses to rule: a judged metric it would hold comes from the offline heuristic, whose accuracy
+    on the user's data nothing has measured (the config's top-level `allow_heuristic = true` accepts it)."""
 
 
 class Interrupted(RagpulseError):

@@ -20,7 +20,7 @@ from ragpulse.judges import kinds
 from ragpulse.exceptions import AlreadyAnswered, CallbackRejected, InvalidBody, RateLimited
 from ragpulse.intake.binding import bind_dataset
 from ragpulse.intake.decode import decode_batch
-from ragpulse.model.results import Accepted
+from ragpulse.model.results import Accepted, DataWarning
 from ragpulse.monitoring.recorder import queue_received_counts
 from ragpulse.intake.warnings import data_quality_warnings
 from ragpulse.config.settings import Settings
@@ -100,7 +100,9 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
         options.queue = "batch"
     if options.callback_url:
         check_callback_url(options.callback_url, settings)
-    named, options.judge = options.judge, options.judge or settings.default_judge
+    renamed = kinds.deprecation(options.judge)
+    named = options.judge = kinds.canonical(options.judge) if options.judge else None
+    options.judge = named or settings.default_judge
     check_delivery(options.delivery, options.judge, settings)
     if dry_run:  # what judging would cost is worth knowing before the judge is configured
         estimate = estimate_batch(batch.traces, options, kinds.model_for(options.judge, settings),
@@ -108,6 +110,13 @@ def stage_batch(body: bytes, call: Call, dry_run: bool) -> StagedBatch | Respons
         return Response(DryRun(trace_count=len(batch.traces), estimate=estimate), status_code=200)
     check_judge_configured(named, options.judge, settings)
     warnings = data_quality_warnings(batch.traces, options, kinds.model_for(options.judge, settings))
+    if named is None and not kinds.judges_traces(options.judge):
+        answered = sum(1 for trace in batch.traces if trace.answer)
+        warnings.append(DataWarning(code="not_judged", message=kinds.NOT_JUDGED, count=answered,
+                                    total=len(batch.traces)))
+    if renamed:
+        warnings.append(DataWarning(code="judge_renamed", message=renamed, count=len(batch.traces),
+                                    total=len(batch.traces)))
     job_id = uuid.uuid4().hex
     queue = options.queue = pick_queue(batch.traces, options)
     options.sample = options.sample or ("policy" if queue == "online" else "all")

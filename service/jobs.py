@@ -119,7 +119,7 @@ class JobController(Controller):
             "intervals). Asking again finds the same run; nothing is judged twice."))] = False,
         judge: Annotated[JudgeName | None, Parameter(description=(
             "With pairwise=true: the LLM judge that compares, anthropic or openai. Default: the candidate batch's "
-            "judge, else the service's default judge. local (a heuristic) cannot compare two answers: 422 naming "
+            "judge, else the service's default judge. heuristic cannot compare two answers: 422 naming "
             "query.judge."))] = None,
     ) -> Response[Comparison]:
         """Paired deltas with bootstrap intervals, the traces that got worse, slices by question type and source, and

@@ -17,7 +17,10 @@ from dispatch.queues import queue_named
 from ragpulse.config.defaults import MONITORED_ENVIRONMENT
 from ragpulse.exceptions import InvalidParameter
 from ragpulse.intake.decode import decode_body
-from ragpulse.monitoring.catalog import GAUGES, ONLINE_BACKLOG, ONLINE_LAG, OTLP_HANDOVER_LAG, QUEUE_DEPTH, WORKERS
+from ragpulse.monitoring.catalog import (
+    GAUGES, JUDGE_CONFIGURED, ONLINE_BACKLOG, ONLINE_LAG, OTLP_HANDOVER_LAG, QUEUE_DEPTH, WORKERS,
+)
+from ragpulse.judges import kinds
 from ragpulse.online.post import stream_key
 from ragpulse.online.stream import backlog
 from ragpulse.otlp.buffer import handover_lag
@@ -104,6 +107,7 @@ def monitor_window(services: Services, tenant: str, app: str, window: str,
     judge-corrected (also the web UI's app page, production, one per window)."""
     totals = window_totals(services.store.redis, tenant, app, WINDOWS[window], environment=environment)
     view = monitor_view(totals, app, window, services.policies.get(tenant, app).sample_rate, environment)
+    view["not_judged"] = None if kinds.judges_traces(services.settings.default_judge) else kinds.NOT_JUDGED
     return services.reviews.correct_monitor(tenant, app, view)
 
 
@@ -117,6 +121,7 @@ class QueueCollector(Collector):
                        for label, name in zip(("online", "batch"), settings.queues, strict=True)}
         self.online_stream = stream_key(settings)
         self.queue_prefix = settings.queue_prefix
+        self.settings = settings
 
     def describe(self) -> Iterator[Metric]:
         """Declare the gauges without touching Redis."""
@@ -125,6 +130,7 @@ class QueueCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """Read the queue lengths and the worker registry; with Redis down both gauges are left out."""
+        yield self._judge_configured()
         try:
             yield from self._gauges()
         except redis.RedisError:
@@ -147,6 +153,16 @@ class QueueCollector(Collector):
         otlp = _gauge(OTLP_HANDOVER_LAG)
         otlp.add_metric([], handover_lag(self.client, self.queue_prefix))
         yield otlp
+
+
+    def _judge_configured(self) -> Metric:
+        """Whether the default judge judges with an LLM: 0 says the production rates are not judged at all."""
+        name = self.settings.default_judge
+        heuristic = kinds.is_heuristic(name)
+        measured = kinds.judges_traces(name) and not heuristic and kinds.unconfigured(name, self.settings) is None
+        gauge = _gauge(JUDGE_CONFIGURED)
+        gauge.add_metric([name, "true" if heuristic else "false"], 1 if measured else 0)
+        return gauge
 
 
 def _gauge(metric: MetricDef) -> GaugeMetricFamily:

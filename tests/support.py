@@ -25,6 +25,10 @@ def child_env(redis_url: str, extra: Mapping[str, str] | None = None) -> dict[st
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
     env.update({"REDIS_URL": redis_url, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
     env.update(extra or {})
+    if "RAGPULSE_JUDGE" not in env and not env.get("ANTHROPIC_API_KEY"):
+        # The service judges nothing by default; the stacks under test judge with the offline heuristic so that the
+        # generation path runs without a model. A test of the default passes RAGPULSE_JUDGE="" (read as unset).
+        env["RAGPULSE_JUDGE"] = "heuristic"
     return env
 
 

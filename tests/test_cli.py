@@ -420,12 +420,12 @@ def test_eval_sends_the_files_own_options_and_flags_override_them(stack: LiveSta
     own = ragpulse_eval(path, "--server", stack.url)
     assert own.returncode == 0, own.stderr
     assert f"options: k 2 from {path}; judge none from {path}" in own.stderr
-    assert "\nk = [2], " in own.stdout and "recall@2 " in own.stdout and "GENERATION (judge: none;" in own.stdout
+    assert "\nk = [2], " in own.stdout and "recall@2 " in own.stdout and "GENERATION: not judged" in own.stdout
     flagged = ragpulse_eval(path, "--server", stack.url, "--judge", "local", "--k", "2", "4")
     assert flagged.returncode == 0, flagged.stderr
     assert "judge local from --judge, over the file's none" in flagged.stderr
     assert "k 2 4 from --k, over the file's 2" in flagged.stderr
-    assert "\nk = [2, 4], " in flagged.stdout and "GENERATION (judge: local" in flagged.stdout
+    assert "\nk = [2, 4], " in flagged.stdout and "GENERATION (judge: heuristic" in flagged.stdout
 
 
 # -- the job id at once; Ctrl-C says how to follow the job (issue 25, defect 5) ------------------------------------
@@ -435,7 +435,7 @@ def test_eval_sends_the_files_own_options_and_flags_override_them(stack: LiveSta
 def test_the_job_id_is_printed_when_created_and_ctrl_c_says_how_to_follow_it(command: str, keyless: str,
                                                                              tmp_path: Path) -> None:
     config = tmp_path / "gate.toml"
-    config.write_text('[options]\njudge = "local"\n')
+    config.write_text('allow_heuristic = true\n[options]\njudge = "local"\n')
     judge = ["--judge", "local"] if command == "eval" else ["--config", str(config)]
     proc = spawn([sys.executable, "-m", "ragpulse.ops.cli", command, str(EXAMPLES), "--server", keyless, *judge],
                  child_env("unused"), tmp_path / f"{command}.log")

@@ -87,11 +87,14 @@ def test_push_run_report_and_gate(stack: LiveStack, client: httpx.Client, tmp_pa
     assert refused.status_code == 409 and refused.json()["errors"][0]["path"] == "query.baseline"
 
     candidate = jsonl(tmp_path / "candidate.jsonl", traces({0, 2, 4, 5, 6}))
-    gate = cli("gate", candidate, "--dataset", f"{name}:2", "--baseline", job["job_id"], stack=stack)
+    allowed = tmp_path / "allowed.toml"
+    allowed.write_text("allow_heuristic = true\n")          # the test stack judges with the offline heuristic
+    gate = cli("gate", candidate, "--dataset", f"{name}:2", "--baseline", job["job_id"], "--config", allowed,
+               stack=stack)
     assert gate.returncode == 2, gate.stdout + gate.stderr
     assert f"{name} version 1" in gate.stderr and f"{name} version 2" in gate.stderr
     warn = tmp_path / "gate.toml"
-    warn.write_text('[options]\njudge = "local"\nk = [1, 5]\n[thresholds."recall@5"]\nmin = 0.1\n'
+    warn.write_text('allow_heuristic = true\n[options]\njudge = "local"\nk = [1, 5]\n[thresholds."recall@5"]\nmin = 0.1\n'
                     '[baseline]\ndataset_mismatch = "warn"\n')
     warned = cli("gate", candidate, "--dataset", f"{name}:2", "--baseline", job["job_id"], "--config", warn,
                  stack=stack)

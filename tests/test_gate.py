@@ -32,7 +32,7 @@ from tests.traces import dropped_for_a_third, faithful_traces
 if TYPE_CHECKING:
     from tests.conftest import LiveStack
 
-LOCAL = '[options]\njudge = "local"\n'
+LOCAL = 'allow_heuristic = true\n[options]\njudge = "local"\n'
 
 
 def ragpulse_gate(*args: object) -> subprocess.CompletedProcess[str]:
@@ -398,6 +398,7 @@ def acme(dropped: int) -> list[dict]:
 def acme_config(tmp_path: Path, thresholds: bool) -> Path:
     """A copy of examples/gate.toml with k = [1, 2, 3, 5, 10, 20]; without its threshold tables when asked."""
     text = (ROOT / "examples" / "gate.toml").read_text().replace("k = [1, 3, 5, 10]", "k = [1, 2, 3, 5, 10, 20]")
+    text = text.replace("allow_heuristic = false", "allow_heuristic = true")      # the test stack's judge
     if not thresholds:
         text = "thresholds = {}\n" + re.sub(r"\[thresholds\.[^\n]+\n(?:(?!\[)[^\n]*\n)*", "", text)
     path = tmp_path / ("gate.toml" if thresholds else "gate-no-thresholds.toml")

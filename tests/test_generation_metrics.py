@@ -117,7 +117,7 @@ def test_an_empty_matrix_says_there_is_nothing_to_cross_not_that_all_is_well() -
     unjudged = [asyncio.run(evaluate_trace(labelled, i, BatchOptions())) for i in range(3)]      # judge: none
     matrix = diagnostic_matrix(unjudged, 5)
     assert matrix.n == 0 and matrix.primary_issue == "insufficient_data"
-    assert "judge the answers (judge: local or anthropic)" in matrix.next_step
+    assert "judge the answers (judge: anthropic or openai)" in matrix.next_step
     assert "faithful" not in matrix.next_step
     abstaining = [asyncio.run(evaluate_trace(labelled, 0, BatchOptions(), Scripted([], abstained=True)))]
     matrix = diagnostic_matrix(abstaining, 5)

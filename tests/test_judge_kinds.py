@@ -31,7 +31,7 @@ def traces(generator_model: str | None = None) -> list[Trace]:
 
 def test_the_wire_schema_names_exactly_the_catalogued_judges() -> None:
     # msgspec needs a Literal to validate `options.judge`; this keeps it from drifting from the kinds.
-    assert sorted(get_args(JudgeName)) == sorted(kinds.names())
+    assert sorted(get_args(JudgeName)) == sorted([*kinds.names(), *kinds.ALIASES])
 
 
 def test_settings_accept_exactly_the_catalogued_judges_in_order() -> None:
@@ -50,13 +50,13 @@ def test_every_judging_kind_builds_a_judge_that_carries_its_name(monkeypatch: py
         return judge.name
 
     assert kinds.make_judge("none", settings) is None
-    assert kinds.judging_names() == ("local", "anthropic", "openai")
+    assert kinds.judging_names() == ("heuristic", "anthropic", "openai")
     assert [asyncio.run(build(name)) for name in kinds.judging_names()] == list(kinds.judging_names())
 
 
 def test_capabilities() -> None:
     assert [n for n in kinds.names() if kinds.is_billable(n)] == ["anthropic", "openai"]
-    assert [n for n in kinds.names() if kinds.is_heuristic(n)] == ["local"]
+    assert [n for n in kinds.names() if kinds.is_heuristic(n)] == ["heuristic"]
     assert [n for n in kinds.names() if kinds.JUDGES[n].remote] == ["anthropic", "openai"]
     assert not kinds.judges_traces(None) and not kinds.is_billable(None) and not kinds.is_heuristic(None)
 
@@ -72,7 +72,7 @@ def test_settings_and_cli_accept_every_name_and_only_those(capsys: pytest.Captur
     for name in kinds.names():
         assert Settings.from_env({"RAGPULSE_JUDGE": name}).default_judge == name
         assert cli._parser().parse_args(["eval", "traces.json", "--judge", name]).judge == name
-    with pytest.raises(ConfigError, match="one of none, local, anthropic, openai, got 'gpt'"):
+    with pytest.raises(ConfigError, match="one of none, heuristic, anthropic, openai, got 'gpt'"):
         Settings.from_env({"RAGPULSE_JUDGE": "gpt"})
     with pytest.raises(SystemExit):
         cli._parser().parse_args(["eval", "traces.json", "--judge", "gpt"])
@@ -95,7 +95,7 @@ def test_only_a_billable_judge_is_priced_and_none_makes_no_calls() -> None:
              for name in ("anthropic", "openai")}
     cached = short["anthropic"]
     assert short["openai"].input_tokens == cached.input_tokens + cached.cache_creation_input_tokens
-    assert (priced["local"].cost_usd, priced["local"].model, priced["local"].judge_calls) == (0.0, None, 1)
+    assert (priced["heuristic"].cost_usd, priced["heuristic"].model, priced["heuristic"].judge_calls) == (0.0, None, 1)
     assert priced["none"].judge_calls == 0
 
 
@@ -104,7 +104,7 @@ def test_only_an_llm_judge_warns_about_self_evaluation() -> None:
         return [w.code for w in data_quality_warnings(traces(MODEL), BatchOptions(judge=name), MODEL)]
 
     assert codes("anthropic") == ["self_evaluation"] == codes("openai")
-    assert codes("local") == [] and codes("none") == []
+    assert codes("heuristic") == [] and codes("none") == []
 
 
 def test_reading_the_catalog_does_not_load_the_judges() -> None:

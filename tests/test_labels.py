@@ -75,7 +75,7 @@ def test_an_online_label_is_stored_beside_the_judges_call_and_replaced_by_its_re
     assert first.status_code == 201, first.text
     body = first.json()
     assert body["trace_id"] == trace_id and body["job_id"] is None and body["app"] == "labelled-shop"
-    assert body["judge"] == "local" and len(body["prompt_version"]) == 12
+    assert body["judge"] == "heuristic" and len(body["prompt_version"]) == 12
     assert body["judge_hallucinated"] is False and body["hallucinated"] is True and body["replaced"] is False
     assert body["sample"] == "uniform" and body["inclusion_probability"] == 1.0 and body["reason"] == "uniform"
     assert body["labelled_at"].endswith("Z") and body["claims"] == [{"index": 0, "verdict": "unsupported"}]

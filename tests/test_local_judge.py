@@ -199,11 +199,11 @@ def test_same_trace_twice_gives_identical_output() -> None:
 def test_judgment_records_one_offline_call_with_the_raw_output() -> None:
     judge: Judge = LocalJudge()
     judgment = judge.judge(trace("You can carry forward 5 days.", LEAVE))
-    assert (judgment.judge, judgment.model) == ("local", "local-heuristic-v4")
+    assert (judgment.judge, judgment.model) == ("heuristic", "local-heuristic-v4")
     assert re.fullmatch(r"[0-9a-f]{12}", judgment.prompt_version)
     [call] = judgment.calls
     assert call.raw_output == msgspec.to_builtins(judgment.output)
-    assert (call.judge, call.input_tokens, call.output_tokens, call.request_id) == ("local", 0, 0, None)
+    assert (call.judge, call.input_tokens, call.output_tokens, call.request_id) == ("heuristic", 0, 0, None)
     assert call.prompt_version == judgment.prompt_version
     assert call.latency_ms >= 0
 

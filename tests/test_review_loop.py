@@ -90,7 +90,7 @@ def covers(rate: dict, truth: float) -> bool:
 def test_the_agreement_measures_the_judges_error(loop: Loop) -> None:
     [entry] = [e for e in loop.client.get(f"/v1/apps/{APP}/agreement").json()["judges"] if e["current"]]
     agreement = entry["agreement"]
-    assert entry["judge"] == "local" and agreement["estimation_labels"] >= 30
+    assert entry["judge"] == "heuristic" and agreement["estimation_labels"] >= 30
     assert agreement["sensitivity"]["value"] == 1.0                     # it misses nothing
     assert 0.55 < agreement["specificity"]["value"] < 0.85              # 100 / 140 = 0.714 in the population
 
@@ -107,7 +107,7 @@ def test_the_monitor_gives_the_corrected_rate_beside_the_raw_one(loop: Loop) -> 
     se, sp = entry["agreement"]["sensitivity"]["value"], entry["agreement"]["specificity"]["value"]
     assert corrected["corrected"] == pytest.approx(min(1.0, max(0.0, (raw["rate"] + sp - 1) / (se + sp - 1))))
     assert abs(corrected["corrected"] - 0.3) < abs(raw["rate"] - 0.3)
-    assert view["judge"] == {"judge": "local", "prompt_version": view["judge"]["prompt_version"], "heuristic": True}
+    assert view["judge"] == {"judge": "heuristic", "prompt_version": view["judge"]["prompt_version"], "heuristic": True}
 
 
 def test_the_report_comparison_and_gate_read_the_corrected_rate(loop: Loop, tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_the_report_comparison_and_gate_read_the_corrected_rate(loop: Loop, tmp_
     config = tmp_path / "gate.toml"
     outputs = {}
     for on, code in (("corrected", 0), ("mean", 1)):   # 0.3 corrected holds a 0.4 ceiling; the judge's 0.5 does not
-        config.write_text(f'[options]\njudge = "local"\n[thresholds.hallucination_rate]\nmax = 0.4\non = "{on}"\n')
+        config.write_text(f'allow_heuristic = true\n[options]\njudge = "local"\n[thresholds.hallucination_rate]\nmax = 0.4\non = "{on}"\n')
         run = subprocess.run([sys.executable, "-m", "ragpulse.ops.cli", "gate", str(path), "--server", loop.url,
                               "--api-key", "key-loop", "--config", str(config)], capture_output=True, text=True,
                              timeout=300, cwd=ROOT, env=child_env("unused"))

@@ -98,7 +98,7 @@ def test_the_queue_serves_the_designs_picks_uniform_first_in_hash_order(api: htt
     assert all(i["trace_id"].startswith(f"{tag}b-") and i["documents"][0]["text"] for i in batch_items)
     item = items[0]
     assert set(item["claims"][0]) == {"index", "text"}, "claim verdicts stay in `judge`, for after the answer"
-    assert item["judge"]["judge"] == "local" and item["judge"]["claims"][0]["verdict"]
+    assert item["judge"]["judge"] == "heuristic" and item["judge"]["claims"][0]["verdict"]
     assert item["query"] and item["answer"] and item["labels"] == 0
 
 
@@ -118,7 +118,7 @@ def test_labelled_items_leave_the_queue_and_reach_the_gauges(api: httpx.Client) 
     anyone = {i["trace_id"] for i in api.get(f"/v1/apps/{app}/review", params={"n": 50}).json()["items"]}
     assert not seen & for_ann and seen <= for_bob and not seen & anyone
     agreement = api.get(f"/v1/apps/{app}/agreement").json()
-    [local] = [j for j in agreement["judges"] if j["judge"] == "local" and j["current"]]
+    [local] = [j for j in agreement["judges"] if j["judge"] == "heuristic" and j["current"]]
     stats = local["agreement"]
     uniform = sum(i["reason"] == "uniform" for i in first[:3])
     assert local["traces"] >= 3 and local["disputed"] == 0 and local["ad_hoc"] == 0
@@ -128,13 +128,13 @@ def test_labelled_items_leave_the_queue_and_reach_the_gauges(api: httpx.Client) 
     assert "30 are needed" in stats["warning"] and local["newest_label_at"] >= local["oldest_label_at"]
     assert agreement["window_days"] == 30
     text = api.get("/metrics").text
-    assert metric(text, "ragpulse_judge_agreement_labels", app="rq", judge="local") >= 3
+    assert metric(text, "ragpulse_judge_agreement_labels", app="rq", judge="heuristic") >= 3
     disagreeing = metric(text, "ragpulse_judge_agreement_labels", app="rq", human="hallucinated",
                          judge_verdict="faithful") + metric(text, "ragpulse_judge_agreement_labels", app="rq",
                                                             human="faithful", judge_verdict="hallucinated")
     assert disagreeing >= 3
-    assert metric(text, "ragpulse_judge_labels_last_timestamp_seconds", app="rq", judge="local") > 1.7e9
-    assert metric(text, "ragpulse_judge_current_prompt", judge="local") == 1
+    assert metric(text, "ragpulse_judge_labels_last_timestamp_seconds", app="rq", judge="heuristic") > 1.7e9
+    assert metric(text, "ragpulse_judge_current_prompt", judge="heuristic") == 1
 
 
 @pytest.mark.integration

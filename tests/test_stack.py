@@ -101,7 +101,7 @@ def test_readme_walkthrough_from_is_up_to_eval_and_clean_stop(readme_stack) -> N
     for generation_metric in ["faithfulness", "hallucination_rate", "unanswerable_hallucination_rate",
                               "answer_relevance", "context_relevance", "correctness", "abstention_recall"]:
         assert re.search(rf"^  {generation_metric} +\d\.\d{{3}} +\[", report, re.M), generation_metric
-    assert "judge: local (65)" in report and "offline heuristic" in report
+    assert "judge: heuristic (65)" in report and "offline heuristic" in report
     assert "DIAGNOSTIC MATRIX" in report and "primary issue:" in report
     assert "65/65 finished" in result.stderr                       # the progress bar reached the end
     job_id = re.search(r"job ([0-9a-f]{32})", report).group(1)

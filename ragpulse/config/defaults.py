@@ -312,12 +312,16 @@ BATCH_RETRY = "interactive"
 REDIS_URL = "redis://127.0.0.1:6379/0"
 """The Redis holding queues, traces and results when REDIS_URL is not set."""
 
-JUDGE_NAMES = ("none", "local", "anthropic", "openai")
+JUDGE_NAMES = ("none", "heuristic", "anthropic", "openai")
 """Every judge a batch, RAGPULSE_JUDGE or the CLI may name, in the order errors list them; judges/kinds declares
 each (tests/test_judge_kinds.py keeps the two, and the wire schema's JudgeName, equal)."""
 
-JUDGE = "local"
-"""Judge of batches that name none when ANTHROPIC_API_KEY is not set: the offline one, which sends nothing."""
+JUDGE_ALIASES = {"local": "heuristic"}
+"""Old judge names still accepted for a release, with a deprecation warning (judges/kinds reads the same table)."""
+
+JUDGE = "none"
+"""Judge of batches that name none when ANTHROPIC_API_KEY is not set: none, so generation metrics say "not judged"
+rather than show the offline heuristic's figures, which nothing has measured on the user's data."""
 
 JUDGE_WITH_API_KEY = "anthropic"
 """Judge of batches that name none when ANTHROPIC_API_KEY is set."""

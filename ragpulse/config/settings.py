@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import ipaddress
+import logging
 import os
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -15,6 +16,8 @@ from ragpulse.config.api_keys import parse_key_specs
 from ragpulse.config.prices import parse_prices
 from ragpulse.exceptions import ConfigError
 from ragpulse.config.callback_allowlist import parse_entry
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -203,8 +206,8 @@ class Settings:
         return f"{self.queue_prefix}-online", f"{self.queue_prefix}-batch"
 
     default_judge: str = defaults.JUDGE
-    """RAGPULSE_JUDGE: judge used when a batch names none (none, local, anthropic, openai): `anthropic` when
-    ANTHROPIC_API_KEY is set, else `local`."""
+    """RAGPULSE_JUDGE: judge used when a batch names none (none, heuristic, anthropic, openai): `anthropic` when
+    ANTHROPIC_API_KEY is set, else `none` (generation metrics not judged)."""
 
     judge_model: str = defaults.JUDGE_MODEL
     """RAGPULSE_JUDGE_MODEL: Anthropic model that judges (default claude-sonnet-4-6)."""
@@ -468,6 +471,9 @@ def _float(env: Mapping[str, str], name: str, default: float | None = None) -> f
 def _judge_name(env: Mapping[str, str]) -> str:
     keyed = bool(env.get("ANTHROPIC_API_KEY"))
     name = env.get("RAGPULSE_JUDGE") or (defaults.JUDGE_WITH_API_KEY if keyed else defaults.JUDGE)
+    if name in defaults.JUDGE_ALIASES:
+        log.warning("RAGPULSE_JUDGE=%s is deprecated: it is now called %s", name, defaults.JUDGE_ALIASES[name])
+        name = defaults.JUDGE_ALIASES[name]
     if name not in defaults.JUDGE_NAMES:
         raise ConfigError(f"RAGPULSE_JUDGE must be one of {', '.join(defaults.JUDGE_NAMES)}, got {name!r}")
     return name

@@ -37,8 +37,11 @@ class Row(msgspec.Struct, kw_only=True):
 
 def check_report(report: Report, config: GateConfig) -> list[Row]:
     """One row per threshold, then the failed-traces row."""
+    judged = set(config.judged_keys(compared=False))
+    not_judged = report.generation.not_judged
     rows = [_corrected_row(key, report.corrected.get(key), threshold) if threshold.on.startswith("corrected")
-            else _threshold_row(key, _estimate(report, key), threshold)
+            else _threshold_row(key, _estimate(report, key), threshold,
+                                not_judged if key in judged else None)
             for key, threshold in config.active_thresholds.items()]
     counts = report.counts
     share = counts.failed / counts.total if counts.total else 0.0
@@ -139,13 +142,15 @@ def _corrected_row(key: str, rate: CorrectedRate | None, threshold: Threshold) -
                       f"{rate.raw:.3f} over n={rate.n}")
 
 
-def _threshold_row(key: str, est: Estimate | None, threshold: Threshold) -> Row:
+def _threshold_row(key: str, est: Estimate | None, threshold: Threshold, not_judged: str | None = None) -> Row:
+    """The threshold held against the metric; `not_judged`, why a judged metric has no value (no judge configured)."""
     sign = ">=" if threshold.min is not None else "<="
     shown = f"{sign} {threshold.limit:g}" + ("" if threshold.on == "mean" else f" ({threshold.on})")
     if est is None:
+        why = not_judged or "no trace in this metric's population"
         return Row(metric=key, value=None, interval=None, threshold=shown,
                    verdict="fail" if threshold.required else "no_data",
-                   detail="no trace in this metric's population" + ("" if threshold.required else " (not required)"))
+                   detail=why + ("" if threshold.required else " (not required)"))
     held = {"mean": est.mean, "ci_low": est.ci95[0], "ci_high": est.ci95[1]}[threshold.on]
     ok = held >= threshold.limit if threshold.min is not None else held <= threshold.limit
     return Row(metric=key, value=est.mean, interval=est.ci95, threshold=shown, verdict=_verdict(ok),

@@ -19,6 +19,8 @@
     ignore = ["precision@10"]     # metrics left out of the tested family
 
 Without a `[thresholds]` table the documented defaults apply (DEFAULT_THRESHOLDS); with one, exactly its entries.
+A judged metric (faithfulness, hallucination rates...) judged by the offline `heuristic` is refused as evidence
+(exit 2) unless the top level says `allow_heuristic = true`: nothing has measured that heuristic on the user's data.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from msgspec import Meta
 
 from ragpulse.config import defaults
 from ragpulse.exceptions import GateConfigError
+from ragpulse.metrics.registry import GENERATION
 from ragpulse.model.compare import Correction, MismatchPolicy
 from ragpulse.model.metric_keys import did_you_mean, is_metric_key
 from ragpulse.model.trace import Base, BatchOptions, RunName, Variant
@@ -108,6 +111,9 @@ class GateConfig(Base):
     """Share of traces that may end failed, judge_error or skipped: a gate on traces that did not evaluate is a
     gate on less than the file."""
     baseline: BaselineRules = msgspec.field(default_factory=BaselineRules)
+    allow_heuristic: bool = False
+    """Gate on judged metrics that the offline `heuristic` judged; off by default, as its accuracy on the user's data
+    is unmeasured (a tight interval around a wrong number would pass or fail a release by chance)."""
 
     def __post_init__(self) -> None:
         if self.thresholds is None and 5 not in self.options.k:
@@ -128,6 +134,13 @@ class GateConfig(Base):
         cutoff = key.partition("@")[2]
         if cutoff and int(cutoff) not in self.options.k:
             raise ValueError(f"`{where}` names `{key}` but options.k is {self.options.k}")
+
+    def judged_keys(self, compared: bool) -> list[str]:
+        """The thresholded metrics, and the tested ones when `compared` with a baseline, that only a judge can give
+        (the registry's generation metrics)."""
+        judged = {m.name for m in GENERATION}
+        keys = [*self.active_thresholds, *(self.regression_family if compared else ())]
+        return [key for key in dict.fromkeys(keys) if key in judged]
 
     @property
     def active_thresholds(self) -> dict[str, Threshold]:

@@ -30,7 +30,7 @@ from ragpulse.model.verdicts import JudgeObserver
 __all__ = ["AnthropicJudge", "AnthropicProvider", "RetryPolicy", "system_blocks"]
 
 log = logging.getLogger(__name__)
-NOT_CONFIGURED = "judge not configured: set ANTHROPIC_API_KEY (or use judge=local)"
+NOT_CONFIGURED = "judge not configured: set ANTHROPIC_API_KEY"
 _NOT_STRICT: set[tuple[str, str]] = set()
 """(base URL, model) pairs whose API refused `strict` in this process (an older model, a gateway that does not know
 it): they get the same tool without it, validated in code as before."""

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragpulse.config.defaults import JUDGE_ALIASES
 from ragpulse.exceptions import JudgeError
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def _openai(settings: Settings, observer: JudgeObserver | None) -> Judge:
     model = settings.openai_model
     if settings.openai_base_url is None or model is None:
         return UnconfiguredJudge("openai", model or "", "judge not configured: set RAGPULSE_OPENAI_BASE_URL and "
-                                 "RAGPULSE_OPENAI_MODEL (or use judge=local)")
+                                 "RAGPULSE_OPENAI_MODEL")
     import openai  # noqa: PLC0415 - loaded only where a judge is built (see the module docstring)
 
     from ragpulse.config.defaults import OPENAI_PLACEHOLDER_API_KEY  # noqa: PLC0415
@@ -185,7 +186,7 @@ def _local(settings: Settings, observer: JudgeObserver | None) -> Judge:
 
 
 class ReportingJudge:
-    """A judge that does not report its own calls to the observer (the offline `local` judge), wrapped so that it
+    """A judge that does not report its own calls to the observer (the offline `heuristic` judge), wrapped so that it
     does: each call of a judgment, or of a failure, counts as one ok request. A job's spend and the judge request
     metrics then count every call of every judge; the local judge's cost 0 (its model has no price)."""
 
@@ -228,7 +229,7 @@ def _local_prompt_version() -> str:
 
 JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
     JudgeKind(name="none", billable=False, remote=False, offline=True, heuristic=False, factory=None),
-    JudgeKind(name="local", billable=False, remote=False, offline=True, heuristic=True, factory=_local,
+    JudgeKind(name="heuristic", billable=False, remote=False, offline=True, heuristic=True, factory=_local,
               prompt_version=_local_prompt_version),
     JudgeKind(name="anthropic", billable=True, remote=True, offline=False, heuristic=False, prompt_cache=True,
               factory=_anthropic, tasks=_anthropic_tasks, batch_api=_anthropic_batches,
@@ -246,6 +247,29 @@ JUDGES: dict[str, JudgeKind] = {kind.name: kind for kind in (
                   ("RAGPULSE_OPENAI_MODEL", settings.openai_model)) if not value)),
 )}
 """Judge name -> its declaration, in the order help texts and errors list them."""
+
+ALIASES: dict[str, str] = JUDGE_ALIASES
+"""Old judge name -> its current one, still accepted (with a deprecation warning) so that configs, CI files and
+batches written against the old name keep working for a release."""
+
+
+def canonical(name: str) -> str:
+    """The current name of the judge `name` (an alias resolved); any other name unchanged."""
+    return ALIASES.get(name, name)
+
+
+def _kind(name: str) -> JudgeKind:
+    """The declaration of the judge `name`, an old name (a job stored before a rename) resolved."""
+    return JUDGES[canonical(name)]
+
+
+def deprecation(name: str | None) -> str | None:
+    """The warning to give when a judge is asked for by an old name, or None."""
+    if name not in ALIASES:
+        return None
+    return (f"judge `{name}` is deprecated and will be refused in a later release: it is now called "
+            f"`{ALIASES[name]}` (an offline heuristic with no measured accuracy on your data; its figures are "
+            "labelled as a heuristic's and never page)")
 
 
 def names() -> tuple[str, ...]:
@@ -265,13 +289,13 @@ def current_prompt_versions() -> dict[str, str]:
 
 def unconfigured(name: str, settings: Settings) -> str | None:
     """Why the judge `name` cannot judge under `settings` (what to set on the service), or None when it can."""
-    missing = JUDGES[name].missing(settings)
+    missing = _kind(name).missing(settings)
     if not missing:
         return None
     offline = ", ".join(n for n, kind in JUDGES.items() if kind.offline and kind.factory is not None)
     return (f"judge {name} is not configured on this service: set {' and '.join(missing)} in the service's "
             f"environment and restart it (the credentials belong to the service, not to the client), or ask for "
-            f"another judge ({offline} needs no credentials)")
+            f"another judge ({offline} needs no credentials but is an unmeasured heuristic)")
 
 
 def default_judge_problem(settings: Settings) -> str | None:
@@ -286,27 +310,34 @@ def default_judge_problem(settings: Settings) -> str | None:
             "batch that names no judge is refused")
 
 
+NOT_JUDGED = ("generation metrics not judged: no LLM judge is configured. Set ANTHROPIC_API_KEY (and "
+              "RAGPULSE_JUDGE_BASE_URL for a gateway), or RAGPULSE_JUDGE=openai with RAGPULSE_OPENAI_BASE_URL and "
+              "RAGPULSE_OPENAI_MODEL for an OpenAI-compatible server such as vLLM or Ollama, on the service; "
+              "`judge: heuristic` opts in to an offline heuristic whose accuracy on your data is unmeasured")
+"""What every surface says where generation metrics were not judged, naming what to configure."""
+
+
 def judges_traces(name: str | None) -> bool:
     """True when `name` picks a judge that judges traces; False for `none` and for no name."""
-    return name is not None and JUDGES[name].factory is not None
+    return name is not None and _kind(name).factory is not None
 
 
 def is_billable(name: str | None) -> bool:
     """True when calls of the judge `name` cost money (budgets apply); False for no name."""
-    return name is not None and JUDGES[name].billable
+    return name is not None and _kind(name).billable
 
 
 def caches_prompt(name: str | None) -> bool:
     """True when the judge `name` marks its fixed prefix for the provider's prompt cache; False for no name."""
-    return name is not None and JUDGES[name].prompt_cache
+    return name is not None and _kind(name).prompt_cache
 
 
 def batch_refusal(name: str | None, settings: Settings) -> str | None:
     """Why `options.delivery` batch cannot be honoured with the judge `name` under `settings`, or None: a remote judge
-    whose server has no batch API refuses it; a judge that sends nothing to a provider (local, none) ignores it."""
-    if name is None or not JUDGES[name].remote:
+    whose server has no batch API refuses it; a judge that sends nothing to a provider (heuristic, none) ignores it."""
+    if name is None or not _kind(name).remote:
         return None
-    kind = JUDGES[name]
+    kind = _kind(name)
     reason = "it has no batch API" if kind.batch_api is None else kind.batch_offered(settings)
     return None if reason is None else f"judge {name} cannot deliver in batches: {reason}; use delivery interactive"
 
@@ -314,14 +345,14 @@ def batch_refusal(name: str | None, settings: Settings) -> str | None:
 def delivers_in_batches(name: str | None, delivery: str, settings: Settings | None = None) -> bool:
     """True when a job of judge `name` and `options.delivery` sends its judge requests through a batch API (its
     server offers one under `settings`; without settings, whether the judge has one at all)."""
-    if delivery != "batch" or name is None or JUDGES[name].batch_api is None:
+    if delivery != "batch" or name is None or _kind(name).batch_api is None:
         return False
-    return settings is None or JUDGES[name].batch_offered(settings) is None
+    return settings is None or _kind(name).batch_offered(settings) is None
 
 
 def batch_api(name: str, settings: Settings) -> BatchApi:
     """The batch API client of the judge `name` (delivers_in_batches must hold). Build it inside its event loop."""
-    factory = JUDGES[name].batch_api
+    factory = _kind(name).batch_api
     if factory is None:
         raise ValueError(f"judge {name} has no batch API")
     return factory(settings)
@@ -329,12 +360,12 @@ def batch_api(name: str, settings: Settings) -> BatchApi:
 
 def is_heuristic(name: str | None) -> bool:
     """True when the judge `name` is an offline heuristic rather than an LLM; False for no name."""
-    return name is not None and JUDGES[name].heuristic
+    return name is not None and _kind(name).heuristic
 
 
 def model_for(name: str | None, settings: Settings) -> str | None:
-    """The model the judge `name` judges with under `settings`; None for no name, `none`, and `local`."""
-    return None if name is None else JUDGES[name].model(settings)
+    """The model the judge `name` judges with under `settings`; None for no name, `none`, and `heuristic`."""
+    return None if name is None else _kind(name).model(settings)
 
 
 def models(settings: Settings) -> list[str]:
@@ -345,7 +376,7 @@ def models(settings: Settings) -> list[str]:
 def takes_tasks(name: str | None) -> bool:
     """True when the judge `name` is an LLM that can take other structured tasks (write synthetic questions, compare
     two answers pairwise)."""
-    return name is not None and JUDGES[name].tasks is not None
+    return name is not None and _kind(name).tasks is not None
 
 
 def task_judges() -> tuple[str, ...]:
@@ -358,7 +389,7 @@ def make_task_client(name: str, settings: Settings, task: ToolTask,
                      observer: JudgeObserver | None = None) -> StructuredJudge:
     """An LLM client of the judge `name` for `task`, its calls carrying `task.version` (`takes_tasks(name)` must
     hold). Build it inside its event loop."""
-    factory = JUDGES[name].tasks
+    factory = _kind(name).tasks
     if factory is None:
         raise ValueError(f"judge {name} cannot take structured tasks")
     return factory(settings, task, observer)
@@ -366,5 +397,5 @@ def make_task_client(name: str, settings: Settings, task: ToolTask,
 
 def make_judge(name: str, settings: Settings, observer: JudgeObserver | None = None) -> Judge | None:
     """The judge called `name`, or None for `none`. Build it inside the event loop that will use it."""
-    factory = JUDGES[name].factory
+    factory = _kind(name).factory
     return None if factory is None else factory(settings, observer)

@@ -573,7 +573,7 @@ PROMPT_VERSION = hashlib.sha256(repr((
 class LocalJudge:
     """A deterministic offline HEURISTIC judge implementing the Judge protocol; no network, no model."""
 
-    name = "local"
+    name = "heuristic"
     model = HEURISTIC_VERSION
 
     async def aclose(self) -> None:

@@ -66,7 +66,7 @@ class Label(msgspec.Struct, kw_only=True):
     labelled_at: str
     """RFC 3339, UTC."""
     judge: str
-    """The judge whose verdict is compared (`anthropic`, `openai`, `local`)."""
+    """The judge whose verdict is compared (`anthropic`, `openai`, `heuristic`)."""
     prompt_version: str
     judge_hallucinated: bool
     judge_abstained: bool

@@ -61,7 +61,7 @@ class Progress(msgspec.Struct, kw_only=True):
 
 class Spend(msgspec.Struct, kw_only=True):
     """Judge usage and cost of a job, counting every call of every judge (retries and repairs included; the
-    offline `local` judge's calls count too, at no cost), as the report's `generation.cost.calls` does."""
+    offline `heuristic` judge's calls count too, at no cost), as the report's `generation.cost.calls` does."""
 
     judge_calls: int
     input_tokens: int
@@ -191,7 +191,7 @@ class TraceResult(msgspec.Struct, kw_only=True):
     retrieval: dict[str, float] | None
     missed_doc_ids: list[str] = []
     judge: str | None = None
-    """Which judge produced `generation`: `anthropic` (an LLM) or `local` (an offline heuristic)."""
+    """Which judge produced `generation`: `anthropic` (an LLM) or `heuristic` (an offline heuristic)."""
     generation: GenerationScores | None = None
     claims: list[Claim] = []
     """Per-claim verdicts of the (first) judgment, after the quote check."""

@@ -45,7 +45,8 @@ QuestionType = Literal[
 ]
 Source = Literal["human", "synthetic", "production"]
 Gain = Literal["linear", "exponential"]
-JudgeName = Literal["none", "local", "anthropic", "openai"]
+JudgeName = Literal["none", "heuristic", "anthropic", "openai", "local"]
+"""`local` is the deprecated name of `heuristic`, accepted for a release (with a warning) and read as it."""
 RunName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9._:/+-]{1,128}$",
                               description="A free name for the configuration evaluated, e.g. `reranker-v2`.")]
 Delivery = Literal["interactive", "batch"]
@@ -234,7 +235,7 @@ class BatchOptions(Base):
         "interactive (default): judge calls are made one by one as the job runs. batch: the judge requests go to "
         "the provider's batch API (Anthropic Message Batches for judge anthropic, OpenAI's Batch API for judge "
         "openai where the server offers it) at half price; results come within 24 hours, most within one. The "
-        "local and none judges make no provider calls and ignore it; a judge whose server offers no batch API is "
+        "heuristic and none judges make no provider calls and ignore it; a judge whose server offers no batch API is "
         "refused with 422."))] = "interactive"
     """`interactive` (default) or `batch`: the judge requests go through the provider's batch API at half price."""
     targets: Annotated[dict[MetricKey, float], Meta(max_length=64)] | None = None

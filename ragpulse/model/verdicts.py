@@ -109,7 +109,7 @@ class JudgeOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     rewrite_faithful: bool | None = None
     """On a turn with a `rewritten_query`: whether the rewrite kept the constraints and intent of the user's query read
     in its conversation (false: the rewrite lost them). None without a rewrite, or when the judge cannot tell (the
-    offline `local` judge never decides it)."""
+    offline `heuristic` judge never decides it)."""
     rewrite_reason: str | None = None
     """Why `rewrite_faithful` is what it is, when a judge says: the offline judge says here that it cannot tell (the
     LLM judge's tool has no room for it; its rules for the rewrite are in ragpulse.judges.conversation)."""

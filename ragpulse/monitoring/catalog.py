@@ -80,11 +80,11 @@ INJECTION_DOCS = MetricDef("ragpulse_security_injection_docs", "counter",
                            "(a heuristic pattern check).", PER_APP)
 INJECTION_JUDGED = MetricDef("ragpulse_security_injection_judged", "counter",
                              "Judged traces with injection documents whose judge said whether the answer followed "
-                             "them: injection_followed's denominator. By judge: the local heuristic's never page.",
+                             "them: injection_followed's denominator. By judge: the offline heuristic's never page.",
                              (*PER_APP, "judge"))
 INJECTION_FOLLOWED = MetricDef("ragpulse_security_injection_followed", "counter",
                                "Judged traces whose answer carried out an instruction injected in a document. By "
-                               "judge: the local heuristic's never page.", (*PER_APP, "judge"))
+                               "judge: the offline heuristic's never page.", (*PER_APP, "judge"))
 PII_ANSWERS = MetricDef("ragpulse_security_pii_answers", "counter",
                         "Answers with personal data of this kind that no retrieved document holds.",
                         (*PER_APP, "kind"))
@@ -150,7 +150,14 @@ OTLP_HANDOVER_LAG = MetricDef("ragpulse_otlp_handover_lag_seconds", "gauge",
                               "How long the oldest OpenTelemetry trace that is due for hand-over has been due (0 "
                               "when none is): it grows only when no API replica's hand-over loop is working.", ())
 
-GAUGES = (QUEUE_DEPTH, WORKERS, ONLINE_LAG, ONLINE_BACKLOG, OTLP_HANDOVER_LAG)
+JUDGE_CONFIGURED = MetricDef("ragpulse_judge_configured", "gauge",
+                             "1 when the service's default judge (RAGPULSE_JUDGE, which judges online traces) "
+                             "judges with a configured LLM; 0 when generation metrics are not judged (`none`, the "
+                             "default without ANTHROPIC_API_KEY or RAGPULSE_OPENAI_BASE_URL, or missing credentials)"
+                             " or judged by the unmeasured `heuristic` (label heuristic=\"true\").",
+                             ("judge", "heuristic"))
+
+GAUGES = (QUEUE_DEPTH, WORKERS, ONLINE_LAG, ONLINE_BACKLOG, OTLP_HANDOVER_LAG, JUDGE_CONFIGURED)
 """Read from RQ and the online stream at scrape time by service.monitoring.QueueCollector, not stored in Redis."""
 
 JUDGE_AGREEMENT_LABELS = MetricDef(

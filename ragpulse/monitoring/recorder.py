@@ -69,7 +69,7 @@ def turn_outcome(g: GenerationScores) -> str:
 
 def count_security(batch: MetricsBatch, app: dict[str, str], security: Security, judge: str) -> None:
     """Each security check's population and findings (the rates' numerators and denominators); whether an answer
-    followed an injection by the `judge` that said so (the local heuristic's never page)."""
+    followed an injection by the `judge` that said so (the offline heuristic's never page)."""
     if security.acl_leak is not None:
         batch.inc(m.SECURITY_CHECKED, {**app, "check": "acl"})
         if security.acl_leak:

@@ -153,10 +153,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--k", type=_positive_int, nargs="+", metavar="K",
                     help="retrieval cutoffs (default: the service's, 1 3 5 10)")
     ev.add_argument("--gain", choices=["linear", "exponential"], help="nDCG gain (default: linear)")
-    ev.add_argument("--judge", choices=kinds.names(),
+    ev.add_argument("--judge", choices=[*kinds.names(), *kinds.ALIASES],
                     help="judge for generation metrics: `openai` is any OpenAI-compatible server the service is "
-                         "configured for (default: the service's, `anthropic` when it has ANTHROPIC_API_KEY, else "
-                         "`local`, an offline heuristic)")
+                         "configured for; `heuristic` an offline heuristic whose accuracy on your data is "
+                         "unmeasured (`local` is its deprecated name) (default: the service's, `anthropic` when it "
+                         "has ANTHROPIC_API_KEY, else `none`: generation metrics not judged)")
     ev.add_argument("--repeats", type=int, choices=[1, 2],
                     help="2 judges every trace twice and reports agreement (default: 1)")
     ev.add_argument("--environment", choices=ENVIRONMENTS,

@@ -10,8 +10,9 @@ from typing import Any
 
 import msgspec
 
-from ragpulse.exceptions import (ClientError, DatasetMismatch, GateConfigError, Interrupted, OutputFileError,
-                                 TraceFileError, TracesRejected)
+from ragpulse.exceptions import (ClientError, DatasetMismatch, GateConfigError, HeuristicEvidence, Interrupted,
+                                 OutputFileError, TraceFileError, TracesRejected)
+from ragpulse.judges import kinds
 from ragpulse.gate.checks import Row, check_comparison, check_report
 from ragpulse.gate.config import GateConfig, load_config
 from ragpulse.gate.output import github_annotations, junit_xml, summary, table
@@ -31,7 +32,8 @@ GATE_BAD_INPUT = 2
 """Bad arguments, an unreadable trace file or gate config, traces the service rejected, an unknown baseline, or a
 --junit file that cannot be written (checked before anything runs; should writing fail all the same, the verdicts
 are printed and the gate exits 2, never a pass or a fail), or a baseline run on other dataset items (different
-versions; `[baseline] dataset_mismatch = "refuse"`, the default)."""
+versions; `[baseline] dataset_mismatch = "refuse"`, the default), or a judged metric judged by the offline
+heuristic without `allow_heuristic = true`."""
 GATE_UNREACHABLE = 3
 """The service cannot be reached, answered a server error, or a job failed: nothing was judged."""
 GATE_INTERRUPTED = 130
@@ -66,7 +68,8 @@ def run_gate(request: GateRequest) -> int:
         if request.dataset is not None:
             candidate_file.dataset = request.dataset
         _check_corrected_fits(config, len(candidate_file.traces), request.batch_size)
-    except (GateConfigError, TraceFileError, OutputFileError) as exc:
+        _check_heuristic_asked(config, compared=bool(request.baseline_job or request.baseline_file))
+    except (GateConfigError, TraceFileError, OutputFileError, HeuristicEvidence) as exc:
         print(f"ragpulse gate: {exc}", file=sys.stderr)
         return GATE_BAD_INPUT
     for file in (candidate_file, baseline_file):
@@ -80,7 +83,7 @@ def run_gate(request: GateRequest) -> int:
     except TracesRejected:
         print("ragpulse gate: nothing was evaluated", file=sys.stderr)
         return GATE_BAD_INPUT
-    except DatasetMismatch as exc:
+    except (DatasetMismatch, HeuristicEvidence) as exc:
         print(f"ragpulse gate: refused, no verdict: {exc}", file=sys.stderr)
         print(job_pages(client, jobs))
         return GATE_BAD_INPUT
@@ -133,6 +136,8 @@ def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_fi
     if not _evaluated(candidate):
         return None
     assert candidate.report is not None
+    _check_heuristic_judged(config, {"candidate": candidate, "baseline": baseline},
+                            compared=baseline is not None or request.baseline_job is not None)
     rows = check_report(candidate.report, config)
     comparison = _comparison(client, candidate, baseline, request.baseline_job, config)
     if comparison is not None:
@@ -153,6 +158,30 @@ def _check_corrected_fits(config: GateConfig, traces: int, batch_size: int) -> N
             f"[thresholds.{corrected[0]}] on = \"{config.active_thresholds[corrected[0]].on}\" needs the file posted "
             f"as one job (the service corrects a job's rates), but {traces} traces over --batch-size {batch_size} "
             f"make several: pass --batch-size {traces} or more")
+
+
+def _check_heuristic_asked(config: GateConfig, compared: bool) -> None:
+    """HeuristicEvidence before anything is posted when the config's own judge is the heuristic."""
+    if config.options.judge is not None and kinds.is_heuristic(config.options.judge):
+        _refuse_heuristic(config, compared, f"[options] judge = \"{config.options.judge}\"")
+
+
+def _check_heuristic_judged(config: GateConfig, sides: dict[str, Evaluation | None], compared: bool) -> None:
+    """HeuristicEvidence when either side's report was judged by the heuristic (the service's default judge)."""
+    for side, evaluation in sides.items():
+        if evaluation is not None and evaluation.report is not None and evaluation.report.generation.heuristic:
+            _refuse_heuristic(config, compared, f"the {side}'s traces were judged by the heuristic")
+
+
+def _refuse_heuristic(config: GateConfig, compared: bool, why: str) -> None:
+    judged = config.judged_keys(compared)
+    if config.allow_heuristic or not judged:
+        return
+    raise HeuristicEvidence(
+        f"{why}, an offline heuristic whose accuracy on your data is unmeasured, so it is no evidence for "
+        f"{', '.join(judged)}: configure an LLM judge on the service (ANTHROPIC_API_KEY, or RAGPULSE_JUDGE=openai "
+        "with RAGPULSE_OPENAI_BASE_URL and RAGPULSE_OPENAI_MODEL), gate on retrieval metrics only, or set "
+        "`allow_heuristic = true` at the top of the gate config to gate on it anyway")
 
 
 def _check_dataset(comparison: Comparison, config: GateConfig) -> None:

@@ -21,6 +21,7 @@ from ragpulse.model.turns import turn_bucket
 from ragpulse.reporting.report import CiMethods, Counts, Failure, Group, Method, Report, Target, WorstTrace
 from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.trace import BatchOptions
+from ragpulse.judges import kinds
 
 GAIN_FORMULAS = {"linear": "gain = grade", "exponential": "gain = 2^grade - 1"}
 WORST_BY: RetrievalMetric = RETRIEVAL_BY_NAME["recall"]
@@ -64,6 +65,8 @@ def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResu
         by_turn=_breakdown([r for r in results if r.session_id is not None], lambda r: turn_bucket(r.turn)),
         sessions=sessions_section(results),
     )
+    if not kinds.judges_traces(options.judge):
+        report.generation.not_judged = kinds.NOT_JUDGED
     report.targets = report_targets(report, options.targets or {})
     return report
 

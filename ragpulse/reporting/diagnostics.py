@@ -18,7 +18,7 @@ NEXT_STEPS = {
     "generation": "Retrieval surfaces the evidence but answers stray from it: tighten the prompt (answer only from "
                   "the context, say 'I don't know'), or change the generator model.",
     "none": "No problem cell dominates: retrieval is good and answers are faithful on the judged traces.",
-    "insufficient_data": "No trace was judged: judge the answers (judge: local or anthropic) to cross retrieval "
+    "insufficient_data": "No trace was judged: judge the answers (judge: anthropic or openai) to cross retrieval "
                          "with generation.",
 }
 NOT_CROSSABLE = ("No judged trace could be crossed (see `excluded`: answers that made no claim, or traces with "

@@ -89,11 +89,7 @@ def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Ma
                        for m in RETRIEVAL for key in _keys(m, report.method.k)]),
         "<p class=note>Macro-average over labelled traces with at least one relevant document. "
         "Targets: the batch's own, else the documented starting ones.</p></section>",
-        "<section><h2>Generation</h2>",
-        metric_tables([Row(m.name, getattr(gen, m.name), _target(report, m.name), m.better, m.scale)
-                       for m in GENERATION]),
-        f"<p class=note>{gen.n_judged} judged, {gen.n_abstained} abstained; unanswerable: {gen.unanswerable.n} "
-        f"({gen.unanswerable.labelled} labelled), {gen.unanswerable.hallucinated} hallucinated.</p></section></div>",
+        "<section><h2>Generation</h2>", _generation_table(report), "</section></div>",
         "<h2>Judge-corrected rates</h2>", corrected_section(report),
         "<h2>Retrieval × generation</h2>", _matrix(report.diagnostic_matrix),
         "<h2>Failure attribution</h2>", _attribution(report),
@@ -128,11 +124,26 @@ def _dataset_sections(report: Report, k: int) -> list[str]:
     return parts
 
 
+def _generation_table(report: Report) -> str:
+    """The judged generation metrics, or, for a job whose judge judges nothing, that they were not judged."""
+    gen = report.generation
+    if gen.not_judged is not None:
+        return "<p class=note data-not-judged>Not judged (no LLM judge configured): see the note above.</p>"
+    return (metric_tables([Row(m.name, getattr(gen, m.name), _target(report, m.name), m.better, m.scale)
+                           for m in GENERATION])
+            + f"<p class=note>{gen.n_judged} judged, {gen.n_abstained} abstained; unanswerable: "
+              f"{gen.unanswerable.n} ({gen.unanswerable.labelled} labelled), {gen.unanswerable.hallucinated} "
+              "hallucinated.</p>")
+
+
 def _judge_banner(report: Report) -> str:
+    if report.generation.not_judged is not None:
+        return f"<p class=banner data-not-judged><b>Not judged.</b> {escape(report.generation.not_judged)}.</p>"
     if report.generation.heuristic:
-        return ("<p class=banner><b>Offline heuristic judge.</b> Generation figures come from <code>local</code>, a "
-                "word-overlap heuristic, not an LLM judge: treat them as a rough signal "
-                "(see docs/local_judge.md for its measured agreement with human labels).</p>")
+        return ("<p class=banner data-heuristic><b>Offline heuristic judge.</b> Generation figures come from "
+                "<code>heuristic</code>, an offline word-overlap heuristic, not an LLM judge: its accuracy on your "
+                "data is unmeasured (see docs/local_judge.md for its figures on data it was not written against), "
+                "and its figures never page.</p>")
     if not report.generation.n_judged:
         return "<p class=banner>No trace was judged: generation metrics and the diagnostic matrix are empty.</p>"
     return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
@@ -9,7 +10,8 @@ from ragpulse.model.estimate import Estimate
 from ragpulse.reporting.build import WORST_BY, diagnostic_k
 from ragpulse.reporting.report import DiagnosticMatrix, Group, Report, Target
 
-NOTE_HEURISTIC = "  NOTE: `local` is an offline heuristic, not an LLM judge"
+NOTE_HEURISTIC = ("  NOTE: HEURISTIC: `heuristic` is an offline heuristic (word overlap), not an LLM judge; its "
+                  "accuracy on your data is unmeasured and its figures never page")
 
 
 def render_report(report: Report) -> str:
@@ -88,6 +90,9 @@ def _target(target: Target | None) -> str:
 
 def _generation(report: Report) -> list[str]:
     gen = report.generation
+    if gen.not_judged is not None:
+        return ["GENERATION: not judged", *textwrap.wrap(gen.not_judged, 116, initial_indent="  ",
+                                                          subsequent_indent="  ")]
     judges = ", ".join(f"{name} ({n})" for name, n in gen.judges.items()) or "none"
     rows = [f"GENERATION (judge: {judges}; {gen.n_judged} judged, {gen.n_abstained} abstained)",
             *([NOTE_HEURISTIC] if gen.heuristic else [])]

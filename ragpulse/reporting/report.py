@@ -140,12 +140,14 @@ GenerationSection = msgspec.defstruct(
         ("repeat_agreement", RepeatAgreement),
         ("cost", JudgeCost),
         ("n_judged_by_rule", int, 0),
+        ("not_judged", Union[str, None], None),  # noqa: UP007 - a runtime type expression
     ],
     kw_only=True,
     module=__name__,
 )
 """Judged generation metrics (one field per registry metric, null when no trace is in its population) and the
-judge's abstention, citation, agreement and cost figures."""
+judge's abstention, citation, agreement and cost figures. `not_judged` says why there are none and what to configure
+when the job's judge judges nothing (`none`, the default without an LLM judge)."""
 
 GroupGeneration = msgspec.defstruct(
     "GroupGeneration",

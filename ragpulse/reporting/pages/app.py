@@ -27,7 +27,20 @@ def app_page(app: str, views: list[dict[str, Any]], top: str) -> str:
     note = ("<p class=note>Rates are over the window's judged traces, with Wilson 95% intervals; — where no trace "
             "counts toward a rate (never 0).</p>")
     corrected = f"<h3>Judge-corrected hallucination rates</h3>{_corrected(views)}{_agreement(views)}"
-    return ui_page(f"ragpulse: {app}", f"<h2>App {escape(app)}</h2>{links}{table}{note}{corrected}", top)
+    return ui_page(f"ragpulse: {app}", f"<h2>App {escape(app)}</h2>{links}{_judge_note(views)}{table}{note}"
+                   f"{corrected}", top)
+
+
+def _judge_note(views: list[dict[str, Any]]) -> str:
+    """Says so first when the online traces are not judged, or judged only by the unmeasured heuristic."""
+    view = views[0] if views else {}
+    if view.get("not_judged"):
+        return f"<p class=caution data-not-judged><b>Not judged.</b> {escape(view['not_judged'])}.</p>"
+    if (view.get("judge") or {}).get("heuristic"):
+        return ("<p class=caution data-heuristic><b>Heuristic judge.</b> The rates below come from "
+                "<code>heuristic</code>, an offline word-overlap heuristic whose accuracy on your data is unmeasured;"
+                " they never page.</p>")
+    return ""
 
 
 def _row(view: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ nav { display: flex; flex-wrap: wrap; gap: 4px 16px; } nav a { color: #1a73e8; f
 .change.untested { color: var(--muted); } .key { white-space: nowrap; }
 .sides { margin: 0; padding-left: 1.2em; font-size: 13px; }
 .problem { border-left: 4px solid var(--bad); background: #fce8e6; padding: 8px 12px; overflow-wrap: anywhere; }
+.caution { border-left: 4px solid var(--warn); background: #fef7e0; padding: 8px 12px; overflow-wrap: anywhere; }
 @media (max-width: 900px) { .wide { display: none; } }
 """
 """The review pages' stylesheet plus the list, landing and compare rules; `.wide` columns are hidden below 900 px;
