@@ -3,6 +3,7 @@ targeted review picks, the no-number statuses, and the corrected interval's cove
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 import msgspec
@@ -128,7 +129,51 @@ def test_labels_without_a_human_labelled_hallucination_cannot_measure_sensitivit
 def test_a_judge_no_better_than_chance_is_uninformative() -> None:
     result = corrected_rate(170, 1000, pairs_of(hh=5, hf=5, fh=20, ff=20))  # se 0.5 + sp 0.5 = 1
     assert result.status == "judge_uninformative" and result.corrected is None and result.ci95 is None
-    assert "sensitivity 0.50 + specificity 0.50 <= 1" in result.detail
+    assert result.youden_j == 0.0 and result.unclipped is None  # J = 0: Rogan-Gladen divides by it
+    assert "sensitivity 0.50 + specificity 0.50 - 1 = 0.00" in result.detail and "reaches 0" in result.detail
+
+
+def test_a_judge_whose_se_plus_sp_is_above_1_by_noise_is_uninformative() -> None:
+    # se 12/20 = 0.60, sp 14/30 = 0.47: J = 0.07 > 0, which the old point rule called ok and clipped the corrected
+    # (0.604 - 0.533) / 0.067 = 1.06 to 1.0. Wilson: se [0.387, 0.781], sp [0.302, 0.639]; Newcombe's lower bound
+    # 0.067 - hypot(0.6 - 0.387, 0.467 - 0.302) = -0.203: the interval reaches 0.
+    result = corrected_rate(604, 1000, pairs_of(hh=12, hf=8, fh=16, ff=14))
+    assert result.status == "judge_uninformative" and result.corrected is None and result.ci95 is None
+    assert result.youden_j == pytest.approx(0.6 + 14 / 30 - 1)
+    assert result.youden_j_ci95 is not None and result.youden_j_ci95[0] == pytest.approx(-0.2027, abs=1e-4)
+    assert result.unclipped == pytest.approx((0.604 - 16 / 30) / (0.6 + 14 / 30 - 1))  # 1.06, kept unclipped
+    assert result.detail == ("Youden's J = sensitivity 0.60 + specificity 0.47 - 1 = 0.07, 95% interval [-0.20, "
+                             "0.32] reaches 0 on the labels: the judge's verdicts may say nothing about the true "
+                             "rate; the corrected point would be 1.060")
+
+
+@pytest.mark.parametrize(("ff", "status", "low"), [(41, "judge_uninformative", -0.0108), (42, "ok", 0.0062)])
+def test_one_label_moves_the_interval_of_j_across_0(ff: int, status: str, low: float) -> None:
+    # se 20/40 = 0.5, Wilson [0.352, 0.648]. ff 41 of 60: sp 0.683, Wilson [0.558, 0.787], J 0.183, lower bound
+    # 0.183 - hypot(0.148, 0.126) = -0.011. ff 42: sp 0.70, Wilson [0.575, 0.801], J 0.2, 0.2 - hypot(0.148, 0.125)
+    # = 0.006. The judge's rate 0.4 lies inside [1 - sp, se], so only the interval of J decides.
+    result = corrected_rate(400, 1000, pairs_of(hh=20, hf=20, fh=60 - ff, ff=ff))
+    assert result.status == status and result.youden_j_ci95 is not None
+    assert result.youden_j_ci95[0] == pytest.approx(low, abs=1e-4)
+    assert (result.corrected is None) == (status != "ok")
+
+
+@pytest.mark.parametrize(("positives", "status", "point"), [
+    (99, "judge_uninformative", -0.0014), (101, "ok", 0.0014),   # (0.099 - 0.1) / 0.7, (0.101 - 0.1) / 0.7
+    (801, "judge_uninformative", 1.0014), (799, "ok", 0.9986)])  # (0.801 - 0.1) / 0.7, (0.799 - 0.1) / 0.7
+def test_a_corrected_point_outside_0_1_is_uninformative_not_clipped(positives: int, status: str,
+                                                                      point: float) -> None:
+    # se 0.8, sp 0.9 (J 0.7, interval [0.38, 0.85]: informative): the judge's rate must lie in [0.1, 0.8]
+    result = corrected_rate(positives, 1000, pairs_of(hh=8, hf=2, fh=9, ff=81))
+    assert result.status == status and result.unclipped == pytest.approx(point, abs=1e-4)
+    if status == "ok":
+        assert result.corrected == result.unclipped and result.ci95 is not None
+    else:
+        assert result.corrected is None and result.ci95 is None
+        assert f"the corrected point {point:.3f} lies outside [0, 1]" in result.detail
+        assert "95% interval [0.38, 0.85]" in result.detail
+        assert ("above its measured sensitivity 0.80" if point > 1 else
+                "below its measured false-positive rate 0.10") in result.detail
 
 
 def test_a_pair_decoded_from_json_needs_a_positive_weight() -> None:
@@ -236,6 +281,51 @@ def test_the_corrected_interval_keeps_its_coverage_with_weighted_targeted_picks(
     run of this simulation with other seeds)."""
     corrected, _ = coverage(review_sample)
     assert corrected >= 0.90
+
+
+def statuses(se: float, sp: float, true_rate: float) -> tuple[Counter[str], float | None]:
+    """The corrected rate's status over RUNS simulated windows (fixed seeds) of a judge with sensitivity `se` and
+    specificity `sp` on a stream whose true rate is `true_rate`, and the share of the `ok` ones whose interval
+    covers it."""
+    counts: Counter[str] = Counter()
+    covered = 0
+    for run in range(RUNS):
+        rng = np.random.default_rng([2024, run])
+        human, labelled = rng.random(JUDGED) < true_rate, rng.random(LABELLED) < true_rate
+        calls = np.where(human, rng.random(JUDGED) < se, rng.random(JUDGED) >= sp)
+        votes = np.where(labelled, rng.random(LABELLED) < se, rng.random(LABELLED) >= sp)
+        result = corrected_rate(int(calls.sum()), JUDGED,
+                                [LabelledPair(judge=bool(j), human=bool(h)) for j, h in zip(votes, labelled)])
+        counts[result.status] += 1
+        covered += result.ci95 is not None and result.ci95[0] <= true_rate <= result.ci95[1]
+    return counts, covered / counts["ok"] if counts["ok"] else None
+
+
+def test_a_judge_at_chance_is_almost_never_given_a_corrected_rate() -> None:
+    """J = 0 (se 0.6, sp 0.4; true rate 0.3, so about 90 labelled hallucinations): a two-sided 95% interval of J
+    should exclude 0 from above in about 2.5% of windows; measured 7 of 200 (a standard error of 2.2 windows on
+    these seeds). The point rule, se + sp > 1, called about half of them ok."""
+    counts, _ = statuses(0.6, 0.4, 0.3)
+    assert counts["ok"] <= 12 and counts["ok"] + counts["judge_uninformative"] == RUNS
+
+
+def test_a_barely_informative_judge_is_mostly_uninformative_on_300_labels() -> None:
+    """The case that opened this: se 0.60, sp 0.47 (J 0.07), true rate 0.10, so about 30 labelled hallucinations.
+    J's interval excludes 0 in 17 of 200 windows; those keep their coverage (17 of 17)."""
+    counts, covered = statuses(0.6, 0.47, 0.10)
+    assert counts["judge_uninformative"] >= 170 and counts["ok"] + counts["judge_uninformative"] == RUNS
+    assert covered is None or covered >= 0.85
+
+
+def test_near_a_true_rate_of_0_a_point_below_0_is_uninformative_and_the_rest_cover() -> None:
+    """se 0.8, sp 0.9, true rate 0.02: the judge's rate 0.114 sits just above its false-positive rate 0.1, and
+    sampling puts the corrected point below 0 in about a quarter of windows (53 of 200), each reported
+    judge_uninformative instead of a clipped 0; the ok ones cover 0.02 in 144 of 146. One window drew no labelled
+    hallucination among its 300 labels (too_few_labels)."""
+    counts, covered = statuses(0.8, 0.9, 0.02)
+    assert counts["judge_uninformative"] >= 20 and counts["ok"] >= 100
+    assert counts["ok"] + counts["judge_uninformative"] + counts["too_few_labels"] == RUNS
+    assert covered is not None and covered >= 0.93
 
 
 def test_the_agreement_gauge_says_which_labels_are_of_answers_that_made_claims() -> None:

@@ -81,6 +81,17 @@ def test_a_trace_whose_output_stays_invalid_is_kept_as_judge_error(judged: httpx
     assert broken["status"] == "judge_error" and "invalid after one repair" in broken["error"]
     assert broken["generation"] is None and len(broken["failed_calls"]) == 2
     assert fine["status"] == "ok" and fine["generation"]["faithfulness"] == 1.0
+    # the failed trace's repair turn is a repair; the judge that failed is named with its counts, never `none`
+    generation = judged.get(f"/v1/jobs/{job_id}/report").json()["generation"]
+    cost = generation["cost"]
+    assert (cost["calls"], cost["repair_calls"], cost["judge_errors"]) == (3, 1, 1)
+    [failure] = generation["judge_failures"]
+    assert {k: failure[k] for k in ("judge", "model", "traces", "failed", "repair_calls")} == {
+        "judge": "anthropic", "model": "claude-sonnet-4-6", "traces": 2, "failed": 1, "repair_calls": 1}
+    [(reason, count)] = failure["reasons"].items()
+    assert reason == broken["error"] and count == 1
+    page = judged.get(f"/v1/jobs/{job_id}/report.html").text
+    assert "judge: anthropic (claude-sonnet-4-6) - 1 of 2 traces failed (1 after a repair turn): " in page
 
 
 def test_rejected_credentials_fail_the_job_at_once(judged: httpx.Client, fake: FakeAnthropic) -> None:

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from html import escape
 
+import msgspec
 import pytest
 
 from ragpulse.evaluation.trace import evaluate_trace
+from ragpulse.exceptions import JudgeOutputInvalid
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL, retrieval_metric
 from ragpulse.metrics.stats import estimate, estimate_columns
 from ragpulse.model.estimate import DEGENERATE_METHOD, BOOTSTRAP_METHOD, WILSON_METHOD
 from ragpulse.model.trace import BatchOptions, RetrievedDoc, Trace
 from ragpulse.reporting.build import build_report
+from ragpulse.model.verdicts import JudgeCall, Judgment
+from ragpulse.reporting.html import render_html
 from ragpulse.reporting.render import render_report
 from tests.test_generation_metrics import Scripted
 
@@ -92,3 +98,49 @@ def test_report_intervals_follow_the_registry_for_retrieval_and_generation() -> 
     assert report.generation.faithfulness.ci_method == BOOTSTRAP_METHOD          # values 1, 0, 1, 0, ...
     assert report.generation.hallucination_rate.ci_method == WILSON_METHOD
     assert {m.name for m in RETRIEVAL} == {retrieval_metric(key).name for key in report.retrieval}
+
+
+class Unrepaired:
+    """A judge whose output stays invalid after its repair turn on every trace: two calls, then JudgeOutputInvalid,
+    as the structured judge raises it."""
+
+    name, model = "anthropic", "claude-sonnet-4-6"
+    problem = "judge output invalid after one repair: Expected `array`, got `int` - at `$.claims`"
+
+    async def ajudge(self, trace: Trace) -> Judgment:
+        calls = [JudgeCall(judge=self.name, model=self.model, prompt_version="p", raw_output={"claims": n})
+                 for n in (3, 4)]
+        raise JudgeOutputInvalid(self.problem, calls)
+
+
+def test_a_judge_failing_every_trace_after_its_repair_is_named_and_counted() -> None:
+    options = BatchOptions(k=[1, 3])
+    results = [asyncio.run(evaluate_trace(retrieval_only(f"t{i}", ["a"]), i, options, Unrepaired()))
+               for i in range(65)]
+    assert {r.status for r in results} == {"judge_error"}
+    report = build_report("job", options, results)
+    cost = report.generation.cost
+    # 65 traces x (first call + repair turn) = 130 calls; every repair turn counts, though none fixed the output
+    assert (cost.calls, cost.repair_calls, cost.judge_errors) == (130, 65, 65)
+    [failure] = report.generation.judge_failures
+    assert (failure.judge, failure.model, failure.traces, failure.failed, failure.repair_calls) == (
+        "anthropic", "claude-sonnet-4-6", 65, 65, 65)
+    assert failure.reasons == {Unrepaired.problem: 65}
+    named = (f"judge: anthropic (claude-sonnet-4-6) - 65 of 65 traces failed (65 after a repair turn): "
+             f"{Unrepaired.problem} (65)")
+    text = render_report(report)
+    assert named in text and "judge: none" not in text
+    assert "judge cost: 130 calls (2.00 per trace, 65 repairs, 65 errors)" in text
+    page = render_html(report)
+    assert escape(named) in page and "judge: none" not in page
+    body = json.loads(msgspec.json.encode(report))["generation"]
+    assert body["cost"]["repair_calls"] == 65 and body["cost"]["judge_errors"] == 65
+    assert body["judge_failures"] == [{"judge": "anthropic", "model": "claude-sonnet-4-6", "traces": 65, "failed": 65,
+                                       "repair_calls": 65, "reasons": {Unrepaired.problem: 65}}]
+
+
+def test_judge_none_is_kept_for_judging_off() -> None:
+    report = report_of([retrieval_only("p1", ["a"])])
+    assert report.generation.judge_failures == [] and report.generation.cost.traces == 0
+    assert "GENERATION (judge: none; 0 judged" in render_report(report)
+    assert "judge: none" in render_html(report)

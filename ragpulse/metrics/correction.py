@@ -11,7 +11,20 @@ monitor window is an hour or a day. PPI corrects the judge's mean by the rectifi
 sample of *the same population*; that rectifier is (1 - sp)(1 - p) - (1 - se)p, so it moves with the prevalence
 p, and one measured last month is wrong in a window where p has spiked. Sensitivity and specificity are
 conditional on the truth and do not depend on p, so labels pooled over a long period correct any window:
-p = (raw + sp - 1) / (se + sp - 1), clipped to [0, 1].
+p = (raw + sp - 1) / (se + sp - 1).
+
+When there is no corrected number. Rogan–Gladen divides by Youden's J = se + sp - 1, and a point estimate of J
+above 0 does not make a judge informative: se 0.60 and sp 0.47 measured on a few dozen labels give J = 0.07 and a
+"corrected" rate anywhere the noise puts it. So the judge is `judge_uninformative` unless the 95% interval of J
+excludes 0. That interval is Newcombe's hybrid score interval for a sum of two independent proportions, built from
+the Wilson intervals of se and sp that judge_agreement reports (on the Kish effective sizes): se and sp are shares
+of disjoint groups of labelled pairs (human-labelled hallucinations, faithful answers), so they are independent,
+and the J a reader is told to trust is the one the se and sp intervals beside it imply. It is preferred to the
+bootstrap below, which redraws how many hallucinations were labelled and, with a few dozen, has resamples where J
+is undefined; Newcombe's interval is analytic, keeps its coverage at small counts and needs no seed. A point outside
+[0, 1] before clipping (the judge's rate above its measured sensitivity, or below its false-positive rate 1 - sp)
+means the measured error does not explain the rate the judge counts: that is `judge_uninformative` too, with the
+unclipped point and the interval of J in the struct and its detail, never a bound reported as ok.
 
 The interval. A fixed-seed bootstrap: each resample redraws the labelled pairs for se and sp, and the judged count
 as Binomial(n, raw) for the raw rate, then applies Rogan–Gladen; the 2.5/97.5 percentiles bound the rate. So the
@@ -42,8 +55,9 @@ CELLS = ("human_hallucinated_judge_hallucinated", "human_hallucinated_judge_fait
 AGREEMENT_METHOD = ("Horvitz-Thompson weighted 2x2 (weight = 1 / inclusion probability); sensitivity and "
                     "specificity: Wilson interval on the Kish effective sample size; kappa: percentile bootstrap, "
                     f"{defaults.BOOTSTRAP_RESAMPLES} resamples of the labelled pairs, seed {defaults.BOOTSTRAP_SEED}")
-CORRECTION_METHOD = ("Rogan-Gladen (raw + sp - 1) / (se + sp - 1), clipped to [0, 1], se and sp from the "
-                     "Horvitz-Thompson weighted labels; interval: percentile bootstrap, "
+CORRECTION_METHOD = ("Rogan-Gladen (raw + sp - 1) / (se + sp - 1), se and sp from the Horvitz-Thompson weighted "
+                     "labels; no number unless Newcombe's 95% interval of Youden's J = se + sp - 1 (from the Wilson "
+                     "intervals of se and sp) excludes 0 and the point lies in [0, 1]; interval: percentile bootstrap, "
                      f"{defaults.BOOTSTRAP_RESAMPLES} resamples of the labelled pairs with the judged count drawn "
                      f"Binomial(n, raw), seed {defaults.BOOTSTRAP_SEED}")
 
@@ -91,14 +105,30 @@ def kappa(tables: np.ndarray) -> np.ndarray:
         return np.where(expected >= 1.0, 1.0, (observed - expected) / (1 - expected))
 
 
-def rogan_gladen(raw: np.ndarray | float, se: np.ndarray | float, sp: np.ndarray | float) -> np.ndarray:
-    """p = (raw - (1 - sp)) / (se - (1 - sp)), clipped to [0, 1]; nan where se + sp <= 1 (or se, sp is nan).
-    Written with the false-positive rate 1 - sp so that se = sp = 1 gives back raw exactly."""
+def rogan_gladen_unclipped(raw: np.ndarray | float, se: np.ndarray | float, sp: np.ndarray | float) -> np.ndarray:
+    """p = (raw - (1 - sp)) / (se - (1 - sp)), which leaves [0, 1] when raw is outside [1 - sp, se]; nan where
+    se + sp <= 1 (or se, sp is nan). Written with the false-positive rate 1 - sp so that se = sp = 1 gives back raw
+    exactly."""
     false_positive = 1 - np.asarray(sp, dtype=float)
     informative = np.asarray(se, dtype=float) - false_positive
     with np.errstate(invalid="ignore", divide="ignore"):
-        value = np.clip((raw - false_positive) / informative, 0.0, 1.0)
+        value = (raw - false_positive) / informative
     return np.where(informative > 0, value, np.nan)
+
+
+def rogan_gladen(raw: np.ndarray | float, se: np.ndarray | float, sp: np.ndarray | float) -> np.ndarray:
+    """rogan_gladen_unclipped clipped to [0, 1]: the bootstrap's resamples, where a true rate near 0 or 1 puts some
+    points past the bound and the percentiles must still be rates."""
+    return np.clip(rogan_gladen_unclipped(raw, se, sp), 0.0, 1.0)
+
+
+def youden_interval(se: Rate, sp: Rate) -> tuple[float, float]:
+    """Newcombe's hybrid score 95% interval of J = se + sp - 1 from the Wilson intervals of two independent shares:
+    J - sqrt((se - se_low)^2 + (sp - sp_low)^2) to J + sqrt((se_high - se)^2 + (sp_high - sp)^2)."""
+    j = se.value + sp.value - 1
+    low = j - float(np.hypot(se.value - se.ci95[0], sp.value - sp.ci95[0]))
+    high = j + float(np.hypot(se.ci95[1] - se.value, sp.ci95[1] - sp.value))
+    return (low, high)
 
 
 def resampled_tables(pairs: Sequence[LabelledPair], resamples: int = defaults.BOOTSTRAP_RESAMPLES,
@@ -156,39 +186,54 @@ def agreement_warning(labels: int, uniform: int, kappa_value: float | None) -> s
 
 def corrected_rate(positives: int, n: int, pairs: Sequence[LabelledPair]) -> CorrectedRate:
     """The judge flagged `positives` of `n` traces: that raw rate beside the Rogan–Gladen estimate of the true rate,
-    p = (raw + sp - 1) / (se + sp - 1) clipped to [0, 1], se and sp from the weighted labelled pairs, and its
-    bootstrap interval (module docstring). No number below MIN_ESTIMATION_LABELS uniform labels, without a
-    human-labelled hallucination or faithful answer (`too_few_labels`), or when se + sp <= 1
-    (`judge_uninformative`)."""
+    p = (raw + sp - 1) / (se + sp - 1), se and sp from the weighted labelled pairs, and its bootstrap interval
+    (module docstring). No number below MIN_ESTIMATION_LABELS uniform labels or without a human-labelled
+    hallucination or faithful answer (`too_few_labels`), nor when the interval of Youden's J reaches 0 or the point
+    falls outside [0, 1] (`judge_uninformative`)."""
     uniform = sum(p.uniform for p in pairs)
     if n == 0:
         return CorrectedRate(raw=None, raw_ci95=None, n=0, corrected=None, ci95=None, estimation_labels=uniform,
                              status="no_data", detail="no judged trace in this rate's population",
                              method=CORRECTION_METHOD)
-    raw, table = positives / n, weighted_table(pairs)
-    se, sp = float(sensitivity(table)), float(specificity(table))
-    status, detail = correction_status(len(pairs), uniform, se, sp)
+    raw, se, sp = positives / n, share(pairs, True), share(pairs, False)
+    youden = point = interval = None
+    if se is not None and sp is not None:
+        youden, interval = se.value + sp.value - 1, youden_interval(se, sp)
+        point = float(rogan_gladen_unclipped(raw, se.value, sp.value)) if youden > 0 else None
+    status, detail = correction_status(len(pairs), uniform, raw, se, sp, point)
     ok = status == "ok"
     return CorrectedRate(
-        raw=raw, raw_ci95=wilson_interval(positives, n), n=n,
-        corrected=float(rogan_gladen(raw, se, sp)) if ok else None,
+        raw=raw, raw_ci95=wilson_interval(positives, n), n=n, corrected=point if ok else None,
         ci95=corrected_interval(positives, n, pairs) if ok else None,
-        estimation_labels=uniform, status=status, detail=detail, method=CORRECTION_METHOD)
+        estimation_labels=uniform, status=status, detail=detail, method=CORRECTION_METHOD, unclipped=point,
+        youden_j=youden, youden_j_ci95=interval)
 
 
-def correction_status(labels: int, uniform: int, se: float, sp: float) -> tuple[CorrectionStatus, str]:
-    """Whether the labels support a corrected rate, and the sentence that says what it rests on or why not."""
+def correction_status(labels: int, uniform: int, raw: float, se: Rate | None, sp: Rate | None,
+                      point: float | None) -> tuple[CorrectionStatus, str]:
+    """Whether the labels support a corrected rate, and the sentence that says what it rests on or why not;
+    `point` is the unclipped Rogan–Gladen estimate (None when se + sp <= 1)."""
     if uniform < defaults.MIN_ESTIMATION_LABELS:
         return "too_few_labels", (f"{uniform} labels in the estimation sample; {defaults.MIN_ESTIMATION_LABELS} "
                                   "are needed for a corrected rate")
-    if np.isnan(se) or np.isnan(sp):
-        missing = "hallucination" if np.isnan(se) else "faithful answer"
+    if se is None or sp is None:
+        missing = "hallucination" if se is None else "faithful answer"
         return "too_few_labels", f"no human-labelled {missing} yet: the judge's error cannot be measured"
-    if se + sp <= 1:
-        return "judge_uninformative", (f"the judge's sensitivity {se:.2f} + specificity {sp:.2f} <= 1 on the "
-                                       "labels: its verdicts say nothing about the true rate")
-    return "ok", (f"corrected for the judge's sensitivity {se:.2f} and specificity {sp:.2f}, measured on "
-                  f"{labels} labels ({uniform} in the estimation sample)")
+    low, high = youden_interval(se, sp)
+    youden = (f"Youden's J = sensitivity {se.value:.2f} + specificity {sp.value:.2f} - 1 = "
+              f"{se.value + sp.value - 1:.2f}, 95% interval [{low:.2f}, {high:.2f}]")
+    would_be = "" if point is None else f"; the corrected point would be {point:.3f}"
+    if low <= 0:
+        return "judge_uninformative", (f"{youden} reaches 0 on the labels: the judge's verdicts may say nothing "
+                                       f"about the true rate{would_be}")
+    if point is not None and not 0 <= point <= 1:
+        bound = (f"above its measured sensitivity {se.value:.2f}" if point > 1
+                 else f"below its measured false-positive rate {1 - sp.value:.2f}")
+        return "judge_uninformative", (f"the corrected point {point:.3f} lies outside [0, 1]: the judge's rate "
+                                       f"{raw:.3f} is {bound}, so its measured error does not explain what it "
+                                       f"counts ({youden})")
+    return "ok", (f"corrected for the judge's sensitivity {se.value:.2f} and specificity {sp.value:.2f}, measured "
+                  f"on {labels} labels ({uniform} in the estimation sample)")
 
 
 def corrected_interval(positives: int, n: int, pairs: Sequence[LabelledPair],

@@ -81,3 +81,11 @@ class CorrectedRate(Struct):
     detail: str
     """One sentence for people: what the corrected rate rests on, or why there is none."""
     method: str
+    unclipped: float | None = None
+    """The Rogan–Gladen point before any clipping, whatever the status (None when se + sp <= 1 or either is
+    unmeasured): outside [0, 1] it is why a judge is `judge_uninformative`."""
+    youden_j: float | None = None
+    """Youden's J = sensitivity + specificity - 1, the correction's denominator (None when either is unmeasured)."""
+    youden_j_ci95: tuple[float, float] | None = None
+    """Newcombe's 95% interval of J from the Wilson intervals of sensitivity and specificity: a corrected rate needs
+    it to exclude 0."""

@@ -14,7 +14,8 @@ from ragpulse.metrics.registry import GENERATION, GenerationMetric
 from ragpulse.metrics.stats import estimate
 from ragpulse.model.estimate import Estimate
 from ragpulse.reporting.report import (
-    Abstention, Citations, GenerationSection, GroupGeneration, JudgeCost, RepeatAgreement, UnanswerableCounts,
+    FAILURE_REASONS, Abstention, Citations, GenerationSection, GroupGeneration, JudgeCost, JudgeFailure,
+    RepeatAgreement, UnanswerableCounts,
 )
 
 
@@ -38,7 +39,34 @@ def generation_section(results: Sequence[TraceResult],  # type: ignore[valid-typ
         repeat_agreement=_agreement(judged),
         cost=judge_cost(results, prices),
         n_judged_by_rule=sum(r.generation is not None for r in results) - len(judged),
+        judge_failures=judge_failures(results),
     )
+
+
+def judge_failures(results: Sequence[TraceResult]) -> list[JudgeFailure]:
+    """Each judge that ended at least one trace judge_error, with its model, counts and most frequent errors."""
+    handed: dict[str, list[TraceResult]] = {}
+    for r in results:
+        if r.judge is not None:
+            handed.setdefault(r.judge, []).append(r)
+    return [_failure(name, traces) for name, traces in handed.items()
+            if any(r.status == "judge_error" for r in traces)]
+
+
+def _failure(judge: str, traces: Sequence[TraceResult]) -> JudgeFailure:
+    failed = [r for r in traces if r.status == "judge_error"]
+    calls = [c for r in traces for c in r.failed_calls] + [c for r in traces for j in r.judgments for c in j.calls]
+    reasons = Counter(r.error or "no reason recorded" for r in failed)
+    return JudgeFailure(judge=judge, model=calls[0].model if calls else None, traces=len(traces), failed=len(failed),
+                        repair_calls=sum(_failed_repairs(r) for r in failed),
+                        reasons=dict(reasons.most_common(FAILURE_REASONS)))
+
+
+def _failed_repairs(result: TraceResult) -> int:
+    """Repair turns of a trace that ended judge_error. Its kept calls (evaluation.trace) are those of the one
+    structured call that failed, a first call and at most one repair; only when the judge answered and a metric
+    then refused the output are they its judgments' calls, one judgment with the default single repeat."""
+    return max(0, len(result.failed_calls) - 1)
 
 
 def rated(results: Sequence[TraceResult]) -> list[TraceResult]:
@@ -68,7 +96,8 @@ def judge_cost(results: Sequence[TraceResult], prices: Mapping[str, tuple[float,
     return JudgeCost(
         traces=n,
         calls=len(calls),
-        repair_calls=sum(max(0, len(j.calls) - 1) for r in attempted for j in r.judgments),
+        repair_calls=sum(max(0, len(j.calls) - 1) for r in attempted for j in r.judgments)
+        + sum(_failed_repairs(r) for r in attempted if r.status == "judge_error"),
         judge_errors=sum(r.status == "judge_error" for r in attempted),
         calls_per_trace=len(calls) / n if n else None,
         input_tokens=input_tokens,

@@ -17,6 +17,7 @@ from ragpulse.reporting.trace_html import FAILING_SHOWN, failing_section, failin
 from ragpulse.reporting.agreement_html import corrected_section
 from ragpulse.reporting.report import DiagnosticMatrix, Group, Report
 from ragpulse.reporting.build import diagnostic_k
+from ragpulse.reporting.render import judge_line
 
 __all__ = ["FAILING_SHOWN", "failing_traces", "pending_page", "render_html"]
 
@@ -70,7 +71,7 @@ def render_html(report: Report, failing: Sequence[TraceResult] = (), queries: Ma
     FAILING_SHOWN are shown with their claims and evidence), `queries` their questions by batch index; `nav` is markup
     put first (the web UI's bar: ragpulse.reporting.pages.job_nav), none for the API's page and saved files."""
     gen = report.generation
-    judges = ", ".join(f"{name} ({n})" for name, n in gen.judges.items()) or "none"
+    judges = judge_line(gen)
     k = diagnostic_k(report.method.k)
     parts = [
         nav,

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from ragpulse.metrics.registry import GENERATION, RETRIEVAL
 from ragpulse.model.estimate import Estimate
 from ragpulse.reporting.build import WORST_BY, diagnostic_k
-from ragpulse.reporting.report import DiagnosticMatrix, Group, Report, Target
+from ragpulse.reporting.report import DiagnosticMatrix, GenerationSection, Group, JudgeFailure, Report, Target
 
 NOTE_HEURISTIC = ("  NOTE: HEURISTIC: `heuristic` is an offline heuristic (word overlap), not an LLM judge; its "
                   "accuracy on your data is unmeasured and its figures never page")
@@ -88,13 +88,27 @@ def _target(target: Target | None) -> str:
     return f"   {sign} {target.target:g}{mark} {verdict}"
 
 
+def judge_line(gen: GenerationSection) -> str:  # type: ignore[valid-type]
+    """Who judged, for the text and the HTML report: each judge with the traces it judged, and each judge that
+    failed named with its model, counts and errors; `none` only when no trace went to a judge (judging off)."""
+    failures = {f.judge: f for f in gen.judge_failures}
+    return ", ".join([f"{name} ({n})" for name, n in gen.judges.items() if name not in failures]
+                     + [_failed(f) for f in failures.values()]) or "none"
+
+
+def _failed(failure: JudgeFailure) -> str:
+    model = f" ({failure.model})" if failure.model else ""
+    repaired = f" ({failure.repair_calls} after a repair turn)" if failure.repair_calls else ""
+    reasons = " | ".join(f"{reason} ({n})" for reason, n in failure.reasons.items())
+    return f"{failure.judge}{model} - {failure.failed} of {failure.traces} traces failed{repaired}: {reasons}"
+
+
 def _generation(report: Report) -> list[str]:
     gen = report.generation
     if gen.not_judged is not None:
         return ["GENERATION: not judged", *textwrap.wrap(gen.not_judged, 116, initial_indent="  ",
                                                           subsequent_indent="  ")]
-    judges = ", ".join(f"{name} ({n})" for name, n in gen.judges.items()) or "none"
-    rows = [f"GENERATION (judge: {judges}; {gen.n_judged} judged, {gen.n_abstained} abstained)",
+    rows = [f"GENERATION (judge: {judge_line(gen)}; {gen.n_judged} judged, {gen.n_abstained} abstained)",
             *([NOTE_HEURISTIC] if gen.heuristic else [])]
     rows += _metric_table({m.name: getattr(gen, m.name) for m in GENERATION}, report.targets)
     rows += _metric_table({"abstention_precision": gen.abstention.precision,

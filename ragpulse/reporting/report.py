@@ -126,6 +126,27 @@ class JudgeCost(Struct):
     """interactive_cost_usd - cost_usd: what batch delivery saved."""
 
 
+class JudgeFailure(Struct):
+    """A judge that was handed traces and ended some of them judge_error: who it was and what went wrong, so a
+    report whose judge failed names it instead of reading like one where judging was off."""
+
+    judge: str
+    model: str | None
+    """The model its calls named; None when none of its calls got an answer."""
+    traces: int
+    """Traces handed to this judge."""
+    failed: int
+    """Of those, traces that ended judge_error."""
+    repair_calls: int
+    """Repair turns the failed traces took: a repair after which the output was still invalid is a repair too."""
+    reasons: dict[str, int]
+    """The most frequent errors (at most FAILURE_REASONS), each with its number of traces, most frequent first."""
+
+
+FAILURE_REASONS = 3
+"""Errors listed per failed judge: enough to tell one systematic failure from a mix, short enough to read."""
+
+
 GenerationSection = msgspec.defstruct(
     "GenerationSection",
     [
@@ -140,14 +161,16 @@ GenerationSection = msgspec.defstruct(
         ("repeat_agreement", RepeatAgreement),
         ("cost", JudgeCost),
         ("n_judged_by_rule", int, 0),
+        ("judge_failures", list[JudgeFailure], []),
         ("not_judged", Union[str, None], None),  # noqa: UP007 - a runtime type expression
     ],
     kw_only=True,
     module=__name__,
 )
-"""Judged generation metrics (one field per registry metric, null when no trace is in its population) and the
-judge's abstention, citation, agreement and cost figures. `not_judged` says why there are none and what to configure
-when the job's judge judges nothing (`none`, the default without an LLM judge)."""
+"""Judged generation metrics (one field per registry metric, null when no trace is in its population), the
+judge's abstention, citation, agreement and cost figures, and each judge that failed on some traces. `not_judged`
+says why there are none and what to configure when the job's judge judges nothing (`none`, the default without an
+LLM judge)."""
 
 GroupGeneration = msgspec.defstruct(
     "GroupGeneration",
