@@ -65,7 +65,7 @@ def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResu
         by_turn=_breakdown([r for r in results if r.session_id is not None], lambda r: turn_bucket(r.turn)),
         sessions=sessions_section(results),
     )
-    if not kinds.judges_traces(options.judge):
+    if options.judge is not None and not kinds.judges_traces(options.judge) and not report.generation.cost.traces:
         report.generation.not_judged = kinds.NOT_JUDGED
     report.targets = report_targets(report, options.targets or {})
     return report
