@@ -44,6 +44,7 @@
     ├── GateConfigError        `ragpulse gate`: the gate config cannot be read or breaks its schema
     ├── OutputFileError        `--html` / `--junit`: the output file cannot be written (checked before any run)
     ├── DatasetMismatch        `ragpulse gate`: the candidate and the baseline ran different dataset versions or items
+    ├── JudgingRefused         `ragpulse gate`: the two sides were judged differently, or one judged too few traces
     ├── Interrupted            `ragpulse eval` / `gate`: Ctrl-C; carries the jobs created so far, which run on
     └── SpansInvalid           an OpenTelemetry trace's spans cannot make a ragpulse trace: it is recorded `invalid`
 """
@@ -308,6 +309,11 @@ class OutputFileError(RagpulseError):
 class DatasetMismatch(RagpulseError):
     """`ragpulse gate` refuses to rule: the candidate and the baseline ran different dataset versions (or different
     items), so a change would measure the dataset as much as the system (`[baseline] dataset_mismatch = "refuse"`)."""
+
+
+class JudgingRefused(RagpulseError):
+    """`ragpulse gate` refuses to rule on judged metrics: the two sides were judged differently (`[baseline]
+    judge_mismatch = "refuse"`), or a side judged too few of its traces for a judged metric the config names."""
 
 
 class Interrupted(RagpulseError):
