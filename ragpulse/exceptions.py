@@ -45,6 +45,7 @@
     ├── OutputFileError        `--html` / `--junit`: the output file cannot be written (checked before any run)
     ├── DatasetMismatch        `ragpulse gate`: the candidate and the baseline ran different dataset versions or items
     ├── HeuristicEvidence      `ragpulse gate`: a judged metric rests on the unmeasured offline heuristic
+    ├── JudgingRefused         `ragpulse gate`: the two sides were judged differently, or one judged too few traces
     ├── Interrupted            `ragpulse eval` / `gate`: Ctrl-C; carries the jobs created so far, which run on
     └── SpansInvalid           an OpenTelemetry trace's spans cannot make a ragpulse trace: it is recorded `invalid`
 """
@@ -314,6 +315,9 @@ class DatasetMismatch(RagpulseError):
 class HeuristicEvidence(RagpulseError):
     """`ragpulse gate` refuses to rule: a judged metric it would hold comes from the offline heuristic, whose accuracy
     on the user's data nothing has measured (the config's top-level `allow_heuristic = true` accepts it)."""
+class JudgingRefused(RagpulseError):
+    """`ragpulse gate` refuses to rule on judged metrics: the two sides were judged differently (`[baseline]
+    judge_mismatch = "refuse"`), or a side judged too few of its traces for a judged metric the config names."""
 
 
 class Interrupted(RagpulseError):

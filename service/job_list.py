@@ -5,14 +5,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, get_args
 
+import msgspec
 from litestar import get
 from litestar.params import Parameter
 
 from ragpulse.config import defaults
 from ragpulse.exceptions import InvalidParameter
+from ragpulse.model.judging import Judging
 from ragpulse.model.job_list import JobFilter, JobLinks, JobsPage, JobSummary
 from ragpulse.model.results import ENDED_WITH_REPORT, JobStatus, Progress
 from ragpulse.model.trace import APP_NAME_PATTERN, DatasetRef
+from ragpulse.reporting.judging import comparable, judging
 from ragpulse.store import JobRecord, Store
 from service.context import Call
 
@@ -75,28 +78,45 @@ def form_filter(app: str, run: str, status: str) -> JobFilter:
 
 
 def previous_job(store: Store, tenant: str, job_id: str) -> tuple[JobSummary | None, str]:
-    """The newest job created before `job_id` that ended with a report, of the same run when the job has one, else of
-    its app (never an unrelated job: it would match no trace), looking through at most PREVIOUS_JOB_SCAN jobs; and
-    what they share, as a phrase (`run nightly`). JobNotFound when `job_id` is not the tenant's."""
+    """The newest job created before `job_id` that ended with a report its judged metrics can be compared with
+    (judged share at the floor or above, and the same judge, model and prompt version when both were judged), of the
+    same run when the job has one, else of its app (never an unrelated job: it would match no trace), looking through
+    at most PREVIOUS_JOB_SCAN jobs; and what they share, as a phrase (`run nightly`). JobNotFound when `job_id` is not
+    the tenant's."""
     record = store.jobs.get(job_id, tenant)
     choices = []
     if record.options.run:
         choices.append((JobFilter(run=record.options.run), f"run {record.options.run}"))
     if record.apps:
         choices.append((JobFilter(app=record.apps[0]), f"app {record.apps[0]}"))
+    own = job_judging(store, tenant, job_id)
     for where, alike in choices:
-        found = _before(store, tenant, where, job_id)
+        found = _before(store, tenant, where, job_id, own)
         if found is not None:
             return found, alike
     return None, choices[0][1] if choices else "its run or app"
 
 
-def _before(store: Store, tenant: str, where: JobFilter, job_id: str) -> JobSummary | None:
+def job_judging(store: Store, tenant: str, job_id: str) -> Judging:
+    """Who judged the job and how much: from its report, else (a report built before it said so) its results."""
+    raw = store.report(job_id, tenant)
+    stored = None if raw is None else msgspec.json.decode(raw, type=_ReportJudging).judging
+    return stored if stored is not None else judging(store.results.all(job_id))
+
+
+class _ReportJudging(msgspec.Struct):
+    """The one field of a stored report the default baseline reads, decoded without the rest."""
+
+    judging: Judging | None = None
+
+
+def _before(store: Store, tenant: str, where: JobFilter, job_id: str, own: Judging) -> JobSummary | None:
     seen_self, scanned, cursor = False, 0, None
     while scanned < defaults.PREVIOUS_JOB_SCAN:
         page = jobs_page(store, tenant, where, cursor, defaults.JOBS_PAGE_MAX)
         for item in page.items:
-            if seen_self and item.status in ENDED_WITH_REPORT:
+            if seen_self and item.status in ENDED_WITH_REPORT and \
+                    comparable(own, job_judging(store, tenant, item.job_id)):
                 return item
             seen_self = seen_self or item.job_id == job_id
         scanned += len(page.items)

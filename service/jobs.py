@@ -19,6 +19,7 @@ from ragpulse.model.trace import JudgeName
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import TERMINAL, JobStatus, JobView, ResultsPage
 from ragpulse.reporting.compare import compare
+from ragpulse.reporting.judging import judged_keys
 from ragpulse.reporting.significance import default_family, parse_family
 from ragpulse.reporting.html import FAILING_SHOWN, failing_traces, pending_page, render_html
 from ragpulse.store import Store
@@ -112,6 +113,13 @@ class JobController(Controller):
             "What to do when the two jobs ran different dataset versions or different items: warn (answer, with "
             "dataset_mismatch and a warning naming both versions and the items matched) or refuse (409 naming "
             "query.baseline)."))] = "warn",
+        on_judge_mismatch: Annotated[MismatchPolicy, Parameter(description=(
+            "What to do when the two jobs' judged metrics cannot be read side by side: judged by different judges, "
+            "models or prompt versions (every heuristic counts as one judge), or a side with fewer than "
+            f"{defaults.JUDGED_SHARE_FLOOR:.0%} of the traces it sent to the judge judged. refuse: 409 naming "
+            "query.baseline and both sides' judge, model and prompt version, or the side's judged count. warn: "
+            "answer, saying so in judge_mismatch, judged_refused and warnings (a side below the floor keeps its "
+            "judged metrics out of the tested family either way)."))] = "refuse",
         pairwise: Annotated[bool, Parameter(description=(
             "Also ask an LLM judge, for each matched item, which answer is better grounded and more correct, twice "
             "with the order swapped. This runs as a job: the answer is 202 with its progress until it has ended, "
@@ -131,15 +139,22 @@ class JobController(Controller):
         `dataset_mismatch` and `warnings`, naming both versions and how many items matched; with
         `on_mismatch=refuse` that is a 409 instead.
 
+        Each side's `judging` names its judge, model and prompt version and how many of its traces were judged. Two
+        jobs judged differently are refused (409) while the tested family holds a judged metric; a side that judged
+        fewer than the floor of its traces has its judged metrics left out of the tested family (`refused_metrics`,
+        a warning), and is refused (409) when `metrics` or the candidate's targets name one of them. With
+        `on_judge_mismatch=warn` both answer 200 with the reasons in `judge_mismatch`, `judged_refused` and
+        `warnings`.
+
         With `pairwise=true`, the judge's preference between the two runs' answers too (see the parameter); 202 with
         the pairwise run's progress until it has ended.
 
         404 for an unknown or foreign job; 409 naming the job while either is queued or running, or failed, or
-        naming `query.baseline` for a refused dataset mismatch; 400 naming `query.metrics` for an unknown metric
+        naming `query.baseline` for a refused dataset mismatch or judged metrics refused; 400 naming `query.metrics` for an unknown metric
         key; 422 naming `query.judge` when pairwise judging is asked of a judge that cannot compare two answers or is
         not configured here."""
         comparison = compare_jobs(call.services, call.tenant, job_id, baseline, threshold=threshold,
-                                  metrics=metrics, correction=correction)
+                                  metrics=metrics, correction=correction, on_judge_mismatch=on_judge_mismatch)
         if on_mismatch == "refuse" and comparison.dataset_mismatch:
             raise Conflict(f"the two jobs are not on the same dataset items: {comparison.dataset_mismatch}",
                            [{"path": "query.baseline", "message": comparison.dataset_mismatch}])
@@ -194,10 +209,11 @@ PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-u
 
 def compare_jobs(services: Services, tenant: str, job_id: str, baseline: str, *,
                  threshold: float = defaults.COMPARE_REGRESSION_THRESHOLD, metrics: str | None = None,
-                 correction: Correction = "holm", candidate_path: str = "path.job_id") -> Comparison:
+                 correction: Correction = "holm", candidate_path: str = "path.job_id",
+                 on_judge_mismatch: MismatchPolicy = "refuse") -> Comparison:
     """The tenant's candidate `job_id` compared against `baseline` (GET /v1/jobs/{job_id}/compare, and the web UI's
     compare page, where the candidate is `query.candidate`): 404 naming the missing side, 409 naming a side that
-    has not finished or failed."""
+    has not finished or failed, or (under `on_judge_mismatch` refuse) whose judged metrics cannot be compared."""
     store = services.store
     sides = {candidate_path: _named_job(store, job_id, tenant, candidate_path, "candidate"),
              "query.baseline": _named_job(store, baseline, tenant, "query.baseline", "baseline")}
@@ -206,11 +222,29 @@ def compare_jobs(services: Services, tenant: str, job_id: str, baseline: str, *,
             what = "ended without results" if job.status == "failed" else "has not finished"
             raise Conflict(f"job {job.job_id} is {job.status}; compare it once it has finished",
                            [{"path": path, "message": f"job {what}"}])
-    family = parse_family(metrics) if metrics is not None else default_family(_targets(store, job_id, tenant))
+    named = parse_family(metrics) if metrics is not None else _targets(store, job_id, tenant)
+    family = named if metrics is not None else default_family(named)
     results = {"baseline": store.results.all(baseline), "candidate": store.results.all(job_id)}
     comparison = compare(_run_info(sides["query.baseline"]), _run_info(sides[candidate_path]),
                          results["baseline"], results["candidate"], threshold, family=family, correction=correction)
+    if on_judge_mismatch == "refuse":
+        refuse_judged(comparison, named)
     return services.reviews.correct_comparison(tenant, comparison, results)
+
+
+def refuse_judged(comparison: Comparison, named: list[str]) -> None:
+    """409 naming `query.baseline` when the two sides were judged differently and a judged metric is in the tested
+    family, or when a side below the judged-share floor had a judged metric asked for by name (`named`: the
+    request's `metrics`, else the candidate's targets)."""
+    if comparison.judge_mismatch and judged_keys(comparison.family):
+        raise Conflict(f"judge mismatch: {comparison.judge_mismatch}; compare the same judge, model and prompt "
+                       "version, or pass on_judge_mismatch=warn",
+                       [{"path": "query.baseline", "message": comparison.judge_mismatch}])
+    asked = [key for key in comparison.refused_metrics if key in named]
+    if asked:
+        raise Conflict(f"judged metrics refused ({', '.join(asked)}): {comparison.judged_refused}; the retrieval "
+                       "metrics can be compared without them, or pass on_judge_mismatch=warn",
+                       [{"path": "query.baseline", "message": comparison.judged_refused}])
 
 
 def _named_job(store: Store, job_id: str, tenant: str, path: str, role: str) -> JobView:

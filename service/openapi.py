@@ -100,7 +100,11 @@ _WHY_HERE = {
     ("/v1/jobs/{job_id}/compare", "get", 409): "The job or the baseline is still queued or running, or failed "
                                                 "(`errors` names `path.job_id` or `query.baseline`); or, with "
                                                 "on_mismatch=refuse, the two ran different dataset versions "
-                                                "or items (`errors` names `query.baseline`).",
+                                                "or items (`errors` names `query.baseline`); or, unless "
+                                                "on_judge_mismatch=warn, the two were judged by different judges, "
+                                                "models or prompt versions, or a judged metric was named while a "
+                                                "side judged under 90% of its traces (`errors` names "
+                                                "`query.baseline`).",
     ("/v1/jobs/{job_id}/compare", "get", 422): "pairwise=true asks a judge that cannot compare two answers (local, a "
                                                 "heuristic, or none) or is not configured on this service (`errors` "
                                                 "names `query.judge`).",

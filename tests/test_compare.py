@@ -159,7 +159,10 @@ def test_compare_endpoint_reports_the_regression_live(client: httpx.Client) -> N
     response = client.get(f"/v1/jobs/{candidate}/compare", params={"baseline": baseline})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["candidate"] == {"job_id": candidate, "run": "v2", "variant": "rag"}
+    assert {k: body["candidate"][k] for k in ("job_id", "run", "variant")} == {
+        "job_id": candidate, "run": "v2", "variant": "rag"}
+    assert body["candidate"]["judging"]["judged"] == body["candidate"]["judging"]["sent"] == 30
+    assert body["judge_mismatch"] is None and body["judged_refused"] is None
     assert body["matched"] == 30 and body["only_in_baseline"] == body["only_in_candidate"] == 0
     recall = body["retrieval"]["recall@5"]
     assert recall["delta"] == pytest.approx(-1 / 3) and recall["ci95"][1] < 0 and recall["change"] == "regressed"

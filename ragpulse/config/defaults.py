@@ -156,6 +156,11 @@ DEFAULT_REGRESSION_FAMILY = ("recall@5", "ndcg@5", "mrr", "faithfulness", "hallu
 `metrics=` on GET /v1/jobs/{id}/compare), beside the ones with thresholds or targets; a metric the comparison
 lacks (no cutoff 5, no unanswerable trace) is left out of the family."""
 
+JUDGED_SHARE_FLOOR = 0.90
+"""Share of a job's traces sent to the judge that must come back judged before compare and gate read its judged
+metrics: below it the judged traces are the ones the judge managed (short answers, easy questions), so their means
+describe a different population from the other side's, and a regression can vanish with the failed traces."""
+
 REVIEW_SESSION_TTL_SECONDS = 8 * 3600
 """How long a review-page login lasts (absolute, not renewed by use): a working day, then the key is asked again."""
 

@@ -67,10 +67,11 @@ def check_comparison(comparison: Comparison, config: GateConfig) -> list[Row]:
     if comparison.dataset_mismatch:
         rows.append(Row(metric="dataset", value=None, interval=None, threshold="same dataset items", verdict="info",
                         detail=f"MISMATCH (warned, not refused): {comparison.dataset_mismatch}"))
+    rows.append(_judges_row(comparison))
     deltas = {**comparison.retrieval, **comparison.generation}
     rows += [_family_row(key, delta, comparison, config.baseline.fail_on_regression)
              for key, delta in deltas.items() if delta.tested]
-    rows += [_untested_row(key, deltas.get(key)) for key in config.regression_family
+    rows += [_untested_row(key, deltas.get(key), comparison) for key in config.regression_family
              if key not in comparison.family and comparison.matched]
     for name, gap in (("oracle_gap", comparison.oracle_gap), ("rag_lift", comparison.rag_lift)):
         if gap is not None:
@@ -94,12 +95,28 @@ def _pairing_row(comparison: Comparison) -> Row | None:
                       "in no baseline row (a trace whose id changed is compared with nothing)")
 
 
-def _untested_row(key: str, delta: MetricDelta | None) -> Row:
-    """A metric the gate asked to test against the baseline that could not be: missing on a side, or too few
-    matched traces to test."""
-    why = delta.note if delta is not None and delta.note else (
+def _judges_row(comparison: Comparison) -> Row:
+    """Each side's judge, model, prompt version and judged share; says when they differ (warned: a refusal never
+    reaches the table) or when a side is below the judged-share floor."""
+    sides = "; ".join(f"{role} {side.judging.describe()}, {side.judging.judged} of {side.judging.sent} judged"
+                      for role, side in (("candidate", comparison.candidate), ("baseline", comparison.baseline))
+                      if side.judging is not None)
+    problems = [*([f"MISMATCH (warned, not refused): {comparison.judge_mismatch}"] if comparison.judge_mismatch
+                  else []),
+                *([f"BELOW THE FLOOR, judged metrics not tested: {comparison.judged_refused}"]
+                  if comparison.judged_refused else [])]
+    return Row(metric="judges", value=None, interval=None, threshold="same judge, model, prompt", verdict="info",
+               detail="; ".join([sides or "not known", *problems]))
+
+
+def _untested_row(key: str, delta: MetricDelta | None, comparison: Comparison) -> Row:
+    """A metric the gate asked to test against the baseline that could not be: refused for a side's judged share,
+    missing on a side, or too few matched traces to test."""
+    refused = f"judged share below the floor: {comparison.judged_refused}" \
+        if key in comparison.refused_metrics else None
+    why = refused or (delta.note if delta is not None and delta.note else (
         "missing from the baseline or the candidate (not judged, no labels, or another k)" if delta is None
-        else f"not tested over {delta.n} matched traces")
+        else f"not tested over {delta.n} matched traces"))
     return Row(metric=f"{key} vs baseline", value=None if delta is None else delta.delta,
                interval=None if delta is None else delta.ci95, threshold="no significant regression",
                verdict="no_data", detail=f"not tested: {why}")

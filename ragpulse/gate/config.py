@@ -16,6 +16,7 @@
     correction = "holm"           # p-values adjusted over that family ("none": each metric alone)
     regression_threshold = 0.2    # a trace's recall@k / nDCG@k drop listed as a regression
     dataset_mismatch = "refuse"   # runs on different dataset versions or items: exit 2 ("warn": a row, and go on)
+    judge_mismatch = "refuse"     # judged by another judge, model or prompt version: exit 2 ("warn": a row, go on)
     ignore = ["precision@10"]     # metrics left out of the tested family
 
 Without a `[thresholds]` table the documented defaults apply (DEFAULT_THRESHOLDS); with one, exactly its entries.
@@ -100,6 +101,12 @@ class BaselineRules(Base):
     """When the candidate and the baseline ran different dataset versions (by content hash), or different items of
     one: `refuse` exits 2 naming both versions and the items matched, with no verdict; `warn` says so in a row of the
     table and on stderr, and rules on the matched items."""
+    judge_mismatch: MismatchPolicy = "refuse"
+    """When the two sides' judged traces were judged by different judges (every heuristic counts as one), models or
+    prompt versions and the tested family holds a judged metric: `refuse` exits 2 naming both sides' judge, model
+    and prompt version; `warn` says so in a row, in `warnings` and on stderr, and rules on the judged metrics all the
+    same. A side below the judged-share floor is refused for the judged metrics the config names (thresholds,
+    `metrics`) whatever this says."""
 
 
 class GateConfig(Base):
@@ -145,6 +152,13 @@ class GateConfig(Base):
     @property
     def active_thresholds(self) -> dict[str, Threshold]:
         return dict(DEFAULT_THRESHOLDS) if self.thresholds is None else dict(self.thresholds)
+
+    @property
+    def named_metrics(self) -> list[str]:
+        """The metrics this config names for the comparison: its thresholded ones and `[baseline] metrics` (the
+        default thresholds count when it sets none; the default family does not)."""
+        named = [key for key in self.active_thresholds if is_metric_key(key)]
+        return list(dict.fromkeys([*named, *(self.baseline.metrics or ())]))
 
     @property
     def regression_family(self) -> list[str]:

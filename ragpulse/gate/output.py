@@ -22,7 +22,7 @@ def table(rows: Sequence[Row]) -> str:
         p_value, p_adjusted = (_p(row.p_value), _p(row.p_adjusted))
         lines.append(f"{row.metric:<{width}}{value:>8}  {interval:<18}{row.threshold:<27}{p_value:>8}{p_adjusted:>8}"
                      f"  {MARKS[row.verdict]}")
-        if row.p_value is not None or row.metric in ("regression family", "dataset") or (
+        if row.p_value is not None or row.metric in ("regression family", "dataset", "judges") or (
                 row.value is None and row.verdict in ("fail", "no_data") and row.detail):
             lines.append(f"{'':<{width}}  {row.detail}")
     return "\n".join(lines)

@@ -56,6 +56,8 @@ class RetrievalMetric:
     """The value of a perfect ranking; a trace short of it fails this metric."""
     scale: tuple[float, float] = (0.0, 1.0)
     """The bounds of a per-query value (every retrieval metric here is a 0-1 score)."""
+    judged: bool = False
+    """Needs a judge's verdict: no, a ranking and its labels are enough."""
 
     def key(self, k: int) -> str:
         """The result and report key of this metric at k (`recall@5`, or `mrr` for a whole-ranking metric)."""
@@ -88,6 +90,9 @@ class GenerationMetric:
     population: MetricDef | None = None
     """A counter incremented by 1 for every trace in the metric's population (the report's n), so Prometheus
     divides the `prometheus` counter by the same n as the report and the rolling monitor."""
+    judged: bool = True
+    """Needs a judge's verdict, so two jobs compare on it only when the same judge, model and prompt version judged
+    both, each judging enough of its traces (ragpulse.reporting.judging)."""
 
 
 RETRIEVAL: tuple[RetrievalMetric, ...] = (
@@ -195,6 +200,12 @@ def metric_for_key(key: str) -> Metric | None:
         metric = RETRIEVAL_BY_NAME[name]
         return metric if bool(at) == metric.at_k else None
     return GENERATION_BY_NAME.get(name) if not at else None
+
+
+def needs_judge(key: str) -> bool:
+    """True when the metric behind `key` reads a judge's verdict (False for a retrieval or unknown key)."""
+    metric = metric_for_key(key)
+    return metric is not None and metric.judged
 
 
 def metric_key_pattern() -> str:

@@ -9,13 +9,14 @@ import msgspec
 
 from ragpulse.model.agreement import CorrectedRate
 from ragpulse.model.dataset import DatasetBinding
+from ragpulse.model.judging import Judging
 from ragpulse.model.pairwise import Pairwise
 
 Change = Literal["improved", "regressed", "unchanged", "untested"]
 Correction = Literal["holm", "none"]
 MismatchPolicy = Literal["warn", "refuse"]
-"""What a comparison of runs on different dataset versions (or different items) does: answer with a loud warning,
-or refuse (compare 409, gate exit 2)."""
+"""What a comparison of runs on different dataset versions (or different items), or judged by different judges, does:
+answer with a loud warning, or refuse (compare 409, gate exit 2)."""
 
 
 class Struct(msgspec.Struct, kw_only=True):
@@ -30,6 +31,9 @@ class RunInfo(Struct, omit_defaults=True):
     variant: str
     dataset: DatasetBinding | None = None
     """The dataset version the job ran, if it was bound to one."""
+    judging: Judging | None = None
+    """Who judged the job's traces (judge, model, prompt version) and how many of those sent to the judge were
+    judged; read off its results by the comparison."""
 
 
 class McNemar(Struct):
@@ -166,6 +170,14 @@ class Comparison(Struct):
     """Set when the two runs are not on the same dataset items: different dataset versions (by content hash), one
     bound to a dataset and the other not, or the same version with items only one run covered. Names both versions
     and how many items matched; None when both ran the same items (or neither ran a dataset)."""
+    judge_mismatch: str | None = None
+    """Set when both jobs have judged traces but not by the same judge, model and prompt version (every heuristic
+    counts as one judge), naming both sides'; compare answers 409 and the gate exits 2 unless told to warn."""
+    judged_refused: str | None = None
+    """Set when a side's judged share is below the floor (`baseline job X: 0 of 65 traces judged (floor 90%)`): its
+    judged metrics are left out of the tested family, described only."""
+    refused_metrics: list[str] = []
+    """The judged metrics asked to be tested that `judged_refused` left out of the family."""
     pairwise: Pairwise | None = None
     """With `pairwise=true`, once its run has ended: the judge's preference between the two runs' answers, each
     matched item asked in both orders (absent otherwise)."""

@@ -204,10 +204,12 @@ class Client:
             params["cursor"] = page.next_cursor
 
     def compare(self, candidate: str, baseline: str, threshold: float, family: list[str] | None = None,
-                correction: str = "holm") -> Comparison:
+                correction: str = "holm", on_judge_mismatch: str = "refuse") -> Comparison:
         """GET /v1/jobs/{candidate}/compare?baseline=...: the paired comparison, testing `family` (the server's
-        default family when None) with `correction`."""
-        params: dict[str, Any] = {"baseline": baseline, "threshold": threshold, "correction": correction}
+        default family when None) with `correction`; `on_judge_mismatch` warn answers a comparison the service
+        would refuse for its judging, for the caller to rule on."""
+        params: dict[str, Any] = {"baseline": baseline, "threshold": threshold, "correction": correction,
+                                  "on_judge_mismatch": on_judge_mismatch}
         if family is not None:
             params["metrics"] = ",".join(family)
         return self._decode(self._request("GET", f"/v1/jobs/{candidate}/compare", params=params), Comparison)

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from ragpulse.exceptions import (ClientError, DatasetMismatch, GateConfigError, HeuristicEvidence, Interrupted,
-                                 OutputFileError, TraceFileError, TracesRejected)
+                                 JudgingRefused, OutputFileError, TraceFileError, TracesRejected)
 from ragpulse.judges import kinds
 from ragpulse.gate.checks import Row, check_comparison, check_report
 from ragpulse.gate.config import GateConfig, load_config
@@ -23,6 +23,7 @@ from ragpulse.ops.client import Client, TraceFile, read_traces, service_fault
 from ragpulse.ops.evaluate import Evaluation, evaluate_file, interrupted
 from ragpulse.ops.output_file import check_writable, write_output
 from ragpulse.reporting.compare import compare
+from ragpulse.reporting.judging import judged_keys
 
 GATE_PASS = 0
 """Every threshold held and nothing regressed significantly."""
@@ -31,9 +32,11 @@ GATE_FAIL = 1
 GATE_BAD_INPUT = 2
 """Bad arguments, an unreadable trace file or gate config, traces the service rejected, an unknown baseline, or a
 --junit file that cannot be written (checked before anything runs; should writing fail all the same, the verdicts
-are printed and the gate exits 2, never a pass or a fail), or a baseline run on other dataset items (different
-versions; `[baseline] dataset_mismatch = "refuse"`, the default), or a judged metric judged by the offline
-heuristic without `allow_heuristic = true`."""
+are printed and the gate exits 2, never a pass or a fail), a baseline run on other dataset items (different
+versions; `[baseline] dataset_mismatch = "refuse"`, the default), a baseline judged by another judge, model or prompt
+version (`[baseline] judge_mismatch = "refuse"`, the default), a side that judged too few of its traces for a
+judged metric the config names, or a judged metric judged by the offline heuristic without
+`allow_heuristic = true`."""
 GATE_UNREACHABLE = 3
 """The service cannot be reached, answered a server error, or a job failed: nothing was judged."""
 GATE_INTERRUPTED = 130
@@ -83,7 +86,7 @@ def run_gate(request: GateRequest) -> int:
     except TracesRejected:
         print("ragpulse gate: nothing was evaluated", file=sys.stderr)
         return GATE_BAD_INPUT
-    except (DatasetMismatch, HeuristicEvidence) as exc:
+    except (DatasetMismatch, HeuristicEvidence, JudgingRefused) as exc:
         print(f"ragpulse gate: refused, no verdict: {exc}", file=sys.stderr)
         print(job_pages(client, jobs))
         return GATE_BAD_INPUT
@@ -144,6 +147,7 @@ def _gate(client: Client, request: GateRequest, config: GateConfig, candidate_fi
         for warning in comparison.warnings:   # `matched: 0` of two unrelated runs must not pass unseen
             print(f"ragpulse gate: warning: {warning}", file=sys.stderr)
         _check_dataset(comparison, config)
+        _check_judging(comparison, config)
         rows += check_comparison(comparison, config)
     return rows
 
@@ -195,6 +199,21 @@ def _check_dataset(comparison: Comparison, config: GateConfig) -> None:
     print(f"ragpulse gate: WARNING, dataset mismatch: {mismatch}", file=sys.stderr)
 
 
+def _check_judging(comparison: Comparison, config: GateConfig) -> None:
+    """JudgingRefused when the two sides were judged differently with a judged metric in the tested family and the
+    config refuses that (a loud warning when it warns), or when a side below the judged-share floor had judged
+    metrics the config names (thresholds, `[baseline] metrics`): those cannot be ruled on, so no verdict is given.
+    Judged metrics only in the default family are left untested, each a row saying why."""
+    if comparison.judge_mismatch and judged_keys(comparison.family):
+        if config.baseline.judge_mismatch == "refuse":
+            raise JudgingRefused(f"judge mismatch: {comparison.judge_mismatch} ([baseline] judge_mismatch = \"warn\" "
+                                 "compares them all the same)")
+        print(f"ragpulse gate: WARNING, judge mismatch: {comparison.judge_mismatch}", file=sys.stderr)
+    named = [key for key in comparison.refused_metrics if key in config.named_metrics]
+    if named:
+        raise JudgingRefused(f"judged metrics refused ({', '.join(named)}): {comparison.judged_refused}")
+
+
 def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: int, want_results: bool,
               ids: list[str]) -> Evaluation:
     """evaluate_file, noting its job ids in `ids` (those created before a Ctrl-C included)."""
@@ -238,7 +257,7 @@ def _comparison(client: Client, candidate: Evaluation, baseline: Evaluation | No
     base_jobs = [job_id for _, job_id in baseline.posted] if baseline else [baseline_job]
     if len(base_jobs) == 1 and len(candidate.posted) == 1:
         return client.compare(candidate.posted[0][1], base_jobs[0], threshold,  # type: ignore[arg-type]
-                              family=family, correction=correction)
+                              family=family, correction=correction, on_judge_mismatch="warn")  # ruled on here
     base_view = baseline.jobs[0] if baseline else client.job(baseline_job)  # type: ignore[arg-type]
     if baseline is None and base_view.status not in ENDED_WITH_REPORT:   # as the service's compare refuses it (409)
         raise ClientError(f"the baseline job {baseline_job} is {base_view.status}: compare against a job that "

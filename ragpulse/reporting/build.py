@@ -18,6 +18,7 @@ from ragpulse.reporting.generation_section import generation_section, group_gene
 from ragpulse.reporting.security_section import attribution_section, security_section
 from ragpulse.reporting.sessions_section import sessions_section
 from ragpulse.model.turns import turn_bucket
+from ragpulse.reporting.judging import judging
 from ragpulse.reporting.report import CiMethods, Counts, Failure, Group, Method, Report, Target, WorstTrace
 from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.trace import BatchOptions
@@ -64,6 +65,7 @@ def build_report(job_id: str, options: BatchOptions, results: Sequence[TraceResu
         subsets={name: _group([r for r in results if keep(r)]) for name, keep in SUBSETS.items()} if dataset else {},
         by_turn=_breakdown([r for r in results if r.session_id is not None], lambda r: turn_bucket(r.turn)),
         sessions=sessions_section(results),
+        judging=judging(results),
     )
     if options.judge is not None and not kinds.judges_traces(options.judge) and not report.generation.cost.traces:
         report.generation.not_judged = kinds.NOT_JUDGED

@@ -7,6 +7,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Sequence
 
+import msgspec
 import numpy as np
 
 from ragpulse.config import defaults
@@ -22,6 +23,7 @@ from ragpulse.model.dataset import DatasetBinding
 from ragpulse.model.results import TraceResult
 from ragpulse.reporting.baselines import baseline_gaps
 from ragpulse.reporting.build import diagnostic_k
+from ragpulse.reporting.judging import judge_mismatch, judged_keys, judging, refusals
 from ragpulse.reporting.pairing import Pairing, pair_results
 from ragpulse.reporting.significance import decide, default_family
 
@@ -41,13 +43,24 @@ def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[Tr
             threshold: float = defaults.COMPARE_REGRESSION_THRESHOLD, family: Sequence[str] | None = None,
             correction: Correction = "holm") -> Comparison:
     """The candidate job measured against the baseline over their matched traces; the metrics of `family` (the
-    default family when None) are tested, with p-values adjusted by `correction`, the others described."""
+    default family when None) are tested, with p-values adjusted by `correction`, the others described. Each side's
+    judging is read off its results: a judge mismatch is named (the caller decides whether to refuse), and when a
+    side judged too few of its traces the family's judged metrics are described, not tested."""
     pairing = pair_results(baseline_results, candidate_results)
     pairs = pairing.pairs
-    tested = set(default_family() if family is None else family)
+    baseline = msgspec.structs.replace(baseline, judging=judging(baseline_results))
+    candidate = msgspec.structs.replace(candidate, judging=judging(candidate_results))
+    requested = default_family() if family is None else list(family)
+    below = refusals(baseline, candidate)
+    refused = judged_keys(requested) if below else []
+    tested = set(requested) - set(refused)
     retrieval = retrieval_deltas(pairs, tested=tested)
     generation = generation_deltas(pairs, tested=tested)
     family_keys = decide({**retrieval, **generation}, correction)
+    for key in refused:
+        if key in generation:
+            generation[key].note = f"not tested, judged share below the floor: {'; '.join(below)}"
+    judges = judge_mismatch(baseline, candidate)
     k = diagnostic_k(sorted({int(key.split("@")[1]) for key in retrieval if "@" in key}) or [5])
     regressions = find_regressions(pairs, k, threshold)
     mismatch = dataset_mismatch(baseline.dataset, candidate.dataset, pairing)
@@ -62,8 +75,12 @@ def compare(baseline: RunInfo, candidate: RunInfo, baseline_results: Sequence[Tr
         **baseline_gaps(baseline, candidate, generation), method=METHOD, attribution=stage_deltas(pairs),
         family=family_keys, correction=correction, alpha=SIGNIFICANCE,
         warnings=[*([f"DATASET MISMATCH: {mismatch}"] if mismatch else []),
+                  *([f"JUDGE MISMATCH: {judges}"] if judges else []),
+                  *([f"JUDGED METRICS REFUSED: {'; '.join(below)}; "
+                     f"{', '.join(refused) or 'no judged metric'} left out of the tested family"] if below else []),
                   *pairing_warnings(len(pairs), len(baseline_results), len(candidate_results))],
-        dataset_mismatch=mismatch,
+        dataset_mismatch=mismatch, judge_mismatch=judges, judged_refused="; ".join(below) or None,
+        refused_metrics=refused,
     )
 
 

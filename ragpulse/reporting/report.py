@@ -18,6 +18,7 @@ from ragpulse.metrics.registry import GENERATION
 from ragpulse.metrics.operational import Operations
 from ragpulse.model.environment import StoredEnvironment
 from ragpulse.model.estimate import Estimate
+from ragpulse.model.judging import Judging
 
 
 class Struct(msgspec.Struct, kw_only=True):
@@ -339,6 +340,9 @@ class Report(Struct):
     sessions: SessionsSection | None = None
     """Per-session hallucination, turns to the first hallucination, hallucination and abstention by turn index; None
     when no trace has a `session_id`."""
+    judging: Judging | None = None
+    """The judge, model and prompt version of most judged traces, and how many traces sent to the judge were judged:
+    what compare and gate check before reading two jobs' judged metrics side by side."""
     subsets: dict[str, Group] = {}
     """For a job bound to a dataset, the two subsets the seeds report apart: `human` (human-written items) and `test`
     (the frozen test split nobody tunes on), each with its own figures; empty otherwise."""

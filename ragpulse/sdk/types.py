@@ -111,6 +111,8 @@ class Report(TypedDict):
     """Per-session hallucination, turns to first hallucination, hallucination and abstention by turn index."""
     subsets: dict[str, Any]
     """The human-written subset and the test split reported apart."""
+    judging: dict[str, Any] | None
+    """Judge, model and prompt version of most judged traces, and judged of the traces sent to the judge."""
 
 
 class Comparison(TypedDict):
@@ -143,5 +145,11 @@ class Comparison(TypedDict):
     """Why the comparison may mislead (no trace matched, say)."""
     dataset_mismatch: dict[str, Any] | None
     """The two runs' dataset versions and the items matched, when they differ."""
+    judge_mismatch: str | None
+    """Both sides' judge, model and prompt version, when they differ (a 409 unless on_judge_mismatch=warn)."""
+    judged_refused: str | None
+    """A side judged under the floor (`baseline job X: 0 of 65 traces judged (floor 90%)`)."""
+    refused_metrics: list[str]
+    """The judged metrics that left the tested family for it."""
     pairwise: dict[str, Any] | None
     """With pairwise=true: the A/B judge's win rate, ties and position consistency."""

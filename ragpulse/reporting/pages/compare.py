@@ -36,9 +36,18 @@ def _facts(c: Comparison) -> str:
     rows = (("candidate", "Candidate", _side(c.candidate)), ("baseline", "Baseline", _side(c.baseline)),
             ("matched", "Matched traces", f"{c.matched} (only in baseline {c.only_in_baseline}, only in candidate "
                                           f"{c.only_in_candidate})"),
+            ("judges", "Judges", f"candidate: {_judging(c.candidate)}<br>baseline: {_judging(c.baseline)}"),
             ("family", "Tested metrics", f"{escape(family)}; correction {escape(c.correction)}, alpha {c.alpha:g}"))
     return "<dl class=facts>" + "".join(f"<dt>{name}</dt><dd data-fact={key}>{value}</dd>"
                                         for key, name, value in rows) + "</dl>"
+
+
+def _judging(side: RunInfo) -> str:
+    """The side's judge, model and prompt version, and how many of the traces it sent to the judge were judged."""
+    j = side.judging
+    if j is None:
+        return "not known"
+    return f"{escape(j.describe())}; {j.judged} of {j.sent} sent traces judged"
 
 
 def _warnings(warnings: list[str]) -> str:
