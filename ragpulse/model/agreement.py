@@ -30,6 +30,8 @@ class LabelledPair(Struct):
     """1 / the trace's inclusion probability in the review sample (Horvitz–Thompson weight)."""
     uniform: bool = True
     """Picked by the uniform random estimation sample (else a targeted pick)."""
+    appearances: int = 1
+    """Judged traces holding the labelled content (re-runs in other jobs): one pair however many."""
 
 
 class Rate(Struct):
@@ -60,6 +62,9 @@ class JudgeAgreement(Struct):
     method: str
     warning: str | None
     """Set when the figures should not be trusted (kappa below the reliable level, too few labels)."""
+    appearances: int = 0
+    """Judged traces the pairs' contents appeared as: a content re-run in several jobs counts once in `labels` and
+    once per appearance here."""
 
 
 class CorrectedRate(Struct):
