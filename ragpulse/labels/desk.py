@@ -141,6 +141,7 @@ class ReviewDesk:
                   for rate in corrections.CORRECTED if view.get(rate)}
         view["judge"] = {"judge": judge, "prompt_version": version, "heuristic": is_heuristic(judge)}
         view["judge_agreement"] = msgspec.to_builtins(corrections.agreement(traces))
+        view["judge_agreement_by_population"] = msgspec.to_builtins(corrections.by_population(traces))
         view["corrected"] = msgspec.to_builtins(corrections.corrected_rates(counts, traces))
         return view
 

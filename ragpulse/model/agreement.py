@@ -11,6 +11,11 @@ from msgspec import Meta
 Weight = Annotated[float, Meta(gt=0)]
 """1 / an inclusion probability: positive (and at least 1 for a true probability)."""
 
+POPULATIONS = {"hallucination_rate": "answered traces (the answer made claims)",
+               "unanswerable_hallucination_rate": "unanswerable traces"}
+"""Each corrected rate's population (labels.corrections.population), as pages name it beside the judge's figures
+measured on it."""
+
 CorrectionStatus = Literal["ok", "too_few_labels", "judge_uninformative", "no_data"]
 """Why a corrected rate has a number, or why it has none."""
 
