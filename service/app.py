@@ -88,7 +88,8 @@ def create_app(
                                                               settings.tenants))
     api_metrics.registry.register(QueueCollector(scrape_client, settings))
     api_metrics.registry.register(AgreementCollector(scrape_client, settings))
-    policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant)
+    policies = PolicyStore(client, settings.default_sample_rate, settings.max_apps_per_tenant,
+                           settings.review_sample_rate)
     loop_client = redis_client(settings, AsyncRedis)
 
     @contextlib.asynccontextmanager

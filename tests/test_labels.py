@@ -44,9 +44,10 @@ def review(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def online(tag: str, n: int, app: str = "labelled-shop", hallucinate: bool = False) -> list[dict]:
     """Traces the local judge finds supported (or, with `hallucinate`, unsupported), of an app no other test module
-    uses (the metrics hash is shared: test_online counts app `shop`)."""
+    uses (the metrics hash is shared: test_online counts app `shop`). The tag is in the query: traces of two tags are
+    distinct contents, each with its own review slot and labels."""
     answer = "The moon is made of green cheese and costs 12 euros." if hallucinate else "Fact {i} holds."
-    return [{"trace_id": f"{tag}-{i}", "app": app, "query": f"What about fact {i}?", "answer": answer.format(i=i),
+    return [{"trace_id": f"{tag}-{i}", "app": app, "query": f"What about fact {i} ({tag})?", "answer": answer.format(i=i),
              "retrieved_docs": [{"id": f"d{i}", "text": f"Fact {i} holds. Nothing else is known."}]}
             for i in range(n)]
 
@@ -175,13 +176,16 @@ def test_batch_traces_and_calibrations_are_labelled(review: Review) -> None:
 def test_every_label_and_review_key_expires(review: Review, redis_client: redis.Redis) -> None:
     tag = uuid.uuid4().hex[:8]
     [trace_id] = post_online(review.acme, online(tag, 1))
-    assert label(review.acme, trace_id, "ann", False).status_code == 201
-    app = "labelled-shop"
-    written = [keys.trace_labels("acme", None, trace_id), keys.app_labels("acme", app), keys.labelled_apps(),
-               keys.review_pool("acme", app), keys.review_copy("acme", trace_id)]
+    response = label(review.acme, trace_id, "ann", False)
+    assert response.status_code == 201
+    app, content = "labelled-shop", response.json()["content_key"]
+    written = [keys.content_labels("acme", content), keys.labelled_content("acme", None, trace_id),
+               keys.app_labels("acme", app), keys.labelled_apps(), keys.review_pool("acme", app),
+               keys.review_copy("acme", trace_id), keys.review_content("acme", app, content),
+               keys.review_refs("acme", app, content)]
     ttls = {key: redis_client.ttl(key) for key in written}
     assert all(ttl > 0 for ttl in ttls.values()), ttls
-    assert ttls[keys.trace_labels("acme", None, trace_id)] > 89 * 86400            # RAGPULSE_LABEL_TTL_DAYS=90
+    assert ttls[keys.content_labels("acme", content)] > 89 * 86400            # RAGPULSE_LABEL_TTL_DAYS=90
     assert 6 * 86400 < ttls[keys.review_copy("acme", trace_id)] <= 7 * 86400      # RAGPULSE_REVIEW_TEXT_TTL_SECONDS
     leftovers = [k.decode() for k in redis_client.scan_iter(match="ragpulse:labels:*", count=1000)]
     leftovers += [k.decode() for k in redis_client.scan_iter(match="ragpulse:review:*", count=1000)]
@@ -219,11 +223,11 @@ def test_an_apps_labels_and_review_index_are_capped(redis_client: redis.Redis, m
     with redis_client.pipeline() as pipe:
         for n in range(10):
             result = TraceResult(trace_id=f"t{n}", index=n, status="ok", app=app, labels="unlabelled", retrieval=None,
-                                 judge="local", generation=scores)
+                                 judge="local", generation=scores, content_key=f"c{n}")
             queue_reviewable(pipe, settings, tenant, TraceRef(f"t{n}", "job", n), result)
         pipe.execute()
-    kept = [m.decode().rsplit("\x1f", 1)[1] for m in redis_client.zrange(keys.review_pool(tenant, app), 0, -1)]
-    assert kept == sorted((f"t{n}" for n in range(10)), key=lambda t: draw(tenant, app, t))[:3]
+    kept = [m.decode() for m in redis_client.zrange(keys.review_pool(tenant, app), 0, -1)]
+    assert kept == sorted((f"c{n}" for n in range(10)), key=lambda c: draw(tenant, app, c))[:3]
 
 
 def test_the_hallucination_rate_is_corrected_with_the_labels_of_its_own_population() -> None:

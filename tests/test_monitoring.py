@@ -56,10 +56,12 @@ def test_policy_shows_the_rules_in_force_with_their_defaults_and_sources(client:
     assert set(fresh["always_judge"]) == set(rules)                 # every rule, the ones on by default included
     assert fresh["stored"] is False and fresh["app"] == app and fresh["max_source_age_days"] is None
     assert fresh["sources"] == {"sample_rate": "RAGPULSE_SAMPLE_RATE", **{f"always_judge.{r}": "default" for r in rules},
-                                "max_source_age_days": "default", "sample_by": "default"}
+                                "max_source_age_days": "default", "sample_by": "default",
+                                "review_sample_rate": "RAGPULSE_REVIEW_SAMPLE_RATE"}
+    assert 0 <= fresh["review_sample_rate"] <= 1
 
     written = client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5, "always_judge": {"negative_feedback": False},
-                                                          "max_source_age_days": 90})
+                                                          "max_source_age_days": 90, "review_sample_rate": 0.2})
     assert written.status_code == 200
     for policy in (written.json(), client.get(f"/v1/apps/{app}/policy").json()):
         assert policy["always_judge"] == {"negative_feedback": False, "cited_not_retrieved": True, "top_score_below": None,
@@ -69,7 +71,8 @@ def test_policy_shows_the_rules_in_force_with_their_defaults_and_sources(client:
                                      "always_judge.cited_not_retrieved": "default",
                                      "always_judge.top_score_below": "default",
                                      "always_judge.injection_docs": "default", "max_source_age_days": "stored",
-                                     "sample_by": "default"}
+                                     "sample_by": "default", "review_sample_rate": "stored"}
+        assert policy["review_sample_rate"] == 0.2
 
 
 def test_production_traces_are_sampled_by_policy(client: httpx.Client) -> None:

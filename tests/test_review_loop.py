@@ -158,8 +158,9 @@ DOM_CORRECTED = """[...document.querySelectorAll('table.corrected tbody tr')].ma
     return c.dataset[kind] === 'none' ? null : [+c.dataset[kind], +c.dataset.lo, +c.dataset.hi]; };
   return {window: r.dataset.window, rate: r.dataset.rate, status: r.dataset.status, raw: cell('raw'),
           corrected: cell('corrected'), labels: +r.querySelector('[data-labels]').dataset.labels}; })"""
-DOM_AGREEMENT = """Object.fromEntries([...document.querySelectorAll('[data-agreement]')].map(d =>
-  [d.dataset.agreement, d.dataset.value === 'none' ? null : +d.dataset.value]))"""
+DOM_AGREEMENT = """Object.fromEntries([...document.querySelectorAll('tr[data-population]')].map(r =>
+  [r.dataset.population, Object.fromEntries([...r.querySelectorAll('[data-agreement]')].map(d =>
+    [d.dataset.agreement, d.dataset.value === 'none' ? null : +d.dataset.value]))]))"""
 
 
 def monitor_corrected(loop: Loop) -> tuple[list[dict], dict]:
@@ -172,9 +173,11 @@ def monitor_corrected(loop: Loop) -> tuple[list[dict], dict]:
                          "raw": c["raw"] is not None and [c["raw"], *c["raw_ci95"]] or None,
                          "corrected": c["corrected"] is not None and [c["corrected"], *c["ci95"]] or None,
                          "labels": c["estimation_labels"]})
-        a = view["judge_agreement"]
-        agreement = {"labels": a["labels"], "sensitivity": a["sensitivity"]["value"],
-                     "specificity": a["specificity"]["value"], "kappa": a["kappa"]}
+        populations = {"all": view["judge_agreement"], **view["judge_agreement_by_population"]}
+        agreement = {name: {} if a is None else {
+            "labels": a["labels"], "sensitivity": a["sensitivity"] and a["sensitivity"]["value"],
+            "specificity": a["specificity"] and a["specificity"]["value"], "kappa": a["kappa"]}
+            for name, a in populations.items()}
     return rows, agreement
 
 
@@ -185,7 +188,8 @@ def test_the_app_page_shows_the_corrected_rates_and_the_agreement_in_chromium_at
     from tests.browser import Browser
 
     rows, agreement = monitor_corrected(loop)
-    assert any(r["corrected"] is not None for r in rows) and agreement["sensitivity"] == 1.0   # something to show
+    assert any(r["corrected"] is not None for r in rows) and agreement["all"]["sensitivity"] == 1.0  # to show
+    assert agreement["hallucination_rate"]["specificity"] is not None   # each population's own, named in its row
     shots = tmp_path_factory.mktemp("app-corrected-shots")
     browser = Browser(tmp_path_factory.mktemp("chromium"))
     try:

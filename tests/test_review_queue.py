@@ -71,7 +71,8 @@ def expected_picks(client: httpx.Client, app: str, ids: list[str], job_id: str |
         else:
             result = next(r for r in client.get(f"/v1/jobs/{job_id}/results").json()["items"]
                           if r["trace_id"] == trace_id)
-        u = draw("default", app, trace_id)
+        u = result["review_draw"]                   # stamped when judged: the draw of its content, and the share
+        assert u == draw("default", app, result["content_key"]) and result["review_share"] == Q
         placed = design.place(u, design.stratum(False, result["generation"]["hallucinated"], False))
         if placed.sample != "ad_hoc":
             picks[trace_id] = (u, placed.reason, placed.inclusion_probability)
@@ -140,7 +141,7 @@ def test_labelled_items_leave_the_queue_and_reach_the_gauges(api: httpx.Client) 
 @pytest.mark.integration
 def test_answers_are_cut_like_the_judges_input_and_n_is_bounded(api: httpx.Client) -> None:
     app = f"rq{uuid.uuid4().hex[:6]}"
-    long = [{"trace_id": f"long-{app}-{i}", "app": app, "query": "q?", "answer": "Fact holds. " * 100,
+    long = [{"trace_id": f"long-{app}-{i}", "app": app, "query": f"q{i}?", "answer": "Fact holds. " * 100,
              "retrieved_docs": [{"id": "d", "text": "Fact holds."}]} for i in range(40)]   # none picked: 0.7^40
     post_online(api, long)
     items = api.get(f"/v1/apps/{app}/review", params={"n": 50}).json()["items"]

@@ -513,6 +513,10 @@ queue would serve last), so what stays is still picked by hash alone."""
 REVIEW_QUEUE_MAX = 50
 """Most items one GET /v1/apps/{app}/review answers."""
 
+REVIEW_REFS_PER_CONTENT = 1000
+"""Traces remembered per judged content (its appearances in jobs and online): past it the oldest are forgotten and
+the appearance count stops growing; a review page reads the newest of them."""
+
 REVIEW_SCAN_BATCH = 200
 """Index entries the review queue reads per round trip while filling a page."""
 

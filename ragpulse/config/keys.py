@@ -213,12 +213,37 @@ def labelled_apps() -> str:
     return f"{PREFIX}:labels:apps"
 
 
+def content_labels(tenant: str, content: str) -> str:
+    """Hash: reviewer -> msgpack Label of one judged content (TraceResult.content_key), whichever of its traces the
+    label was given on; expires settings.label_ttl_days after its latest label."""
+    return f"{PREFIX}:labels:content:{len(tenant)}:{tenant}:{content}"
+
+
+def labelled_content(tenant: str, job_id: str | None, trace_id: str) -> str:
+    """String: the app index member (labels.store) a labelled trace was labelled under, so its labels are found once
+    the trace's result has expired; expires settings.label_ttl_days after its latest label."""
+    return f"{PREFIX}:labels:of:{len(tenant)}:{tenant}:{job_id or ''}:{trace_id}"
+
+
 def review_pool(tenant: str, app: str) -> str:
-    """Sorted set: the app's judged traces the review design can pick (labels.refs member) scored by their hash
-    draw in [0, 1); at most defaults.REVIEW_POOL_CAP (the highest draws leave first); expires after the longer of
-    settings.review_text_ttl_seconds and settings.result_ttl_seconds from its latest entry. Entries whose trace has
-    expired are dropped when the queue meets them."""
+    """Sorted set: the app's judged contents the review design can pick (content keys) scored by their hash draw in
+    [0, 1); at most defaults.REVIEW_POOL_CAP (the highest draws leave first); expires after the longer of
+    settings.review_text_ttl_seconds and settings.result_ttl_seconds from its latest entry. Entries none of whose
+    traces is left are dropped when the queue meets them."""
     return f"{PREFIX}:review:pool:{len(tenant)}:{tenant}:{app}"
+
+
+def review_content(tenant: str, app: str, content: str) -> str:
+    """Hash: the review design of one judged content as first judged, `q` (the share in force) and `u` (its draw):
+    written once, so later share changes leave its inclusion probability alone; expires with review_refs."""
+    return f"{PREFIX}:review:content:{len(tenant)}:{tenant}:{len(app)}:{app}:{content}"
+
+
+def review_refs(tenant: str, app: str, content: str) -> str:
+    """Sorted set: the traces of one judged content (labels.sources.TraceRef members, one per job or online trace)
+    scored by when each was judged; at most defaults.REVIEW_REFS_PER_CONTENT (the oldest leave first); expires after
+    the longest of the review text, result and label lifetimes from its latest entry."""
+    return f"{PREFIX}:review:refs:{len(tenant)}:{tenant}:{len(app)}:{app}:{content}"
 
 
 def review_copy(tenant: str, trace_id: str) -> str:

@@ -46,6 +46,7 @@ from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_res
 from ragpulse.exceptions import JudgeAuthError
 from ragpulse.judges import kinds
 from ragpulse.judges.batches import BatchOutcome, replaying
+from ragpulse.labels.design import stamp
 from ragpulse.labels.sources import TraceRef, queue_reviewable
 from ragpulse.model.results import Security, TraceResult
 from ragpulse.model.trace import BatchOptions, Trace
@@ -290,6 +291,7 @@ class ChunkRun:
         if self.judge is not None:
             result.sampled, result.sample_reason = sampled, reason
         result.checks = checks
+        stamp(result, self.job.tenant, work.policies[trace.app].review_share(self.settings.review_sample_rate))
         return result
 
     async def _judged(self, work: ChunkWork, index: int, trace: Trace, judge: Judge | None,

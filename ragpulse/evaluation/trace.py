@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import msgspec
+
 from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
 from ragpulse.exceptions import JudgeAuthError, JudgeError
 from ragpulse.metrics.attribution import attribute
@@ -21,6 +23,8 @@ from ragpulse.metrics.generation import abstained, generation_scores, hallucinat
 from ragpulse.metrics.registry import retrieval_scores
 from ragpulse.metrics.retrieval import RELEVANT
 from ragpulse.model.trace import BatchOptions, Trace
+
+_key_encoder = msgspec.msgpack.Encoder()
 
 
 async def evaluate_trace(
@@ -96,12 +100,22 @@ def _identity(trace: Trace, index: int) -> dict[str, Any]:
             "question_type": trace.question_type, "source": trace.source, "answerable": trace.answerable,
             "item_id": trace.item_id, "split": trace.split, "session_id": trace.session_id, "turn": trace.turn,
             "environment": environment_of(trace.environment),
-            "query_hash": None if trace.trace_id else query_hash(trace.query), "pipeline": pipeline_figures(trace)}
+            "query_hash": None if trace.trace_id else query_hash(trace.query), "pipeline": pipeline_figures(trace),
+            "content_key": content_key(trace)}
 
 
 def query_hash(query: str) -> str:
     """A short stable hash of a query, whitespace-collapsed: what matches id-less traces across two jobs."""
     return hashlib.blake2b(" ".join(query.split()).encode(), digest_size=10).hexdigest()
+
+
+def content_key(trace: Trace) -> str:
+    """A stable hash of what a judge reads of the trace: app, query, earlier turns, retrieved documents (ids and
+    texts) and answer. Not the trace id nor the job: a re-run of the same item with the same answer is the same thing
+    to judge, and to label, wherever it appears; a dataset item answered differently is not."""
+    parts = [trace.app, trace.query, [(t.role, t.content) for t in trace.history or ()],
+             [(d.id, d.text) for d in trace.retrieved_docs], trace.answer]
+    return hashlib.blake2b(_key_encoder.encode(parts), digest_size=16).hexdigest()
 
 
 def _retrieval(trace: Trace, options: BatchOptions) -> dict[str, Any]:

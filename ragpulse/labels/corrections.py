@@ -46,3 +46,8 @@ def counts_of(estimates: Mapping[str, Estimate | None]) -> dict[str, tuple[int, 
 def agreement(traces: Sequence[LabelledTrace]) -> JudgeAgreement | None:
     """The judge against the humans over these labelled traces; None without any."""
     return judge_agreement(pairs(traces)) if traces else None
+
+
+def by_population(traces: Sequence[LabelledTrace]) -> dict[str, JudgeAgreement | None]:
+    """The judge against the humans over each corrected rate's population: the figures its correction rests on."""
+    return {rate: agreement(population(traces, rate)) for rate in CORRECTED}

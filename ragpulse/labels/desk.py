@@ -15,11 +15,10 @@ from ragpulse.config.settings import Settings
 from ragpulse.exceptions import InvalidBody
 from ragpulse.judges.judge_input import JudgeInputLimits
 from ragpulse.judges.kinds import current_prompt_versions, is_heuristic
-from ragpulse.labels import annotators, corrections, lookup, queue
+from ragpulse.labels import annotators, corrections, lookup, queue, sources
 from ragpulse.labels.agreement import app_agreement
-from ragpulse.labels.design import ReviewDesign
 from ragpulse.labels.labelling import calibration_labels, new_label
-from ragpulse.labels.placing import near_threshold, place, place_judged
+from ragpulse.labels.placing import near_threshold, place_judged
 from ragpulse.labels.reading import SourceReader
 from ragpulse.labels.store import LabelStore
 from ragpulse.labels.traces import LabelledTrace, by_judge
@@ -30,6 +29,7 @@ from ragpulse.model.labels import (
 from ragpulse.model.compare import Comparison, CorrectedSides
 from ragpulse.reporting.report import Report
 from ragpulse.model.results import TraceResult
+from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.store import Store, utcnow
 
 
@@ -59,9 +59,10 @@ class ReviewDesk:
     def open(cls, store: Store, settings: Settings) -> ReviewDesk:
         return cls(store, LabelStore(store.redis, settings.label_ttl_seconds), settings)
 
-    @property
-    def design(self) -> ReviewDesign:
-        return ReviewDesign(q=self.settings.review_sample_rate)
+    def share(self, tenant: str, app: str) -> float:
+        """The app's review share now: its policy's review_sample_rate, else RAGPULSE_REVIEW_SAMPLE_RATE."""
+        policies = PolicyStore(self.store.redis, self.settings.default_sample_rate, self.settings.max_apps_per_tenant)
+        return policies.get(tenant, app).review_share(self.settings.review_sample_rate)
 
     def window_start(self) -> float:
         """Unix time from which labels count in agreement figures (RAGPULSE_AGREEMENT_WINDOW_DAYS)."""
@@ -72,14 +73,17 @@ class ReviewDesk:
         judged = lookup.find(self.store.redis, self.store, tenant, request.trace_id, request.job_id)
         view = judged.verdict()
         check_claims(request, view)
-        placement = place_judged(self.store.redis, self.design, tenant, judged, view)
+        placement = place_judged(self.store.redis, self.share(tenant, judged.app), tenant, judged, view)
         return self.labels.put(tenant, new_label(request, judged, view, placement, utcnow()))
 
     def of_trace(self, tenant: str, trace_id: str, job_id: str | None) -> TraceLabels:
-        """A trace's labels and its reviewers' agreement over the app's traces they all labelled."""
+        """The labels of the content a trace holds (given on it or on any other trace of that content) and its
+        reviewers' agreement over the app's contents they all labelled."""
         labels = self.labels.of_trace(tenant, job_id, trace_id)
         if not labels:
-            lookup.find(self.store.redis, self.store, tenant, trace_id, job_id)  # 404 unless the tenant's
+            judged = lookup.find(self.store.redis, self.store, tenant, trace_id, job_id)  # 404 unless the tenant's
+            labels = self.labels.of_trace(tenant, job_id, trace_id, judged.content)
+        if not labels:
             return TraceLabels(trace_id=trace_id, job_id=job_id, labels=[], majority=None,
                                agreement=InterAnnotator(method=None, kappa=None, traces=0, reviewers=0))
         reviewers = {label.reviewer for label in labels}
@@ -90,20 +94,29 @@ class ReviewDesk:
     def calibrate(self, tenant: str, request: CalibrationRequest, results: Sequence[TraceResult]) -> list[Label]:
         """Store a calibration's labels under reviewer `calibration` (each replaces the previous calibration's)."""
         judged = [lookup.from_result(r, request.job_id) for r in results if r.generation is not None]
-        near = {app: near_threshold(self.store.redis, tenant, app) for app in {j.app for j in judged}}
-        placed = [(j, place(self.design, tenant, j.app, j.ref.trace_id, j.verdict(), j.disagreement,
-                            near[j.app])[1]) for j in judged]
+        apps = {j.app for j in judged}
+        near = {app: near_threshold(self.store.redis, tenant, app) for app in apps}
+        shares = {app: self.share(tenant, app) for app in apps}
+        placed = [(j, place_judged(self.store.redis, shares[j.app], tenant, j, j.verdict(), near[j.app]))
+                  for j in judged]
         return self.labels.put_many(tenant, calibration_labels(request, placed, utcnow()))
 
     def queue(self, tenant: str, app: str, n: int, reviewer: str | None) -> ReviewQueue:
         """The next `n` traces of the app to label."""
-        ask = queue.QueueRequest(tenant, app, n, reviewer, near_threshold(self.store.redis, tenant, app))
+        ask = queue.QueueRequest(tenant, app, n, reviewer, near_threshold(self.store.redis, tenant, app),
+                                 self.share(tenant, app))
         reader = SourceReader(self.store, tenant, JudgeInputLimits.from_settings(self.settings))
-        return queue.build(reader, self.labels, self.design, ask, self.uniform_labelled(tenant, app))
+        return queue.build(reader, self.labels, ask, self.uniform_labelled(tenant, app))
 
     def labelled(self, tenant: str, app: str, judge: str, prompt_version: str) -> list[LabelledTrace]:
-        """The app's labelled traces judged by this judge and prompt version, within the agreement window."""
-        return by_judge(self.labels.of_app(tenant, app, self.window_start())).get((judge, prompt_version), [])
+        """The app's labelled contents judged by this judge and prompt version, within the agreement window."""
+        traces = self.labels.of_app(tenant, app, self.window_start())
+        return by_judge(traces, self._appearances(tenant, traces)).get((judge, prompt_version), [])
+
+    def _appearances(self, tenant: str, traces: Sequence[Sequence[Label]]) -> dict[str, int]:
+        """Content key -> judged traces known to hold it, for the labelled contents."""
+        contents = {(labels[-1].app, labels[-1].content_key) for labels in traces if labels[-1].content_key}
+        return sources.appearances(self.store.redis, tenant, contents)  # type: ignore[arg-type] # None filtered
 
     def correct_report(self, tenant: str, job_id: str, report: Report) -> Report:
         """The report with the judge's agreement with the app's reviewers and the hallucination rates corrected for
@@ -128,6 +141,7 @@ class ReviewDesk:
                   for rate in corrections.CORRECTED if view.get(rate)}
         view["judge"] = {"judge": judge, "prompt_version": version, "heuristic": is_heuristic(judge)}
         view["judge_agreement"] = msgspec.to_builtins(corrections.agreement(traces))
+        view["judge_agreement_by_population"] = msgspec.to_builtins(corrections.by_population(traces))
         view["corrected"] = msgspec.to_builtins(corrections.corrected_rates(counts, traces))
         return view
 
@@ -155,11 +169,12 @@ class ReviewDesk:
         return self.labelled(tenant, app, judge, version) if version is not None and app else []
 
     def uniform_labelled(self, tenant: str, app: str) -> int:
-        """Traces of the app's uniform sample labelled within the agreement window."""
+        """Contents of the app's uniform sample labelled within the agreement window."""
         traces = self.labels.of_app(tenant, app, self.window_start())
         return sum(any(label.sample == "uniform" for label in labels) for labels in traces)
 
     def agreement(self, tenant: str, app: str) -> AppAgreement:
-        """The judges' agreement with the reviewers on the app's traces labelled within the window."""
+        """The judges' agreement with the reviewers on the app's contents labelled within the window."""
         traces = self.labels.of_app(tenant, app, self.window_start())
-        return app_agreement(app, traces, current_prompt_versions(), self.settings.agreement_window_days)
+        return app_agreement(app, traces, current_prompt_versions(), self.settings.agreement_window_days,
+                             self._appearances(tenant, traces))

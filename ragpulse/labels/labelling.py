@@ -14,7 +14,7 @@ def new_label(request: LabelRequest, judged: Judged, view: JudgeView, placement:
     """The label a POST /v1/labels stores."""
     return Label(trace_id=judged.ref.trace_id, job_id=judged.ref.job_id, app=judged.app, reviewer=request.reviewer,
                  hallucinated=request.hallucinated, abstained=request.abstained, claims=request.claims,
-                 note=request.note, labelled_at=at, **_judged(view, placement))
+                 note=request.note, labelled_at=at, content_key=judged.content, **_judged(view, placement))
 
 
 def calibration_labels(request: CalibrationRequest, judged: Sequence[tuple[Judged, Placement]],
@@ -28,7 +28,8 @@ def calibration_labels(request: CalibrationRequest, judged: Sequence[tuple[Judge
             trace, placement = by_id[label.trace_id]
             labels.append(Label(trace_id=label.trace_id, job_id=request.job_id, app=trace.app,
                                 reviewer=CALIBRATION_REVIEWER, hallucinated=not label.faithful, abstained=None,
-                                claims=label.claims, labelled_at=at, **_judged(trace.verdict(), placement)))
+                                claims=label.claims, labelled_at=at, content_key=trace.content,
+                                **_judged(trace.verdict(), placement)))
     return labels
 
 

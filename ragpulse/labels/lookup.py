@@ -9,6 +9,7 @@ import redis
 from ragpulse.config import keys
 from ragpulse.exceptions import InvalidBody, TraceNotFound
 from ragpulse.labels import sources
+from ragpulse.labels.design import content_of
 from ragpulse.labels.sources import TraceRef, judge_view
 from ragpulse.model.labels import JudgeView
 from ragpulse.model.results import TraceResult
@@ -25,6 +26,10 @@ class Judged:
     judge: JudgeView | None
     disagreement: bool
     why_unjudged: str = ""
+    content: str = ""
+    """The judged content the trace holds (TraceResult.content_key): what its label belongs to."""
+    share: float | None = None
+    """q in force when the trace was judged (TraceResult.review_share)."""
 
     def verdict(self, path: str = "$.trace_id") -> JudgeView:
         """The judge's verdict; InvalidBody (422) naming `path` when the trace has none."""
@@ -38,7 +43,8 @@ def from_result(result: TraceResult, job_id: str | None) -> Judged:
     """A stored result as a labellable trace."""
     detail = result.error or ("not judged" if result.judge is None else "no verdict")
     return Judged(TraceRef(result.trace_id, job_id, result.index if job_id else None), result.app,
-                  judge_view(result), result.needs_review, f"status {result.status}: {detail}")
+                  judge_view(result), result.needs_review, f"status {result.status}: {detail}",
+                  content_of(result), result.review_share)
 
 
 def find(client: redis.Redis, store: Store, tenant: str, trace_id: str, job_id: str | None) -> Judged:
@@ -48,7 +54,8 @@ def find(client: redis.Redis, store: Store, tenant: str, trace_id: str, job_id: 
     raw = client.get(keys.review_copy(tenant, trace_id))
     if raw is not None:
         copy = sources.decode(raw)
-        return Judged(TraceRef(trace_id), copy.app, copy.judge, copy.disagreement)
+        return Judged(TraceRef(trace_id), copy.app, copy.judge, copy.disagreement,
+                      content=copy.content_key or f"trace:0:{trace_id}", share=copy.review_share)
     record = online_records.read(client, tenant, trace_id)
     if record.result is None:
         return Judged(TraceRef(trace_id), record.app, None, False, f"status {record.status}: not processed yet")

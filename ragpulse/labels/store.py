@@ -1,6 +1,9 @@
-"""The label store: every reviewer's label of a trace in one hash, each app's labelled traces in a time index.
+"""The label store: every reviewer's label of a judged content in one hash, each app's labelled contents in a time
+index. A label belongs to the content that was judged (TraceResult.content_key), not to the trace it was given on:
+the same item re-run in six jobs holds one set of labels, which every one of its traces reads. Labels stored before
+content keys existed stay under their trace.
 
-Bounds: a trace holds one label per reviewer; an app keeps defaults.LABELLED_TRACES_PER_APP labelled traces (past
+Bounds: a content holds one label per reviewer; an app keeps defaults.LABELLED_TRACES_PER_APP labelled traces (past
 it, the traces labelled longest ago are forgotten, labels and all); every key expires settings.label_ttl_days after
 its latest label.
 """
@@ -22,15 +25,28 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Label)
 
 
-def trace_member(job_id: str | None, trace_id: str) -> str:
-    """A labelled trace in its app's index: `job<SEP>trace` (no job for an online trace)."""
-    return f"{job_id or ''}{SEP}{trace_id}"
+CONTENT = "="
+"""Opens the index member of a labelled content: `=<SEP>content`; no job id holds `=`."""
 
 
-def parse_member(member: bytes | str) -> tuple[str | None, str]:
+def member_of(label: Label) -> str:
+    """A label's entry in its app's index: `=<SEP>content`, or `job<SEP>trace` for a label without a content key."""
+    if label.content_key is not None:
+        return f"{CONTENT}{SEP}{label.content_key}"
+    return f"{label.job_id or ''}{SEP}{label.trace_id}"
+
+
+def key_of(tenant: str, member: bytes | str) -> str:
+    """The labels hash an index member names."""
     text = member.decode() if isinstance(member, bytes) else member
-    job_id, trace_id = text.split(SEP, 1)
-    return job_id or None, trace_id
+    head, tail = text.split(SEP, 1)
+    if head == CONTENT:
+        return keys.content_labels(tenant, tail)
+    return keys.trace_labels(tenant, head or None, tail)
+
+
+def labels_key(tenant: str, label: Label) -> str:
+    return key_of(tenant, member_of(label))
 
 
 def epoch(rfc3339: str) -> float:
@@ -45,8 +61,8 @@ class LabelStore:
         self.redis, self.ttl = client, ttl_seconds
 
     def put(self, tenant: str, label: Label) -> Label:
-        """Store `label`, replacing the same reviewer's earlier label of the trace; the label as stored."""
-        key = keys.trace_labels(tenant, label.job_id, label.trace_id)
+        """Store `label`, replacing the same reviewer's earlier label of the content; the label as stored."""
+        key = labels_key(tenant, label)
         label = msgspec.structs.replace(label, replaced=bool(self.redis.hexists(key, label.reviewer)))
         return self.put_many(tenant, [label])[0]
 
@@ -61,10 +77,12 @@ class LabelStore:
         return list(labels)
 
     def _queue_put(self, pipe: redis.client.Pipeline, tenant: str, label: Label) -> None:
-        key, at = keys.trace_labels(tenant, label.job_id, label.trace_id), epoch(label.labelled_at)
+        key, at = labels_key(tenant, label), epoch(label.labelled_at)
         pipe.hset(key, label.reviewer, _encoder.encode(label))
         pipe.expire(key, self.ttl)
-        pipe.zadd(keys.app_labels(tenant, label.app), {trace_member(label.job_id, label.trace_id): at})
+        if label.content_key is not None:
+            pipe.set(keys.labelled_content(tenant, label.job_id, label.trace_id), member_of(label), ex=self.ttl)
+        pipe.zadd(keys.app_labels(tenant, label.app), {member_of(label): at})
         pipe.expire(keys.app_labels(tenant, label.app), self.ttl)
         pipe.zadd(keys.labelled_apps(), {f"{len(tenant)}:{tenant}:{label.app}": at})
         pipe.zremrangebyrank(keys.labelled_apps(), 0, -defaults.LABELLED_APPS_MAX - 1)
@@ -77,25 +95,35 @@ class LabelStore:
         if oldest:
             with self.redis.pipeline() as pipe:
                 pipe.zrem(index, *oldest)
-                pipe.delete(*(keys.trace_labels(tenant, *parse_member(m)) for m in oldest))
+                pipe.delete(*(key_of(tenant, m) for m in oldest))
                 pipe.execute()
 
-    def of_trace(self, tenant: str, job_id: str | None, trace_id: str) -> list[Label]:
-        """Every reviewer's label of one trace, oldest first."""
-        return self.of_traces(tenant, [(job_id, trace_id)])[0]
+    def of_trace(self, tenant: str, job_id: str | None, trace_id: str, content: str | None = None) -> list[Label]:
+        """Every reviewer's label of the content a trace holds (`content`, else the one it was labelled under, else
+        the trace's own labels), oldest first."""
+        if content is None:
+            stored = self.redis.get(keys.labelled_content(tenant, job_id, trace_id))
+            member = stored.decode() if stored is not None else f"{job_id or ''}{SEP}{trace_id}"
+        else:
+            member = f"{CONTENT}{SEP}{content}"
+        return self.of_keys([key_of(tenant, member)])[0]
 
-    def of_traces(self, tenant: str, traces: Iterable[tuple[str | None, str]]) -> list[list[Label]]:
-        """The labels of each trace (in one round trip), oldest first."""
+    def of_contents(self, tenant: str, contents: Iterable[str]) -> list[list[Label]]:
+        """The labels of each judged content (in one round trip), oldest first."""
+        return self.of_keys([keys.content_labels(tenant, content) for content in contents])
+
+    def of_keys(self, names: Iterable[str]) -> list[list[Label]]:
+        """The labels of each labels hash (in one round trip), oldest first."""
         with self.redis.pipeline(transaction=False) as pipe:
-            for job_id, trace_id in traces:
-                pipe.hvals(keys.trace_labels(tenant, job_id, trace_id))
+            for name in names:
+                pipe.hvals(name)
             rows = pipe.execute()
         return [sorted((_decoder.decode(raw) for raw in row), key=lambda lab: lab.labelled_at) for row in rows]
 
     def of_app(self, tenant: str, app: str, since: float = 0.0) -> list[list[Label]]:
-        """The labels of every trace of the app labelled at or after Unix time `since`, trace by trace."""
+        """The labels of every content of the app labelled at or after Unix time `since`, content by content."""
         members = self.redis.zrangebyscore(keys.app_labels(tenant, app), since, "+inf")
-        return [labels for labels in self.of_traces(tenant, map(parse_member, members)) if labels]
+        return [labels for labels in self.of_keys(key_of(tenant, m) for m in members) if labels]
 
     def newest(self) -> float:
         """Unix time of the newest label of any app (0 without any)."""

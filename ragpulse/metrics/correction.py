@@ -164,7 +164,8 @@ def judge_agreement(pairs: Sequence[LabelledPair]) -> JudgeAgreement:
     interval = percentile_intervals(kappa(resampled_tables(pairs))[:, None])[0] if pairs else None
     counts = Counter(cell(p) for p in pairs)
     return JudgeAgreement(
-        labels=len(pairs), estimation_labels=uniform, sensitivity=share(pairs, True),
+        labels=len(pairs), estimation_labels=uniform, appearances=sum(p.appearances for p in pairs),
+        sensitivity=share(pairs, True),
         specificity=share(pairs, False), kappa=value, kappa_ci95=interval,
         counts={name: counts[i] for i, name in enumerate(CELLS)}, method=AGREEMENT_METHOD,
         warning=agreement_warning(len(pairs), uniform, value))

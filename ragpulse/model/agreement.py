@@ -11,6 +11,11 @@ from msgspec import Meta
 Weight = Annotated[float, Meta(gt=0)]
 """1 / an inclusion probability: positive (and at least 1 for a true probability)."""
 
+POPULATIONS = {"hallucination_rate": "answered traces (the answer made claims)",
+               "unanswerable_hallucination_rate": "unanswerable traces"}
+"""Each corrected rate's population (labels.corrections.population), as pages name it beside the judge's figures
+measured on it."""
+
 CorrectionStatus = Literal["ok", "too_few_labels", "judge_uninformative", "no_data"]
 """Why a corrected rate has a number, or why it has none."""
 
@@ -30,6 +35,8 @@ class LabelledPair(Struct):
     """1 / the trace's inclusion probability in the review sample (Horvitz–Thompson weight)."""
     uniform: bool = True
     """Picked by the uniform random estimation sample (else a targeted pick)."""
+    appearances: int = 1
+    """Judged traces holding the labelled content (re-runs in other jobs): one pair however many."""
 
 
 class Rate(Struct):
@@ -60,6 +67,9 @@ class JudgeAgreement(Struct):
     method: str
     warning: str | None
     """Set when the figures should not be trusted (kappa below the reliable level, too few labels)."""
+    appearances: int = 0
+    """Judged traces the pairs' contents appeared as: a content re-run in several jobs counts once in `labels` and
+    once per appearance here."""
 
 
 class CorrectedRate(Struct):

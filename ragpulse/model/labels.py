@@ -24,7 +24,7 @@ Reviewer = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$",
 Note = Annotated[str, Meta(max_length=4000, description="Free text, at most 4,000 characters.")]
 SampleKind = Literal["uniform", "targeted", "ad_hoc"]
 """How the labelled trace came to be in the review sample: `uniform` (the estimation pool: a hash of tenant, app and
-trace id fell under RAGPULSE_REVIEW_SAMPLE_RATE), `targeted` (a targeted pick: judged hallucination, repeat-judge
+judged content fell under the app's review share as first judged), `targeted` (a targeted pick: judged hallucination, repeat-judge
 disagreement, app near its alert threshold), or `ad_hoc` (in neither: labelled by choice, left out of weighted
 figures)."""
 ReviewReason = Literal["uniform", "hallucinated", "disagreement", "near_threshold"]
@@ -89,6 +89,9 @@ class Label(msgspec.Struct, kw_only=True):
     """The stratum of a targeted pick (`uniform` for the uniform sample), None when `ad_hoc`."""
     replaced: bool = False
     """True when this reviewer's earlier label of the trace was replaced."""
+    content_key: str | None = None
+    """The judged content the label belongs to (TraceResult.content_key): it applies to every trace of that content,
+    in any job; `trace_id` and `job_id` name the one it was given on. None on labels stored before this field."""
 
 
 class InterAnnotator(msgspec.Struct, kw_only=True):
@@ -164,6 +167,10 @@ class ReviewItem(msgspec.Struct, kw_only=True):
     judge: JudgeView
     labels: int
     """Labels the trace has so far (any reviewer)."""
+    content_key: str | None = None
+    """The judged content the item stands for: a label of it applies to every trace of that content."""
+    appearances: int = 1
+    """Traces (in jobs or online) that judged this same content; the queue serves it once."""
 
 
 class Estimation(msgspec.Struct, kw_only=True):
@@ -197,11 +204,15 @@ class JudgeVersionAgreement(msgspec.Struct, kw_only=True):
     labels: int
     """Labels (every reviewer's) of these traces."""
     traces: int
-    """Labelled traces; those in `agreement` are the ones neither disputed nor ad hoc."""
+    """Labelled traces, each distinct judged content once; those in `agreement` are the ones neither disputed nor ad
+    hoc."""
     disputed: int
     """Traces whose reviewers tie: left out."""
     ad_hoc: int
     """Traces the review design did not pick (no known inclusion probability): left out."""
+    appearances: int = 0
+    """Judged traces (across jobs and online) holding the labelled contents: `traces` counts each content once however
+    many jobs re-ran it; this says how many appearances those labels stand for."""
     oldest_label_at: str
     newest_label_at: str
     inter_annotator: InterAnnotator

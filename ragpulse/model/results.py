@@ -219,6 +219,15 @@ class TraceResult(msgspec.Struct, kw_only=True):
     attribution: Attribution | None = None
     """The first pipeline stage that broke (`ok` when none, `unknown` without labels or a verdict)."""
     pipeline: Pipeline | None = None
+    content_key: str | None = None
+    """A hash of what the judge was handed (app, query, history, documents, answer): re-runs of the same content in
+    other jobs share it, and with it one review slot and one set of labels."""
+    review_share: float | None = None
+    """The uniform review share q in force for the app when the trace was judged (its policy's
+    `review_sample_rate`, else RAGPULSE_REVIEW_SAMPLE_RATE); None when not judged."""
+    review_draw: float | None = None
+    """The trace's review draw u in [0, 1), a hash of its tenant, app and content key: u < q puts its content in the
+    uniform estimation pool."""
 
 
 class ResultsPage(msgspec.Struct, kw_only=True):

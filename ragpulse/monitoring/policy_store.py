@@ -21,10 +21,12 @@ _decoder = msgspec.json.Decoder(SamplingPolicy)
 class PolicyStore:
     """GET and PUT of sampling policies; at most `max_apps` stored per tenant."""
 
-    def __init__(self, client: redis.Redis, default_rate: float, max_apps: int) -> None:
+    def __init__(self, client: redis.Redis, default_rate: float, max_apps: int,
+                 review_rate: float = defaults.REVIEW_SAMPLE_RATE) -> None:
         self.redis = client
         self.default = SamplingPolicy(sample_rate=default_rate)
         self.max_apps = max_apps
+        self.review_rate = review_rate
 
     def get(self, tenant: str, app: str) -> SamplingPolicy:
         """The app's policy, or the configured default."""
@@ -44,7 +46,7 @@ class PolicyStore:
 
     def in_force(self, tenant: str, app: str) -> PolicyInForce:
         """The policy in force for the app, every rule spelled out with where its value comes from."""
-        return policy_in_force(app, self.stored(tenant, app), self.default.sample_rate)
+        return policy_in_force(app, self.stored(tenant, app), self.default.sample_rate, self.review_rate)
 
     def put(self, tenant: str, app: str, policy: SamplingPolicy) -> SamplingPolicy:
         """Store the app's policy; 400 when the tenant already has `max_apps` others."""

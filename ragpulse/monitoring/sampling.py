@@ -48,9 +48,17 @@ class SamplingPolicy(Base):
     always_judge: AlwaysJudge = msgspec.field(default_factory=AlwaysJudge)
     max_source_age_days: Annotated[float, Meta(gt=0, le=36_500)] | None = None
     """Retrieved documents whose `updated_at` is older than this are stale (security.stale_docs); unset: no check."""
+    review_sample_rate: Annotated[float, Meta(ge=0.0, le=1.0)] | None = None
+    """Share q of judged traces (by content) drawn into the uniform review pool, the sample the judge's error is
+    measured on; unset: RAGPULSE_REVIEW_SAMPLE_RATE. Each judged trace keeps the q in force when it was judged, so a
+    change applies to traces judged afterwards and earlier inclusion probabilities stay true."""
+
+    def review_share(self, default: float) -> float:
+        """q for traces judged under this policy."""
+        return default if self.review_sample_rate is None else self.review_sample_rate
 
 
-PolicySource = Literal["stored", "RAGPULSE_SAMPLE_RATE", "default"]
+PolicySource = Literal["stored", "RAGPULSE_SAMPLE_RATE", "RAGPULSE_REVIEW_SAMPLE_RATE", "default"]
 """Where a value in force comes from: the app's stored policy, the service setting (the sample rate of apps without a
 stored policy), or ragpulse's built-in default."""
 
@@ -67,8 +75,8 @@ class PolicyInForce(SamplingPolicy, kw_only=True, omit_defaults=False):
     stored: bool
     """True when the app has a stored policy (PUT); otherwise the service default is in force."""
     sources: dict[str, PolicySource] = {}
-    """For `sample_rate`, each `always_judge.<rule>` and `max_source_age_days`: `stored`, `RAGPULSE_SAMPLE_RATE` or
-    `default`."""
+    """For `sample_rate`, each `always_judge.<rule>`, `max_source_age_days` and `review_sample_rate`: `stored`,
+    `RAGPULSE_SAMPLE_RATE`, `RAGPULSE_REVIEW_SAMPLE_RATE` or `default`."""
 
 
 class PolicyUpdate(SamplingPolicy, kw_only=True):
@@ -81,12 +89,18 @@ class PolicyUpdate(SamplingPolicy, kw_only=True):
     sources: Annotated[dict[str, PolicySource], Meta(max_length=64)] | None = None
 
     def policy(self) -> SamplingPolicy:
-        """The policy itself, without the fields GET describes it with."""
-        return SamplingPolicy(**{name: getattr(self, name) for name in SamplingPolicy.__struct_fields__})
+        """The policy itself, without the fields GET describes it with. A review share GET filled in from
+        RAGPULSE_REVIEW_SAMPLE_RATE stays unset: putting a GET body back must not pin the app to today's default."""
+        fields = {name: getattr(self, name) for name in SamplingPolicy.__struct_fields__}
+        if (self.sources or {}).get("review_sample_rate") == "RAGPULSE_REVIEW_SAMPLE_RATE":
+            fields["review_sample_rate"] = None
+        return SamplingPolicy(**fields)
 
 
-def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float) -> PolicyInForce:
-    """The effective policy of `app`: its stored policy, else the service default rate with the built-in rules.
+def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float,
+                    review_rate: float | None = None) -> PolicyInForce:
+    """The effective policy of `app`: its stored policy, else the service default rate with the built-in rules;
+    `review_rate` (RAGPULSE_REVIEW_SAMPLE_RATE) fills an unset `review_sample_rate`.
 
     A rule counts as `stored` when the stored policy gives it a value other than the built-in default.
     """
@@ -99,9 +113,12 @@ def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float
         sources[f"always_judge.{rule.name}"] = "stored" if differs else "default"
     sources["max_source_age_days"] = "stored" if policy.max_source_age_days is not None else "default"
     sources["sample_by"] = "stored" if stored is not None and policy.sample_by != "session" else "default"
+    sources["review_sample_rate"] = ("stored" if policy.review_sample_rate is not None
+                                     else "RAGPULSE_REVIEW_SAMPLE_RATE")
+    review = policy.review_sample_rate if policy.review_sample_rate is not None else review_rate
     return PolicyInForce(app=app, stored=stored is not None, sample_rate=policy.sample_rate, sample_by=policy.sample_by,
                          always_judge=AlwaysJudgeInForce(**msgspec.structs.asdict(policy.always_judge)),
-                         max_source_age_days=policy.max_source_age_days, sources=sources)
+                         max_source_age_days=policy.max_source_age_days, review_sample_rate=review, sources=sources)
 
 
 def hash_fraction(trace_id: str) -> float:

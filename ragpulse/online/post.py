@@ -34,6 +34,9 @@ class Decision(msgspec.Struct, array_like=True):
     sample (the API leaves the costly pattern scan to the worker)."""
     max_source_age_days: float | None = None
     """The app's policy, for the worker's stale-document check."""
+    review_share: float | None = None
+    """The app's policy's review_sample_rate when the post was taken (None: the worker's
+    RAGPULSE_REVIEW_SAMPLE_RATE)."""
 
 
 class Post(msgspec.Struct, kw_only=True):
@@ -71,7 +74,8 @@ def decide(trace: Trace, policy: SamplingPolicy) -> Decision:
     """The cheap checks, then the sampling decision they feed (an always-judge rule, else the deterministic hash)."""
     checks = cheap_checks(trace, policy)
     sampled, reason = sampling_decision(trace, policy, checks)
-    return Decision(sampled, reason, checks, policy.always_judge.injection_docs, policy.max_source_age_days)
+    return Decision(sampled, reason, checks, policy.always_judge.injection_docs, policy.max_source_age_days,
+                    policy.review_sample_rate)
 
 
 def pending_record(trace: Trace, decision: Decision, received_at: str) -> OnlineTrace:

@@ -21,6 +21,7 @@ from ragpulse.judges.judge_input import JudgeInputLimits
 from ragpulse.evaluation.reserve import SpendReservations
 from ragpulse.evaluation.trace import evaluate_trace, failed_result, skipped_result
 from ragpulse.judges import kinds
+from ragpulse.labels.design import stamp
 from ragpulse.labels.sources import TraceRef, queue_reviewable
 from ragpulse.model.results import Security, Spend, TraceResult
 from ragpulse.model.trace import BatchOptions, Trace
@@ -142,7 +143,7 @@ class PostProcessor:
         except Exception as exc:  # noqa: BLE001 - a failing trace is recorded as data (JudgeAuthError included)
             log.exception("online trace %s of tenant %s failed", trace.trace_id, tenant)
             result = failed_result(trace, index, getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}")
-        return self._labelled(result, decision)
+        return self._labelled(result, decision, tenant)
 
     @staticmethod
     def _upgraded(decision: Decision, security: Security) -> Decision:
@@ -151,8 +152,11 @@ class PostProcessor:
                                               bool(security.injection_docs))
         return msgspec.structs.replace(decision, sampled=sampled, reason=reason)
 
-    def _labelled(self, result: TraceResult, decision: Decision) -> TraceResult:
+    def _labelled(self, result: TraceResult, decision: Decision, tenant: str | None = None) -> TraceResult:
         result.sampled, result.sample_reason, result.checks = decision.sampled, decision.reason, decision.checks
+        if tenant is not None:
+            share = self.settings.review_sample_rate if decision.review_share is None else decision.review_share
+            stamp(result, tenant, share)
         return result
 
     async def _budget_spent(self, judge: Judge, tenant: str) -> str | None:

@@ -127,7 +127,8 @@ def room_in(stream: str, cap: int, shares: str, tenant: str, tenants: int) -> Co
 
 class Writes:
     """Writes recorded as a group, for code that only queues writes and never reads: the pipeline methods the online
-    path, the counters and the review index use (hincrbyfloat, hincrby, expire, set, xadd, zadd, zremrangebyrank),
+    path, the counters and the review index use (hincrbyfloat, hincrby, hsetnx, expire, set, xadd, zadd,
+    zremrangebyrank),
     each appending one command tuple. About a
     tenth of the cost of queueing onto a redis-py pipeline, which builds its command through layers of callbacks;
     on the online ingest and acknowledgement paths that overhead was a tenth of the API's CPU per post."""
@@ -140,6 +141,9 @@ class Writes:
 
     def hincrby(self, key: str, name: str, amount: int) -> None:
         self.group.append(("HINCRBY", key, name, amount))
+
+    def hsetnx(self, key: str, name: str, value: str) -> None:
+        self.group.append(("HSETNX", key, name, value))
 
     def expire(self, key: str, seconds: int) -> None:
         self.group.append(("EXPIRE", key, seconds))

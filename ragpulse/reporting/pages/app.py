@@ -6,6 +6,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from ragpulse.model.agreement import POPULATIONS
 from ragpulse.reporting.pages.frame import ui_page
 
 RATES = (("hallucination_rate", "Hallucination rate"), ("unanswerable_hallucination_rate", "Unanswerable hall. rate"),
@@ -80,7 +81,8 @@ def _corrected(views: list[dict[str, Any]]) -> str:
 
 def _corrected_row(window: str, rate: str, c: dict[str, Any]) -> str:
     return (f"<tr data-window=\"{escape(window)}\" data-rate=\"{escape(rate)}\" data-status=\"{escape(c['status'])}\">"
-            f"<td>{escape(window)}</td><td>{escape(rate)}</td>"
+            f"<td>{escape(window)}</td><td>{escape(rate)}<br><span class=note>over "
+            f"{escape(POPULATIONS.get(rate, 'its traces'))}</span></td>"
             f"{_estimate('raw', c['raw'], c['raw_ci95'])}{_estimate('corrected', c['corrected'], c['ci95'])}"
             f"<td class=num data-labels={c['estimation_labels']}>{c['estimation_labels']}</td>"
             f"<td class=note>{escape(c['detail'])}</td></tr>")
@@ -95,24 +97,40 @@ def _estimate(kind: str, value: float | None, ci95: list[float] | None) -> str:
 
 
 def _agreement(views: list[dict[str, Any]]) -> str:
-    """The judge against the app's reviewers (from labels, the same in every window)."""
+    """The judge against the app's reviewers (from labels, the same in every window), one row per population: every
+    labelled trace, and each corrected rate's own, whose sensitivity and specificity its correction uses. Named, so
+    two specificities are never read as one (abstentions, faithful to judge and human alike, raise the first)."""
     judge = (views[0].get("judge") if views else None) or {}
     name = escape(str(judge.get("judge", "the judge")))
     agreement = views[0].get("judge_agreement") if views else None
     if agreement is None:
         return (f"<p class=note data-agreement-none>Judge agreement ({name}): not measured, no human label of this "
                 "app's traces for this judge yet.</p>")
-    kappa = agreement["kappa"]
-    facts = [("labels", "Labelled traces", f"{agreement['labels']} ({agreement['estimation_labels']} in the "
-                                            "estimation sample)", agreement["labels"]),
-             ("sensitivity", "Sensitivity", _share(agreement["sensitivity"]), _value(agreement["sensitivity"])),
-             ("specificity", "Specificity", _share(agreement["specificity"]), _value(agreement["specificity"])),
-             ("kappa", "Cohen's kappa", "not measured" if kappa is None else
-              f"{kappa:.2f} [{agreement['kappa_ci95'][0]:.2f}, {agreement['kappa_ci95'][1]:.2f}]", kappa)]
-    cells = "".join(f"<dt>{label}</dt><dd data-agreement={key} data-value=\"{'none' if raw is None else repr(raw)}\">"
-                    f"{text}</dd>" for key, label, text, raw in facts)
+    populations = (views[0].get("judge_agreement_by_population") or {}) if views else {}
+    rows = [("all", "all labelled traces", agreement)]
+    rows += [(rate, f"{POPULATIONS[rate]}: the {rate} correction's", populations.get(rate))
+             for rate in POPULATIONS]
+    body = "".join(_agreement_row(key, label, figures) for key, label, figures in rows)
     warning = f"<p class=note data-agreement-warning>{escape(agreement['warning'])}</p>" if agreement["warning"] else ""
-    return f"<h3>Judge agreement ({name})</h3><dl class=facts>{cells}</dl>{warning}"
+    return (f"<h3>Judge agreement ({name})</h3><div class=scroll><table class=agreement><thead><tr><th>Population</th>"
+            "<th class=num>Labelled traces</th><th class=num>Sensitivity</th><th class=num>Specificity</th>"
+            f"<th class=num>Cohen's kappa</th></tr></thead><tbody>{body}</tbody></table></div>{warning}")
+
+
+def _agreement_row(key: str, label: str, figures: dict[str, Any] | None) -> str:
+    if figures is None:
+        return (f"<tr data-population={key}><td>{escape(label)}</td>"
+                "<td class=num colspan=4>not measured: no labelled trace in it</td></tr>")
+    kappa = figures["kappa"]
+    facts = [("labels", f"{figures['labels']} ({figures['estimation_labels']} in the estimation sample)",
+              figures["labels"]),
+             ("sensitivity", _share(figures["sensitivity"]), _value(figures["sensitivity"])),
+             ("specificity", _share(figures["specificity"]), _value(figures["specificity"])),
+             ("kappa", "not measured" if kappa is None else
+              f"{kappa:.2f} [{figures['kappa_ci95'][0]:.2f}, {figures['kappa_ci95'][1]:.2f}]", kappa)]
+    cells = "".join(f"<td class=num data-agreement={fact} data-value=\"{'none' if raw is None else repr(raw)}\">"
+                    f"{text}</td>" for fact, text, raw in facts)
+    return f"<tr data-population={key}><td>{escape(label)}</td>{cells}</tr>"
 
 
 def _share(rate: dict[str, Any] | None) -> str:
