@@ -60,7 +60,7 @@ def test_the_examples_file_evaluated_six_times_is_one_review_slot_per_trace(api:
     assert all(item["appearances"] == RUNS and item["reason"] == "uniform" for item in served)
 
     agreement = api.get(f"/v1/apps/{app}/agreement").json()
-    [local] = [j for j in agreement["judges"] if j["judge"] == "local"]
+    [local] = [j for j in agreement["judges"] if j["judge"] == "heuristic"]
     assert local["traces"] == local["labels"] == len(judged) and local["appearances"] == RUNS * len(judged)
     assert local["agreement"]["labels"] == local["agreement"]["estimation_labels"] == len(judged)
     assert local["agreement"]["appearances"] == RUNS * len(judged)
