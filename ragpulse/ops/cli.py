@@ -206,7 +206,9 @@ def _qualify(args: argparse.Namespace) -> int:
     from ragpulse.ops import qualify_command  # noqa: PLC0415 - loads the suite and the judges only when asked
 
     if args.server:
-        return _job_command(args)
+        args.command = lambda client, args: qualify_command.run_remote(client, args.judge, args.split, args.limit)
+        code = _job_command(args)
+        return qualify_command.BAD_ARGS if code == EXIT_USAGE else code
     return qualify_command.run_local(args.judge, args.split, args.limit)
 
 

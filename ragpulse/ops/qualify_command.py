@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 
 from ragpulse.config.settings import Settings
+from ragpulse.ops.client import Client
 from ragpulse.exceptions import ConfigError, JudgeAuthError, JudgeNotConfigured
 from ragpulse.judges import kinds
 from ragpulse.qualification import suite
@@ -52,3 +54,23 @@ def run_local(judge: str | None, split: SplitChoice, limit: int | None) -> int:
         return BAD_ARGS
     print(render(result))
     return exit_for(result)
+
+
+POLL_SECONDS = 1.0
+"""Between two reads of a run's status while `--server` waits for it."""
+
+
+def run_remote(client: Client, judge: str | None, split: SplitChoice, limit: int | None) -> int:
+    """Have the service run the qualification as a job, wait for it, and print the result."""
+    body = {"split": split, **({"judge": judge} if judge else {}), **({"limit": limit} if limit else {})}
+    started = client.qualify(body)
+    print(f"qualification job {started.job_id}: {started.items} items with {started.judge}", file=sys.stderr)
+    job = client.qualification(started.job_id or "")
+    while job.status in ("queued", "running"):
+        time.sleep(POLL_SECONDS)
+        job = client.qualification(job.job_id)
+    if job.result is None:
+        print(f"{NAME}: job {job.job_id} {job.status}: {job.error}", file=sys.stderr)
+        return NOT_QUALIFIED
+    print(render(job.result))
+    return exit_for(job.result)

@@ -8,6 +8,6 @@ accuracy, sensitivity, specificity and Cohen's kappa with 95% intervals, per spl
   tuning a prompt; `tune` items may be. Report held_out figures as the judge's.
 - `agreement`, `verdict`: the figures and the qualified / not_qualified decision with its documented floors.
 - `runner`: judges every item with bounded concurrency; a judge error is counted as an error, never a verdict.
-- `store`, `job`, `render`: the latest results per (judge, model, prompt version) in Redis, the RQ job's body,
+- `store`, `job`, `render`: the latest results per (judge, model, prompt version) in Redis (per tenant), the RQ job's body,
   and the text table.
 """

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from ragpulse.intake.estimate import Estimate
 from ragpulse.model.trace import Trace
 
 FailureClass = Literal[
@@ -116,3 +117,52 @@ class Qualification(Struct):
     misses: list[Miss] = []
     heuristic: bool = False
     """The judge is an offline heuristic, not an LLM: its figures say how it fits the suite's own phrasings."""
+
+
+JobStatus = Literal["queued", "running", "finished", "failed"]
+
+
+class QualificationRequest(Struct):
+    """Body of POST /v1/judges/qualify."""
+
+    judge: str | None = None
+    """The judge to qualify; absent: the service's default (RAGPULSE_JUDGE)."""
+    limit: Annotated[int, Meta(ge=1)] | None = None
+    """Judge only this many items, spread over the suite; absent: every item of the split."""
+    split: SplitChoice = "all"
+    dry_run: bool = False
+    """true: answer the estimated judge calls, tokens and cost, and enqueue nothing."""
+
+
+class QualificationJob(Struct):
+    """A qualification run as stored and as GET /v1/judges/qualify/{job_id} answers it."""
+
+    job_id: str
+    tenant: str
+    status: JobStatus
+    judge: str
+    model: str
+    split: SplitChoice
+    items: int
+    created_at: datetime.datetime
+    limit: int | None = None
+    finished_at: datetime.datetime | None = None
+    error: str | None = None
+    result: Qualification | None = None
+
+
+class QualificationPriced(Struct):
+    """What a qualification run would judge and cost; with `job_id` once it is enqueued."""
+
+    judge: str
+    items: int
+    estimate: Estimate
+    dry_run: bool
+    job_id: str | None = None
+    status_url: str | None = None
+
+
+class QualificationList(Struct):
+    """The newest result of each judge, model and prompt version, newest first."""
+
+    items: list[Qualification]
