@@ -59,3 +59,9 @@ def pairwise_job_id(run_id: str) -> str:
 def poll_job_id(job_id: str, chunk: int) -> str:
     """A fresh RQ job id for one poll of a chunk's provider batches."""
     return f"{job_id}-{chunk}-poll-{uuid.uuid4().hex[:6]}"
+
+QUALIFY_JUDGE = "worker.jobs.qualify_judge"
+"""Dotted path of the worker function that runs one judge qualification."""
+
+QUALIFICATION_FAILED = "worker.jobs.qualification_failed"
+"""Dotted path of the RQ failure callback of a qualification run."""

@@ -47,6 +47,7 @@ from service.labels import LabelController, ReviewController
 from service.monitoring import AppPolicyController, MonitorController, QueueCollector
 from service.otlp import otlp_traces
 from service.pages import PagesController
+from service.qualification import QualificationController
 from service.review import ReviewPageController
 from service.review_auth import review_resolver
 from service.review_login import ReviewLoginController
@@ -126,7 +127,7 @@ def create_app(
                         datasets=DatasetStore(client, DatasetLimits.from_settings(settings)))
     app = Litestar(
         route_handlers=[BatchController, TraceController, SessionController, otlp_traces, list_jobs, JobController, CalibrationController,
-                        LabelController, ReviewController, DatasetController, GenerationController,
+                        LabelController, ReviewController, DatasetController, GenerationController, QualificationController,
                         AppPolicyController, MonitorController,
                         ReviewLoginController, ReviewPageController, PagesController, healthz, readyz, metrics],
         dependencies={

@@ -15,6 +15,7 @@ from litestar.openapi.spec import (
     Components, OpenAPIHeader, OpenAPIMediaType, OpenAPIResponse, Reference, RequestBody, Schema, SecurityScheme,
 )
 
+from ragpulse.qualification.model import QualificationRequest
 from ragpulse.metrics.registry import metric_key_pattern
 from ragpulse.model.calibration import CalibrationRequest
 from ragpulse.model.dataset import DatasetVersionPost
@@ -35,7 +36,8 @@ BODIES = {("/v1/batches", "post"): BatchRequest, ("/v1/traces", "post"): TracesP
           ("/v1/calibrations", "post"): CalibrationRequest, ("/v1/labels", "post"): LabelRequest,
           ("/v1/apps/{app}/policy", "put"): PolicyUpdate, ("/v1/datasets/{name}/versions", "post"): DatasetVersionPost,
           ("/v1/datasets/{name}/generate", "post"): GenerateRequest,
-          ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): RetrievalFilterPost}
+          ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): RetrievalFilterPost,
+          ("/v1/judges/qualify", "post"): QualificationRequest}
 """Routes that decode their raw body themselves, with the msgspec type they enforce."""
 
 ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
@@ -71,6 +73,9 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/datasets/{name}/generations/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): (400, 401, 404, 409, 413, 415, 422, 503),
     ("/v1/datasets/{name}/versions/{version}/publish", "post"): (400, 401, 404, 503),
+    ("/v1/judges/qualify", "post"): (400, 401, 413, 415, 422, 503),
+    ("/v1/judges/qualify/{job_id}", "get"): (400, 401, 404, 503),
+    ("/v1/judges/qualifications", "get"): (400, 401, 503),
     ("/healthz", "get"): (),
     ("/readyz", "get"): (503,),
     ("/metrics", "get"): (401,),

@@ -265,3 +265,28 @@ class FakeAnthropic(JudgeFake):
                 return self.admitted[0] + self.window_seconds - now
             self.admitted.append(now)
         return None
+
+
+def verdict_input(trace: dict[str, Any], hallucinated: bool) -> dict[str, Any]:
+    """record_verdicts input calling the whole answer one claim: unsupported when `hallucinated`, else supported by a
+    quote (the first line) of the first document not marked superseded, so the quote check keeps it."""
+    answer = trace.get("answer", "")
+    current = next((d for d in trace["docs"] if "superseded" not in d.attributes and "superseded_by" not in
+                    d.attributes), trace["docs"][0])
+    quote = current.text.split("\n", 1)[0]
+    claim = {"text": answer, "reasoning": "scripted", "verdict": "unsupported", "evidence": []} if hallucinated else \
+        {"text": answer, "reasoning": "scripted", "verdict": "supported",
+         "evidence": [{"doc_id": current.id, "chunk_id": current.chunk, "quote": quote}]}
+    return {
+        "sentences": [{"sentence": answer, "claims": [claim]}], "answer_relevance_reason": "scripted",
+        "answer_relevance": 3, "context_relevance": [{"rank": d.rank, "doc_id": d.id, "score": 2}
+                                                     for d in trace["docs"]],
+        "answerable_from_context": True, "abstained": False, "key_facts": None, "injection_reason": None,
+        "injection_followed": None, "rewrite_faithful": None,
+    }
+
+
+def scripted_verdicts(fake: FakeAnthropic, label: Callable[[dict[str, Any]], bool]) -> None:
+    """Make `fake` answer every record_verdicts call with `verdict_input`, hallucinated as `label(trace)` says."""
+    fake.tool_answers["record_verdicts"] = lambda text: verdict_input(
+        parsed := parse_user_message(text), label(parsed))

@@ -29,6 +29,7 @@ from ragpulse.evaluation.pairwise import base_section, expired_section, open_run
 from ragpulse.store import Store
 from ragpulse.generation.job import mark_failed as mark_generation_failed, run_job as run_generation
 from ragpulse.store.pairwise import PairwiseRuns
+from ragpulse.qualification.job import mark_failed as mark_qualification_failed, run_job as run_qualification
 
 log = logging.getLogger("ragpulse.worker")
 
@@ -201,3 +202,14 @@ def pairwise_failed(job, connection, exc_type, exc_value, traceback) -> None:  #
         return
     error = f"pairwise run failed: {exc_type.__name__}: {exc_value}"
     runs.finish(record, "failed", msgspec.json.encode(base_section(record, "failed", error)), error)
+
+
+def qualify_judge(job_id: str) -> str:
+    """Run one judge qualification (ragpulse.qualification.job); answers its final status."""
+    return run_qualification(get_current_job().connection, settings(), job_id).status
+
+
+def qualification_failed(job, connection, exc_type, exc_value, traceback) -> None:  # noqa: ANN001 - RQ's signature
+    """RQ failure callback: the qualification crashed, so its record says failed with the reason."""
+    mark_qualification_failed(connection, settings(), job.args[0],
+                              f"qualification failed: {exc_type.__name__}: {exc_value}")

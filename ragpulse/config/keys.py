@@ -379,3 +379,21 @@ def provider_polls() -> str:
     """Sorted set: `job_id:chunk` of every chunk waiting on a provider batch, scored by when it is next due a poll
     (bounded by the chunks waiting; expires with the last)."""
     return f"{PREFIX}:provider_polls"
+
+
+def qualification_job(job_id: str) -> str:
+    """String: JSON QualificationJob of a judge qualification run (its tenant, request, status and result); expires
+    with jobs (settings.result_ttl_seconds)."""
+    return f"{PREFIX}:qualification:{job_id}"
+
+
+def qualification_runs(tenant: str, judge: str, model: str, prompt_version: str) -> str:
+    """List: JSON Qualification results of one judge, model and prompt version for a tenant, newest first; trimmed to
+    the RUNS_KEPT newest and expiring RESULT_TTL_SECONDS after the last (ragpulse.qualification.store)."""
+    return f"{PREFIX}:tenant:{tenant}:qualification:{len(judge)}:{judge}:{len(model)}:{model}:{prompt_version}"
+
+
+def qualification_index(tenant: str) -> str:
+    """Hash: the tenant's qualification_runs keys -> the time (ms) of their newest result, so GET
+    /v1/judges/qualifications lists them without a scan; expires with the newest of them."""
+    return f"{PREFIX}:tenant:{tenant}:qualifications"

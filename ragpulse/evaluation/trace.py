@@ -56,7 +56,7 @@ async def _judge_into(result: TraceResult, trace: Trace, options: BatchOptions, 
     judgments: list[Judgment] = []
     try:
         for _ in range(options.repeats):
-            judgments.append(await _judged(judge, judged))
+            judgments.append(await judge_checked(judge, judged))
         first = judgments[0].output
         result.generation = generation_scores(first, judged)
     except JudgeAuthError:
@@ -131,7 +131,9 @@ def _retrieval(trace: Trace, options: BatchOptions) -> dict[str, Any]:
     return {"labels": "labelled", "retrieval": scores, "missed_doc_ids": missed}
 
 
-async def _judged(judge: Judge, trace: Trace) -> Judgment:
+async def judge_checked(judge: Judge, trace: Trace) -> Judgment:
+    """One judgment of `trace` with ragpulse's checks applied to its verdicts (quotes, citation markers, the
+    conversation's session evidence), as every judged trace gets them."""
     judgment = await judge.ajudge(trace)
     judgment.output = in_context(attach_citations(check_quotes(judgment.output, trace), trace), trace)
     return judgment

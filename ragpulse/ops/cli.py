@@ -176,7 +176,41 @@ def _parser() -> argparse.ArgumentParser:
     _gate_parser(sub)
     _job_parsers(sub)
     _dataset_parser(sub)
+    _judge_parser(sub)
     return parser
+
+
+def _judge_parser(sub: argparse._SubParsersAction) -> None:
+    judge = sub.add_parser("judge", formatter_class=_HelpFormatter, help="qualify a judge on the shipped suite",
+                           description="Judge tools. `qualify` runs a judge over the labelled suite shipped with "
+                                       "ragpulse and prints accuracy, sensitivity, specificity and kappa with 95% "
+                                       "intervals, per split and per failure class, and the verdict.")
+    actions = judge.add_subparsers(required=True, metavar="ACTION", dest="judge_action")
+    qualify = actions.add_parser(
+        "qualify", formatter_class=_HelpFormatter, help="measure a judge on the shipped suite",
+        description="Judge every suite item (or --limit of them, spread over the suite) and hold the judge to the "
+                    "qualification floors (kappa >= 0.6 with its interval above 0.4, sensitivity and specificity "
+                    ">= 0.7). Without --server it runs in this process with this environment's judge settings; with "
+                    "--server the service runs it as a job and keeps the result. Exit codes: 0 qualified; 1 not "
+                    "qualified, or the run or the service failed; 2 bad arguments or a judge not configured.")
+    qualify.add_argument("--judge", choices=kinds.judging_names(),
+                         help="the judge to qualify (default: RAGPULSE_JUDGE's, or the service's)")
+    qualify.add_argument("--limit", type=_positive_int, metavar="N",
+                         help="judge only N items, spread over the suite (default: every item)")
+    qualify.add_argument("--split", choices=("tune", "held_out", "all"), default="all",
+                         help="held_out items are never used to tune a prompt: report those as the judge's figures")
+    _server_arguments(qualify)
+    qualify.set_defaults(run=_qualify)
+
+
+def _qualify(args: argparse.Namespace) -> int:
+    from ragpulse.ops import qualify_command  # noqa: PLC0415 - loads the suite and the judges only when asked
+
+    if args.server:
+        args.command = lambda client, args: qualify_command.run_remote(client, args.judge, args.split, args.limit)
+        code = _job_command(args)
+        return qualify_command.BAD_ARGS if code == EXIT_USAGE else code
+    return qualify_command.run_local(args.judge, args.split, args.limit)
 
 
 def _dataset_parser(sub: argparse._SubParsersAction) -> None:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
+from ragpulse.qualification.model import QualificationJob, QualificationPriced
 from ragpulse.config import defaults
 from ragpulse.exceptions import BadAnswer, ClientError, ServerUnreachable, TraceFileError, TracesRejected
 from ragpulse.model.compare import Comparison
@@ -245,6 +246,14 @@ class Client:
         dataset or version)."""
         path = f"/v1/datasets/{name}" + (f"/versions/{version}" if version is not None else "")
         return self._decode(self._request("DELETE", path), DatasetDeleted)
+
+    def qualify(self, body: dict[str, Any]) -> QualificationPriced:
+        """POST /v1/judges/qualify: the run's estimate and, unless a dry run, its job id."""
+        return self._decode(self._request("POST", "/v1/judges/qualify", json=body), QualificationPriced)
+
+    def qualification(self, job_id: str) -> QualificationJob:
+        """GET /v1/judges/qualify/{job_id}: the run's status and, once finished, its result."""
+        return self._decode(self._request("GET", f"/v1/judges/qualify/{job_id}"), QualificationJob)
 
     def job(self, job_id: str) -> JobView:
         """The job's status view."""
