@@ -27,7 +27,7 @@ QualificationJobId = Annotated[str, Parameter(max_length=64, description=(
 
 def qualifying_judge(named: str | None, call: Call) -> str:
     """The request's judge, else the service's default; 422 naming `$.judge` when it judges nothing."""
-    judge = named or call.settings.default_judge
+    judge = kinds.canonical(named or call.settings.default_judge)
     if judge not in kinds.judging_names():
         raise InvalidBody("the judge cannot be qualified", [{"path": "$.judge", "message": (
             f"{judge} judges nothing; name one of {', '.join(kinds.judging_names())}")}])

@@ -24,7 +24,7 @@ def wait_for_run(client: httpx.Client, job_id: str, timeout: float = 120.0) -> d
 
 
 def test_a_dry_run_prices_and_enqueues_nothing(client: httpx.Client) -> None:
-    answer = client.post("/v1/judges/qualify", json={"judge": "local", "limit": 40, "dry_run": True})
+    answer = client.post("/v1/judges/qualify", json={"judge": "heuristic", "limit": 40, "dry_run": True})
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["dry_run"] is True and body.get("job_id") is None
@@ -38,13 +38,13 @@ def test_a_judge_that_judges_nothing_is_refused(client: httpx.Client) -> None:
 
 
 def test_the_worker_runs_the_job_and_the_result_is_kept(client: httpx.Client) -> None:
-    answer = client.post("/v1/judges/qualify", json={"judge": "local", "limit": 60, "split": "held_out"})
+    answer = client.post("/v1/judges/qualify", json={"judge": "heuristic", "limit": 60, "split": "held_out"})
     assert answer.status_code == 202, answer.text
     job_id = answer.json()["job_id"]
     run = wait_for_run(client, job_id)
     assert run["status"] == "finished", run
     result = run["result"]
-    assert result["judge"] == "local" and result["split"] == "held_out" and result["overall"]["items"] == 60
+    assert result["judge"] == "heuristic" and result["split"] == "held_out" and result["overall"]["items"] == 60
     assert set(result["by_split"]) == {"held_out"}
     assert result["verdict"] == "not_qualified" and result["reasons"]   # a heuristic does not qualify
     listed = client.get("/v1/judges/qualifications").json()["items"]
@@ -53,6 +53,6 @@ def test_the_worker_runs_the_job_and_the_result_is_kept(client: httpx.Client) ->
 
 
 def test_the_cli_runs_it_on_the_service(stack, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
-    assert main(["judge", "qualify", "--judge", "local", "--limit", "30", "--server", stack.url]) == 1
+    assert main(["judge", "qualify", "--judge", "heuristic", "--limit", "30", "--server", stack.url]) == 1
     out = capsys.readouterr().out
-    assert "JUDGE QUALIFICATION: local" in out and "VERDICT: not qualified" in out
+    assert "JUDGE QUALIFICATION: heuristic" in out and "VERDICT: not qualified" in out
