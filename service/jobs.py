@@ -22,6 +22,8 @@ from ragpulse.reporting.compare import compare
 from ragpulse.reporting.judging import judged_keys
 from ragpulse.reporting.significance import default_family, parse_family
 from ragpulse.reporting.html import FAILING_SHOWN, failing_traces, pending_page, render_html
+from ragpulse.qualification.notes import qualification_note
+from ragpulse.qualification.store import Qualifications
 from ragpulse.store import Store
 from service.context import Call, Services
 from service.pairwise import pairwise_result
@@ -177,7 +179,7 @@ class JobController(Controller):
             pending = _pending(store, job_id, tenant)
             return Response(pending, status_code=_pending_status(pending))  # type: ignore[arg-type]
         report = call.services.reviews.correct_report(tenant, job_id, _with_calibration(store, job_id, raw))
-        return Response(report)
+        return Response(_qualified(call.services, tenant, report))
 
     @get("/{job_id:str}/report.html", sync_to_thread=True, summary="The report as one self-contained HTML page",
          media_type=MediaType.HTML)
@@ -196,7 +198,8 @@ def serve_report_page(services: Services, tenant: str, job_id: str, nav: str = "
         pending = _pending(store, job_id, tenant)
         return Response(pending_page(job_id, pending.status, pending.detail), status_code=_pending_status(pending),
                         media_type=MediaType.HTML, headers={"Content-Security-Policy": PAGE_CSP})
-    report = services.reviews.correct_report(tenant, job_id, _with_calibration(store, job_id, raw))
+    report = _qualified(services, tenant, services.reviews.correct_report(tenant, job_id,
+                                                                          _with_calibration(store, job_id, raw)))
     failing = failing_traces(report, store.results.all(job_id))
     queries = store.queries(job_id, tenant, [r.index for r in failing[:FAILING_SHOWN]])
     page = render_html(report, failing, queries, nav)
@@ -278,6 +281,15 @@ def _pending(store: Store, job_id: str, tenant: str) -> ReportPending:
 def _pending_status(pending: ReportPending) -> int:
     """202 while the job runs (poll again), 409 once it has ended without a report."""
     return 409 if pending.status in TERMINAL else 202
+
+
+def _qualified(services: Services, tenant: str, report: Report) -> Report:
+    """The report with its judge's latest qualification on the shipped suite, when a judge judged its traces."""
+    judging = report.judging
+    if judging is not None and judging.judge is not None:
+        store = Qualifications(services.store.redis, services.settings.result_ttl_seconds)
+        report.qualification = qualification_note(store, tenant, judging.judge, judging.model, judging.prompt_version)
+    return report
 
 
 def _with_calibration(store: Store, job_id: str, raw: bytes) -> Report:

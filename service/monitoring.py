@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
+import msgspec
 import redis
 from litestar import Controller, Response, get, put, route
 from litestar.enums import HttpMethod
@@ -21,6 +22,8 @@ from ragpulse.monitoring.catalog import (
     GAUGES, JUDGE_CONFIGURED, ONLINE_BACKLOG, ONLINE_LAG, OTLP_HANDOVER_LAG, QUEUE_DEPTH, WORKERS,
 )
 from ragpulse.judges import kinds
+from ragpulse.qualification.notes import qualification_note
+from ragpulse.qualification.store import Qualifications
 from ragpulse.online.post import stream_key
 from ragpulse.online.stream import backlog
 from ragpulse.otlp.buffer import handover_lag
@@ -107,7 +110,12 @@ def monitor_window(services: Services, tenant: str, app: str, window: str,
     judge-corrected (also the web UI's app page, production, one per window)."""
     totals = window_totals(services.store.redis, tenant, app, WINDOWS[window], environment=environment)
     view = monitor_view(totals, app, window, services.policies.get(tenant, app).sample_rate, environment)
-    view["not_judged"] = None if kinds.judges_traces(services.settings.default_judge) else kinds.NOT_JUDGED
+    settings = services.settings
+    judge = settings.default_judge
+    view["not_judged"] = None if kinds.judges_traces(judge) else kinds.NOT_JUDGED
+    view["qualification"] = None if not kinds.judges_traces(judge) else msgspec.to_builtins(qualification_note(
+        Qualifications(services.store.redis, settings.result_ttl_seconds), tenant, judge,
+        kinds.model_for(judge, settings), kinds.current_prompt_versions().get(judge)))
     return services.reviews.correct_monitor(tenant, app, view)
 
 

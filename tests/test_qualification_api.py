@@ -56,3 +56,33 @@ def test_the_cli_runs_it_on_the_service(stack, capsys: pytest.CaptureFixture[str
     assert main(["judge", "qualify", "--judge", "heuristic", "--limit", "30", "--server", stack.url]) == 1
     out = capsys.readouterr().out
     assert "JUDGE QUALIFICATION: heuristic" in out and "VERDICT: not qualified" in out
+
+
+def test_the_report_and_the_app_page_show_the_qualification(client: httpx.Client, redis_url: str) -> None:
+    import uuid
+
+    import redis
+
+    from ragpulse.qualification.notes import qualification_note
+    from ragpulse.qualification.store import Qualifications
+
+    fresh = qualification_note(Qualifications(redis.Redis.from_url(redis_url), 60), f"t-{uuid.uuid4().hex[:8]}",
+                               "anthropic", "claude-sonnet-4-6", "v1")
+    assert fresh.verdict == "not_run" and fresh.summary.startswith("not qualified")
+    run = wait_for_run(client, client.post("/v1/judges/qualify", json={"judge": "heuristic", "limit": 40}).json()[
+        "job_id"])
+    assert run["status"] == "finished", run
+    app = f"qualified-{uuid.uuid4().hex[:8]}"
+    trace = {"app": app, "query": "How long is the warranty?", "answer": "Two years.",
+             "retrieved_docs": [{"id": "w", "text": "The warranty lasts two years."}], "gold_doc_ids": ["w"]}
+    job_id = client.post("/v1/batches", json={"traces": [trace], "options": {"judge": "heuristic"}}).json()["job_id"]
+    deadline = time.monotonic() + 60
+    while (report := client.get(f"/v1/jobs/{job_id}/report")).status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    note = report.json()["qualification"]
+    assert note["judge"] == "heuristic" and note["verdict"] == "not_qualified"
+    assert note["summary"].startswith("not qualified on the shipped suite: kappa ") and note["kappa"] is not None
+    assert "data-qualification=not_qualified" in client.get(f"/v1/jobs/{job_id}/report.html").text
+    monitor = client.get(f"/v1/monitor/{app}", params={"window": "1h"}).json()
+    assert monitor["qualification"]["verdict"] == "not_qualified"
+    assert "data-qualification=not_qualified" in client.get(f"/apps/{app}").text

@@ -3,6 +3,8 @@ job page's default baseline check before reading judged metrics of two jobs side
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 
@@ -32,3 +34,23 @@ class Judging(msgspec.Struct, kw_only=True):
             return "no judge"
         kind = " (heuristic)" if self.heuristic else ""
         return f"judge {self.judge}{kind}, model {self.model or '-'}, prompt {self.prompt_version or '-'}"
+
+
+QualificationVerdict = Literal["qualified", "not_qualified", "not_run"]
+
+
+class QualificationNote(msgspec.Struct, kw_only=True):
+    """How far a judge's rates can be trusted before the deployment's own labels: its latest qualification on the
+    suite shipped with ragpulse (the prior; agreement on the app's labels is the posterior), as every rate shows it."""
+
+    judge: str
+    model: str | None
+    prompt_version: str | None
+    verdict: QualificationVerdict
+    """`not_run` when this judge configuration was never qualified here: its rates are as good as unmeasured."""
+    kappa: tuple[float, tuple[float, float]] | None = None
+    """Cohen's kappa on the suite and its 95% interval."""
+    finished_at: str | None = None
+    """When the qualification ran (ISO 8601)."""
+    summary: str
+    """The line shown beside the rate: `qualified on the shipped suite: kappa 0.71 [0.63, 0.78], 2026-12-08`."""

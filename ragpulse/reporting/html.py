@@ -130,11 +130,20 @@ def _generation_table(report: Report) -> str:
     gen = report.generation
     if gen.not_judged is not None:
         return "<p class=note data-not-judged>Not judged (no LLM judge configured): see the note above.</p>"
-    return (metric_tables([Row(m.name, getattr(gen, m.name), _target(report, m.name), m.better, m.scale)
-                           for m in GENERATION])
+    return (_qualification(report)
+            + metric_tables([Row(m.name, getattr(gen, m.name), _target(report, m.name), m.better, m.scale)
+                             for m in GENERATION])
             + f"<p class=note>{gen.n_judged} judged, {gen.n_abstained} abstained; unanswerable: "
               f"{gen.unanswerable.n} ({gen.unanswerable.labelled} labelled), {gen.unanswerable.hallucinated} "
               "hallucinated.</p>")
+
+
+def _qualification(report: Report) -> str:
+    """The judge's qualification on the shipped suite, above the rates it qualifies."""
+    note = report.qualification
+    if note is None:
+        return ""
+    return f"<p class=note data-qualification={escape(note.verdict)}>Judge {escape(note.summary)}.</p>"
 
 
 def _judge_banner(report: Report) -> str:

@@ -109,7 +109,8 @@ def _generation(report: Report) -> list[str]:
         return ["GENERATION: not judged", *textwrap.wrap(gen.not_judged, 116, initial_indent="  ",
                                                           subsequent_indent="  ")]
     rows = [f"GENERATION (judge: {judge_line(gen)}; {gen.n_judged} judged, {gen.n_abstained} abstained)",
-            *([NOTE_HEURISTIC] if gen.heuristic else [])]
+            *([NOTE_HEURISTIC] if gen.heuristic else []),
+            *([f"  judge qualification: {report.qualification.summary}"] if report.qualification else [])]
     rows += _metric_table({m.name: getattr(gen, m.name) for m in GENERATION}, report.targets)
     rows += _metric_table({"abstention_precision": gen.abstention.precision,
                            "abstention_recall": gen.abstention.recall})[1:]

@@ -18,7 +18,7 @@ from ragpulse.metrics.registry import GENERATION
 from ragpulse.metrics.operational import Operations
 from ragpulse.model.environment import StoredEnvironment
 from ragpulse.model.estimate import Estimate
-from ragpulse.model.judging import Judging
+from ragpulse.model.judging import Judging, QualificationNote
 
 
 class Struct(msgspec.Struct, kw_only=True):
@@ -343,6 +343,9 @@ class Report(Struct):
     judging: Judging | None = None
     """The judge, model and prompt version of most judged traces, and how many traces sent to the judge were judged:
     what compare and gate check before reading two jobs' judged metrics side by side."""
+    qualification: QualificationNote | None = None
+    """That judge configuration's latest qualification on the suite shipped with ragpulse (`not_run` when it never
+    ran here), added when the report is served; None when no trace was judged."""
     subsets: dict[str, Group] = {}
     """For a job bound to a dataset, the two subsets the seeds report apart: `human` (human-written items) and `test`
     (the frozen test split nobody tunes on), each with its own figures; empty otherwise."""

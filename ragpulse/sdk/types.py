@@ -113,6 +113,8 @@ class Report(TypedDict):
     """The human-written subset and the test split reported apart."""
     judging: dict[str, Any] | None
     """Judge, model and prompt version of most judged traces, and judged of the traces sent to the judge."""
+    qualification: dict[str, Any] | None
+    """That judge configuration's latest qualification on the shipped suite: verdict, kappa, date and summary."""
 
 
 class Comparison(TypedDict):

@@ -28,8 +28,16 @@ def app_page(app: str, views: list[dict[str, Any]], top: str) -> str:
     note = ("<p class=note>Rates are over the window's judged traces, with Wilson 95% intervals; — where no trace "
             "counts toward a rate (never 0).</p>")
     corrected = f"<h3>Judge-corrected hallucination rates</h3>{_corrected(views)}{_agreement(views)}"
-    return ui_page(f"ragpulse: {app}", f"<h2>App {escape(app)}</h2>{links}{_judge_note(views)}{table}{note}"
-                   f"{corrected}", top)
+    return ui_page(f"ragpulse: {app}", f"<h2>App {escape(app)}</h2>{links}{_judge_note(views)}"
+                   f"{_qualification(views)}{table}{note}{corrected}", top)
+
+
+def _qualification(views: list[dict[str, Any]]) -> str:
+    """The judge's latest qualification on the shipped suite, above the rates it judged."""
+    note = (views[0] if views else {}).get("qualification")
+    if not note:
+        return ""
+    return f"<p class=note data-qualification={escape(note['verdict'])}>Judge {escape(note['summary'])}.</p>"
 
 
 def _judge_note(views: list[dict[str, Any]]) -> str:
