@@ -96,6 +96,8 @@ def _evaluate(client: Client, file: TraceFile, options: dict[str, Any], size: in
         evaluation.report = build_report(" + ".join(job_id for _, job_id in posted),
                                          msgspec.convert(options, BatchOptions), evaluation.results,
                                          merged_binding(evaluation.jobs))
+        # the service adds the judge's qualification to a job's report; the parts share one judge configuration
+        evaluation.report.qualification = client.report(posted[0][1]).qualification
     return evaluation
 
 

@@ -10,8 +10,8 @@ from ragpulse.qualification.model import Figures, Qualification
 from ragpulse.qualification.render import cell
 from ragpulse.qualification.store import Qualifications
 
-NOT_RUN = ("not qualified: this judge configuration was never run on the shipped suite (`ragpulse judge qualify` or "
-           "POST /v1/judges/qualify measures it)")
+NOT_RUN = ("not qualified: this judge configuration was never run on the shipped suite (run ragpulse judge qualify "
+           "or POST /v1/judges/qualify to measure it)")
 
 
 def qualification_note(store: Qualifications, tenant: str, judge: str, model: str | None,
