@@ -1,4 +1,5 @@
-"""Integers bounded wherever they enter: each place of a decoded body where msgspec takes an integer msgpack cannot store.
+"""Integers bounded wherever they enter: each place of a decoded body where msgspec takes an integer msgpack cannot
+hold.
 
 msgspec's `int` without bounds, and free-form `Any` (`metadata`), take an integer of any size; the stored form holds
 64 bits (model.storable), so a larger one decoded fine and failed the write with a 500. Every decoder of intake.decode

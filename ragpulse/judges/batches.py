@@ -144,7 +144,7 @@ def unreadable(line: str, why: str) -> BatchOutcome:
 
 def created_id(answer: Any, api: str, base_url_setting: str) -> str:
     """The id of the batch (or file) a create call answered; JudgeResponseInvalid when the 200 held none (an HTML
-    page from a proxy comes back from the SDK as a string), so the job records what came instead of an AttributeError."""
+    page from a proxy comes back from the SDK as a string), so the job records what came, not an AttributeError."""
     found = getattr(answer, "id", None)
     if isinstance(found, str) and found:
         return found
