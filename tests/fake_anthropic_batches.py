@@ -35,6 +35,10 @@ class FakeAnthropicBatches(FakeAnthropic):
         self.interactive = 0
         """Interactive Messages API calls received."""
         self.batch_lock = threading.Lock()
+        self.create_answer: tuple[int, dict[str, str], Any] | None = None
+        """When set, what every batch create answers (status, headers, payload) instead of creating one."""
+        self.extra_lines: list[str] = []
+        """Lines added to the end of every results JSONL (garbage, or results of requests never sent)."""
 
     def release(self) -> None:
         """Process every in-progress batch now: each ends with its requests' outcomes."""
@@ -89,6 +93,8 @@ class FakeAnthropicBatches(FakeAnthropic):
             with self.lock:
                 self.interactive += 1
             return self.respond(body, {})
+        if method == "POST" and parts == ["v1", "messages", "batches"] and self.create_answer is not None:
+            return self.create_answer
         if method == "POST" and parts == ["v1", "messages", "batches"]:
             batch = {"id": f"msgbatch_{uuid.uuid4().hex[:20]}", "requests": body["requests"],
                      "status": "in_progress", "created_at": _now()}
@@ -114,7 +120,8 @@ class FakeAnthropicBatches(FakeAnthropic):
             elif batch["status"] == "in_progress" and not self.hold:
                 self._process(batch)
             if parts[4:] == ["results"] and batch["status"] == "ended":
-                lines = "".join(json.dumps(o) + "\n" for o in batch["outcomes"])
+                lines = "".join(json.dumps(o) + "\n" for o in batch["outcomes"]) + "".join(
+                    line + "\n" for line in self.extra_lines)
                 return 200, {"content-type": "application/x-jsonl"}, lines.encode()
             return 200, {}, self._view(batch)
 

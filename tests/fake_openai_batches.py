@@ -36,6 +36,10 @@ class FakeOpenAIBatches(FakeOpenAI):
         self.expire: set[str] = set()
         self.interactive = 0
         self.batch_lock = threading.Lock()
+        self.create_answer: tuple[int, dict[str, str], Any] | None = None
+        """When set, what every batch create answers (status, headers, payload) instead of starting one."""
+        self.extra_lines: list[str] = []
+        """Lines added to the end of every output file (garbage, or results of requests never sent)."""
 
     def batched_requests(self) -> int:
         with self.batch_lock:
@@ -60,16 +64,17 @@ class FakeOpenAIBatches(FakeOpenAI):
             line = {"id": f"batch_req_{uuid.uuid4().hex[:12]}", "custom_id": request["custom_id"],
                     "response": {"status_code": status, "request_id": "r", "body": answer}, "error": None}
             (output if status == 200 else errors).append(line)
-        batch["output_file_id"] = self._keep(output)
+        batch["output_file_id"] = self._keep(output, self.extra_lines)
         batch["error_file_id"] = self._keep(errors)
         batch["status"] = "expired" if expired else "completed"
         batch["counts"] = {"total": len(batch["requests"]), "completed": len(output), "failed": len(errors)}
 
-    def _keep(self, lines: list[dict[str, Any]]) -> str | None:
-        if not lines:
+    def _keep(self, lines: list[dict[str, Any]], extra: list[str] = ()) -> str | None:  # type: ignore[assignment]
+        if not lines and not extra:
             return None
         file_id = f"file-{uuid.uuid4().hex[:12]}"
-        self.files[file_id] = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        self.files[file_id] = "".join([*(json.dumps(line) + "\n" for line in lines), *(x + "\n" for x in extra)]
+                                      ).encode()
         return file_id
 
     def _view(self, batch: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +100,8 @@ class FakeOpenAIBatches(FakeOpenAI):
                              "filename": "requests.jsonl", "purpose": "batch", "status": "processed"}
         if method == "GET" and parts[:2] == ["v1", "files"] and parts[3:] == ["content"]:
             return 200, {"content-type": "application/octet-stream"}, self.files[parts[2]]
+        if method == "POST" and parts == ["v1", "batches"] and self.create_answer is not None:
+            return self.create_answer
         if method == "POST" and parts == ["v1", "batches"]:
             body = json.loads(raw)
             requests = [json.loads(line) for line in self.files[body["input_file_id"]].decode().splitlines()]

@@ -96,6 +96,11 @@ def with_metadata(metadata: str, doc_metadata: str | None = None) -> bytes:
     return f'{{"traces": [{{"query": "q", "metadata": {metadata}{extra}}}]}}'.encode()
 
 
+EVIDENCE_HUGE_INT = dumps({"traces": [{"query": "q", "session_id": "s", "session_evidence": [
+    {"id": "d", "metadata": {"k": 10**23}}]}]})
+"""A session-evidence document whose metadata holds an integer msgpack cannot store (past 64 bits)."""
+
+
 def raw(query: bytes) -> bytes:
     """A batch whose query is `query` spliced in raw: bytes (escapes, invalid UTF-8) no JSON encoder would write."""
     return b'{"traces": [{"query": "' + query + b'"}]}'
@@ -297,6 +302,14 @@ TRACE_FIELDS = [
     Odd("int-under-64-bits-in-doc-metadata", BATCH, with_metadata("{}", '{"ids": [1, -9223372036854775809]}'), 422,
         "$.traces[0].retrieved_docs[0].metadata.ids[1]"),
     Odd("int-300-digits-in-metadata", BATCH, with_metadata('{"n": ' + "9" * 300 + "}"), 422, "$.traces[0].metadata.n"),
+    *(Odd(f"int-over-64-bits-in-session-evidence-metadata{suffix}", request, EVIDENCE_HUGE_INT, 422,
+          "$.traces[0].session_evidence[0].metadata.k") for suffix, request in (("", BATCH), ("-dry-run", DRY_RUN),
+                                                                                ("-online", TRACES))),
+    Odd("int-over-64-bits-in-bound-batch-metadata", BATCH,
+        batch(trace(metadata={"k": 10**23}), dataset={"name": "no-such-dataset-here", "version": 1}), 422,
+        "$.traces[0].metadata.k"),
+    Odd("dataset-version-over-64-bits-in-batch", DRY_RUN, batch(trace(), dataset={"name": "faq", "version": 2**64}),
+        422, "$.dataset.version"),
     Odd("principal-string", BATCH, batch(trace(principal="alice")), 422, "$.traces[0].principal"),
     Odd("principal-groups-string", BATCH, batch(trace(principal={"groups": "g"})), 422, "$.traces[0].principal.groups"),
     Odd("principal-empty-group", BATCH, batch(trace(principal={"groups": ["g", ""]})), 422,
@@ -506,9 +519,9 @@ CALIBRATIONS = [
     Odd("calibration-claim-index-negative", CALIBRATION, claims({"index": -1, "verdict": "supported"}), 422,
         "$.labels[0].claims[0].index"),
     Odd("calibration-claim-index-2-to-70-unknown-job", CALIBRATION, claims({"index": 2**70, "verdict": "supported"}),
-        404),
+        422, "$.labels[0].claims[0].index"),
     Odd("calibration-claim-index-2-to-70-unjudged-trace", CALIBRATION, claims({"index": 2**70, "verdict": "supported"})
-        .replace(b"0" * 32, b"{job}"), 422, "$.labels[0].trace_id"),
+        .replace(b"0" * 32, b"{job}"), 422, "$.labels[0].claims[0].index"),
     Odd("calibration-claim-index-fraction", CALIBRATION, claims({"index": 0.5, "verdict": "supported"}), 422,
         "$.labels[0].claims[0].index"),
     Odd("calibration-claim-verdict-unknown", CALIBRATION, claims({"index": 0, "verdict": "maybe"}), 422,
@@ -552,6 +565,8 @@ LABEL_CASES = [
     Odd("label-claims-over-1000", LABELS, label(claims=[{"index": i, "verdict": "supported"} for i in range(1001)]),
         422, "$.claims"),
     Odd("label-claim-index-string", LABELS, label(claims=[{"index": "0", "verdict": "supported"}]), 422,
+        "$.claims[0].index"),
+    Odd("label-claim-index-over-64-bits", LABELS, label(claims=[{"index": 2**64, "verdict": "supported"}]), 422,
         "$.claims[0].index"),
     Odd("label-unknown-field", LABELS, label(score=1), 422, "$"),
     Odd("label-unknown-trace", LABELS, label(trace_id=f"never-{uuid.uuid4().hex}"), 404),
@@ -948,6 +963,10 @@ DATASET_CASES = [
     Odd("dataset-item-grade-4", PUSH, items(item(relevance={"d": 4})), 422),
     Odd("dataset-item-split-unknown", PUSH, items(item(split="train")), 422, "$.items[0].split"),
     Odd("dataset-item-source-unknown", PUSH, items(item(source="crowd")), 422, "$.items[0].source"),
+    Odd("dataset-item-metadata-int-over-64-bits", PUSH, items(item(metadata={"k": 10**23})), 422,
+        "$.items[0].metadata.k"),
+    Odd("dataset-item-metadata-int-under-64-bits", PUSH, items(item(), item(item_id="i2", metadata={"k": -2**63 - 1})),
+        422, "$.items[1].metadata.k"),
     Odd("dataset-description-over-2048", PUSH, dumps({"items": [item()], "description": long(2049)}), 422,
         "$.description"),
     Odd("dataset-not-json-content", PUSH, items(item()), 415, content_type="text/plain"),

@@ -20,6 +20,7 @@ from ragpulse.config import keys
 from ragpulse.config.prices import DEFAULT_PRICES_PER_MTOK, call_cost
 from ragpulse.intake.estimate import estimate_trace_tokens
 from ragpulse.model.trace import Trace
+from ragpulse.store import Store
 from tests.fake_anthropic import Fault
 from tests.fake_anthropic_batches import FakeAnthropicBatches
 from tests.support import ROOT, Cluster, wait_for_job
@@ -329,3 +330,56 @@ def test_a_retry_sends_the_traces_it_runs_again_in_a_fresh_provider_batch(
     assert fake.interactive == calls_before                         # none retried from the canceled outcome
     assert all(c["delivery"] == "batch" for i in items for j in i["judgments"] for c in j["calls"])
     assert job["provider"]["counts"]["succeeded"] == len(batch)
+
+
+def spent(redis_url: str, job_id: str) -> tuple[float, float]:
+    """(the job's spend, the open API's tenant's spend today) as the budgets read them."""
+    return Store(redis.Redis.from_url(redis_url), 3600).spend.spent(job_id, "default")
+
+
+def test_a_garbage_line_and_a_foreign_custom_id_cost_no_other_trace_its_verdict(
+        cluster: Cluster, fake: FakeAnthropicBatches, redis_url: str) -> None:
+    batch = [t for t in traces(30, "junk") if t.get("answer")][:20]
+    calls_before, (_, day_before) = fake.interactive, spent(redis_url, "none")
+    fake.extra_lines = ["<html>not a result</html>", json.dumps({"custom_id": "zzz-0", "result": {"type": "expired"}})]
+    try:
+        job_id = cluster.post(batch, delivery="batch")
+        waiting_on_provider(cluster, job_id, batches=1)
+        fake.release()
+        job = wait_for_job(cluster.http, job_id, timeout=120)
+    finally:
+        fake.extra_lines = []
+    items = cluster.results(job_id)
+    assert [i["status"] for i in items] == ["ok"] * len(batch), [(i["status"], i.get("error")) for i in items]
+    assert fake.interactive == calls_before                     # every verdict is the batch's own, none bought again
+    assert "2 provider batch result lines ignored" in job["error"] and "not JSON" in job["error"]
+    job_spent, day_after = spent(redis_url, job_id)
+    assert job_spent == pytest.approx(job["spend"]["cost_usd"], abs=1e-6) and job_spent > 0   # shown to 6 places
+    assert day_after - day_before == pytest.approx(job_spent, abs=1e-6)   # the reservation given back: only the bill
+
+
+@pytest.mark.parametrize("answer", [
+    (500, {}, {"type": "error", "error": {"type": "api_error", "message": "scripted create failure"}}),
+    (200, {"content-type": "text/html"}, b"<html><body>Gateway login</body></html>"),
+], ids=["create-500", "create-html-200"])
+def test_a_failed_create_fails_its_traces_with_the_reason_and_gives_the_reservation_back(
+        cluster: Cluster, fake: FakeAnthropicBatches, redis_url: str, answer: tuple) -> None:
+    batch = [t for t in traces(20, f"create-{answer[0]}") if t.get("answer")][:6]
+    calls_before, (_, day_before) = fake.interactive, spent(redis_url, "none")
+    fake.create_answer = answer
+    try:
+        job_id = cluster.post(batch, delivery="batch")
+        job = wait_for_job(cluster.http, job_id, timeout=120)
+    finally:
+        fake.create_answer = None
+    items = cluster.results(job_id)
+    assert [i["status"] for i in items] == ["judge_error"] * len(batch)
+    assert all(i["error"].startswith("provider batch not created") for i in items)
+    assert all(i["retrieval"] is not None for i in items)              # kept with what needs no judge
+    assert job["status"] != "failed" and job["error"].startswith("provider batch not created")
+    if answer[0] == 200:
+        assert "JudgeResponseInvalid" in job["error"] and "Gateway login" in job["error"]
+    assert fake.interactive == calls_before
+    job_spent, day_after = spent(redis_url, job_id)
+    assert job_spent == pytest.approx(0, abs=1e-9) and job["spend"]["cost_usd"] == pytest.approx(0, abs=1e-9)
+    assert day_after == pytest.approx(day_before, abs=1e-9)            # the tenant's day is as it was

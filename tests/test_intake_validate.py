@@ -12,9 +12,10 @@ from msgspec import Meta
 
 from ragpulse.exceptions import InvalidBody
 from ragpulse.intake import duplicates
-from ragpulse.intake.decode import decode_batch, decode_body
+from ragpulse.intake.decode import decode_batch, decode_body, decode_post
 from ragpulse.intake.validate import MAX_ERRORS, collect_errors
 from ragpulse.model.calibration import CalibrationRequest
+from ragpulse.model.dataset import DatasetVersionPost
 from ragpulse.model.trace import BatchRequest
 from ragpulse.monitoring.sampling import SamplingPolicy
 
@@ -203,3 +204,24 @@ def test_unstorable_metadata_is_named_by_its_full_path_however_it_nests() -> Non
         "$.traces[1].metadata.deep" + ".x" * 63,      # depth 65 (metadata 1, deep 2, each x one more) is past 64
         "$.traces[1].retrieved_docs[0].metadata.big[0]",
     }
+
+
+@pytest.mark.parametrize(("decode", "body", "path"), [
+    (decode_post, {"traces": [{"query": "q", "session_id": "s", "session_evidence": [
+        {"id": "d", "metadata": {"k": 10**23}}]}]}, "$.traces[0].session_evidence[0].metadata.k"),
+    (decode_batch, {"traces": [{"query": "q", "session_evidence": [{"id": "d"}, {"id": "e", "metadata": {
+        "k": [-(2**63) - 1]}}]}]}, "$.traces[0].session_evidence[1].metadata.k[0]"),
+    (lambda body: decode_body(body, DatasetVersionPost), {"items": [{"item_id": "i", "query": "q", "metadata": {
+        "k": 10**23}}]}, "$.items[0].metadata.k"),
+    (lambda body: decode_body(body, CalibrationRequest), {"job_id": "j", "labels": [{"trace_id": "t", "faithful": True,
+        "claims": [{"index": 2**64, "verdict": "supported"}]}]}, "$.labels[0].claims[0].index"),
+], ids=["session-evidence-online", "session-evidence-batch", "dataset-item", "calibration-claim-index"])
+def test_every_decoder_names_an_integer_past_64_bits_wherever_it_sits(decode, body, path) -> None:
+    with pytest.raises(InvalidBody) as caught:
+        decode(json.dumps(body).encode())
+    assert [error["path"] for error in caught.value.errors] == [path]
+
+
+def test_integers_at_the_edges_of_64_bits_are_stored() -> None:
+    body = {"items": [{"item_id": "i", "query": "q", "metadata": {"max": 2**64 - 1, "min": -(2**63), "t": True}}]}
+    assert decode_body(json.dumps(body).encode(), DatasetVersionPost).items[0].metadata == body["items"][0]["metadata"]

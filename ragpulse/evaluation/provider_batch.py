@@ -36,6 +36,8 @@ from ragpulse.judges.batches import (
 from ragpulse.intake.estimate import estimate_trace_tokens
 from ragpulse.judges.judge_input import JudgeInputLimits, for_judging
 from ragpulse.model.results import Spend, TraceResult
+from ragpulse.monitoring import catalog
+from ragpulse.monitoring.counters import MetricsBatch
 from ragpulse.model.trace import Trace
 from ragpulse.store import ChunkLeases, Store
 from ragpulse.store.spend import SpendLedger
@@ -53,11 +55,14 @@ async def run_batched(store: Store, settings: Settings, work: ChunkWork) -> bool
     record = work.record
     state = store.provider.get(record.job_id, work.chunk)
     if state is not None and state.status == "ended":
-        async with _leased(store, settings, work):
-            outcomes, prepaid = await _outcomes(settings, work, state)
-        await run_chunk(store, settings, dataclasses.replace(work, prepaid=prepaid), outcomes)
-        store.results.drop_awaiting(record.job_id, [index for index, _ in work.pending])
-        give_back(store, work)
+        try:
+            async with _leased(store, settings, work):
+                outcomes, prepaid, unusable = await _outcomes(settings, work, state)
+            _record_unusable(store, record.job_id, unusable)
+            await run_chunk(store, settings, dataclasses.replace(work, prepaid=prepaid), outcomes)
+            store.results.drop_awaiting(record.job_id, [index for index, _ in work.pending])
+        finally:  # a chunk that fails here ends failed (worker.jobs.chunk_failed): its reservation goes back too
+            give_back(store, work)
         return False
     if state is not None and state.status != "submitting":
         return True  # already waiting: its poller owns it
@@ -106,7 +111,8 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
                                                              over_budget=frozenset(i for i, _ in held)))
     if not judged:
         return False
-    store.results.store_awaiting(record.job_id, [await _awaiting(work, index, trace) for index, trace in judged])
+    awaiting = [await _awaiting(work, index, trace) for index, trace in judged]
+    store.results.store_awaiting(record.job_id, awaiting)
     judge = kinds.make_judge(record.options.judge or settings.default_judge, settings)
     api = kinds.batch_api(record.options.judge or settings.default_judge, settings)
     try:
@@ -131,6 +137,9 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
             state.ids.append(batch_id)
             state.intent = None
             store.provider.submitted(record.job_id, work.chunk, state, batch_id)
+    except Exception as exc:  # noqa: BLE001 - recorded on the job and on each trace it touches, counted
+        await _abandon(store, api, work, state, awaiting, f"provider batch not created: {type(exc).__name__}: {exc}")
+        return False
     finally:
         await api.aclose()
         await judge.aclose()  # type: ignore[union-attr]
@@ -157,6 +166,51 @@ async def _created_unsaved(store: Store, settings: Settings, api: BatchApi, stat
     log.warning("part %d of a submission cut off after its intent was saved: %s", number,
                 f"provider batch {found} found, not submitted again" if found else "no batch found, submitting it")
     return found
+
+
+async def _abandon(store: Store, api: BatchApi, work: ChunkWork, state: ProviderState, awaiting: list[TraceResult],
+                   reason: str) -> None:
+    """A submission that failed (the provider answered an error, or a 200 that is no batch): the parts already
+    created are cancelled, the reservation is given back (nothing was judged, so nothing is owed), and each trace
+    that was to be judged ends judge_error with `reason`, kept with its retrieval metrics and checks. The traces are
+    not sent interactively: the provider just failed, and a budget reserved at the batch price does not cover it."""
+    record = work.record
+    log.warning("job %s chunk %s: %s", record.job_id, work.chunk, reason)
+    for batch_id in state.ids:
+        try:
+            await api.cancel(batch_id)
+        except Exception as exc:  # noqa: BLE001 - best effort: the batch's results are never read either way
+            log.warning("job %s chunk %s: cancelling provider batch %s failed: %s", record.job_id, work.chunk,
+                        batch_id, exc)
+    give_back(store, work)
+    store.provider.forget(record.job_id, work.chunk)
+    for result in awaiting:
+        result.status, result.error = "judge_error", reason
+        store.results.record(record.job_id, result)
+    store.results.drop_awaiting(record.job_id, [result.index for result in awaiting])
+    store.jobs.note_error(record.job_id, reason)
+    _count(store, {"create_failed": 1})
+
+
+def _record_unusable(store: Store, job_id: str, unusable: list[tuple[str, str]]) -> None:
+    """Log, count and note on the job the results lines no request of the chunk could use ((reason, what) each)."""
+    if not unusable:
+        return
+    for reason, what in unusable:
+        log.warning("job %s: provider batch result ignored (%s): %s", job_id, reason, what)
+    by_reason: dict[str, int] = defaultdict(int)
+    for reason, _ in unusable:
+        by_reason[reason] += 1
+    store.jobs.note_error(job_id, f"{len(unusable)} provider batch result lines ignored, the first: "
+                                  f"{unusable[0][0]}: {unusable[0][1]}")
+    _count(store, by_reason)
+
+
+def _count(store: Store, by_reason: dict[str, int]) -> None:
+    batch = MetricsBatch(())
+    for reason, n in by_reason.items():
+        batch.inc(catalog.PROVIDER_BATCH_FAILURES, {"reason": reason}, n)
+    batch.flush(store.redis)
 
 
 async def _awaiting(work: ChunkWork, index: int, trace: Trace) -> TraceResult:
@@ -215,10 +269,12 @@ def _requests(provider, judged, repeats: int, limits: JudgeInputLimits) -> list[
             for index, trace in judged for repeat in range(repeats)]
 
 
-async def _outcomes(settings: Settings, work: ChunkWork,
-                    state: ProviderState) -> tuple[dict[str, deque[BatchOutcome]], frozenset[int]]:
+async def _outcomes(settings: Settings, work: ChunkWork, state: ProviderState) -> tuple[
+        dict[str, deque[BatchOutcome]], frozenset[int], list[tuple[str, str]]]:
     """The batch outcomes of the chunk's pending traces, keyed by the first turns the judge will send for each, in
-    repeat order; and the indexes of the traces the batch answered."""
+    repeat order; the indexes of the traces the batch answered; and the results lines no trace of the chunk could use,
+    as (reason, what): each is ignored, so one bad line costs no other trace its billed verdict. A trace whose own
+    line was unreadable has no outcome, and ends as one the batch did not run (retried, or judge_error saying so)."""
     limits = JudgeInputLimits.from_settings(settings)
     name = work.record.options.judge or settings.default_judge
     judge = kinds.make_judge(name, settings)
@@ -227,27 +283,40 @@ async def _outcomes(settings: Settings, work: ChunkWork,
     found: dict[str, list[tuple[str, BatchOutcome]]] = defaultdict(list)
     answered: set[int] = set()
     reported: set[int] = set()
+    unusable: list[tuple[str, str]] = []
     try:
         for batch_id in state.ids:
             async for outcome in api.results(batch_id):
-                trace = pending.get(index_of(outcome.custom_id))
+                index = index_of(outcome.custom_id)
+                if outcome.kind == "unreadable" or index is None or not _in_chunk(work, index):
+                    reason = "unreadable_line" if outcome.kind == "unreadable" else "unknown_custom_id"
+                    unusable.append((reason, f"batch {batch_id}: {outcome.error or repr(outcome.custom_id)}"))
+                    continue
+                trace = pending.get(index)
                 if trace is None:
                     continue  # stored already (a chunk run again after its worker died)
                 turns = judge.provider.first_turns(for_judging(trace, limits)[0])  # type: ignore[union-attr]
                 found[turns_key(turns)].append((outcome.custom_id, outcome))
-                reported.add(index_of(outcome.custom_id))
+                reported.add(index)
                 if outcome.kind == "succeeded":
-                    answered.add(index_of(outcome.custom_id))
+                    answered.add(index)
+        missing = BatchOutcome("", "expired") if not any(r == "unreadable_line" for r, _ in unusable) else \
+            BatchOutcome("", "errored", error="no readable result line (the batch results held unreadable lines)")
         for index, trace in work.pending:  # submitted and in no result file (OpenAI leaves out what did not run)
             if index not in reported and wants_judge(trace, work):
                 turns = judge.provider.first_turns(for_judging(trace, limits)[0])  # type: ignore[union-attr]
-                found[turns_key(turns)] += [(custom_id(index, r), BatchOutcome(custom_id(index, r), "expired"))
-                                            for r in range(work.record.options.repeats)]
+                found[turns_key(turns)] += [(custom_id(index, r), dataclasses.replace(missing, custom_id=custom_id(
+                    index, r))) for r in range(work.record.options.repeats)]
     finally:
         await api.aclose()
         await judge.aclose()  # type: ignore[union-attr]
     outcomes = {key: deque(o for _, o in sorted(items, key=lambda item: item[0])) for key, items in found.items()}
-    return outcomes, frozenset(answered)
+    return outcomes, frozenset(answered), unusable
+
+
+def _in_chunk(work: ChunkWork, index: int) -> bool:
+    """True when trace `index` of the job is one of this chunk's (a custom_id naming another was never submitted)."""
+    return work.chunk * work.record.chunk_size <= index < (work.chunk + 1) * work.record.chunk_size
 
 
 async def poll(store: Store, settings: Settings, job_id: str, chunk: int) -> ProviderState | None:

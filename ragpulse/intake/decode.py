@@ -1,9 +1,9 @@
 """Turn a request body into a validated batch, reporting every failing path at once.
 
 Odd input is a 4xx here, never a 500 further on: JSON with trailing bytes, or nested past the decoder's recursion
-limit, is a 400; a number out of range (`1e999`), an object naming a key twice, and in `metadata` an integer msgpack
-cannot store or nesting deeper than MAX_METADATA_DEPTH are a 422 naming the path. A dry run decodes exactly as a
-stored batch does, so the two agree on all of them.
+limit, is a 400; a number out of range (`1e999`), an object naming a key twice, an integer msgpack cannot store (in
+any field, `metadata` of every kind included, intake.bounded) and `metadata` nested deeper than MAX_FREE_FORM_DEPTH
+are a 422 naming the path. A dry run decodes exactly as a stored batch does, so the two agree on all of them.
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ import msgspec
 
 from ragpulse.config import defaults
 from ragpulse.exceptions import InputError, InvalidBody, MalformedBody, TooLarge
-from ragpulse.intake.duplicates import repeated_keys, step
+from ragpulse.intake.bounded import unstorable_ints
+from ragpulse.intake.duplicates import repeated_keys
 from ragpulse.intake.validate import MAX_ERRORS, collect_errors, split_message
 from ragpulse.intake.whole import whole_floats_as_ints
 from ragpulse.model.dataset import BoundBatchRequest
+from ragpulse.model.storable import INT_MAX, INT_MIN, MAX_FREE_FORM_DEPTH
 from ragpulse.model.trace import BatchRequest, Trace, TracesPost
 
 _batch_decoder = msgspec.json.Decoder(BatchRequest)
@@ -26,11 +28,6 @@ _bound_decoder = msgspec.json.Decoder(BoundBatchRequest)
 _post_decoder = msgspec.json.Decoder(TracesPost)
 _any_decoder = msgspec.json.Decoder()
 T = TypeVar("T")
-
-INT_MIN, INT_MAX = -(2**63), 2**64 - 1
-"""The integers msgpack, the stored form of a trace, can hold."""
-MAX_METADATA_DEPTH = 64
-"""The deepest nesting of arrays and objects accepted in a `metadata` value."""
 
 
 def decode_batch(body: bytes, max_traces: int = defaults.MAX_TRACES_PER_BATCH) -> BatchRequest:
@@ -87,6 +84,7 @@ def _decode_traces(body: bytes, decoder: msgspec.json.Decoder, type_: type[T], m
         raise TooLarge(f"{noun} holds {len(traces)} traces; the limit is {max_traces}",
                        [{"path": "$.traces", "message": f"at most {max_traces} traces per {noun}"}])
     _check_repeated_keys(body, type_)
+    _check_storable(decoded, type_)
     _check_traces(traces, bound=type_ is BoundBatchRequest)
     for trace in traces:
         if trace.trace_id is None:
@@ -111,18 +109,29 @@ def decode_body(body: bytes, type_: type[T]) -> T:
     """Decode a small JSON body into `type_`: 400 when it is not JSON, 422 naming every failing path otherwise."""
     value = _decode(body, msgspec.json.Decoder(type_), type_, "the body does not match the schema")
     _check_repeated_keys(body, type_)
+    _check_storable(value, type_)
     return value
 
 
 def _decode(body: bytes, decoder: msgspec.json.Decoder, type_: type[T], detail: str) -> T:
     try:
-        return decoder.decode(body)
+        value = decoder.decode(body)
     except msgspec.ValidationError as first:
-        return _decode_refused(body, type_, first, detail)
+        value = _decode_refused(body, type_, first, detail)
     except msgspec.DecodeError as exc:
         raise MalformedBody(f"body is not valid JSON: {exc}") from None
     except RecursionError:
         raise MalformedBody("body is nested too deeply to be read") from None
+    return value
+
+
+def _check_storable(value: Any, type_: Any) -> None:
+    """422 naming each integer msgpack cannot store, and each `metadata` nested too deeply (intake.bounded): every
+    decoder here calls it, so the dry run and the stored batch, a trace, a dataset item and a label agree."""
+    errors = unstorable_ints(value, type_, MAX_ERRORS)
+    if errors:
+        raise _bounded(InvalidBody, f"integers must fit in 64 bits ({INT_MIN} .. {INT_MAX}) and metadata nest at "
+                                    f"most {MAX_FREE_FORM_DEPTH} levels", errors)
 
 
 def _decode_refused(body: bytes, type_: type[T], first: msgspec.ValidationError, detail: str) -> T:
@@ -170,21 +179,15 @@ def _take_job_environment(batch: BatchRequest) -> None:
 
 
 def _check_traces(traces: list[Trace], bound: bool = False) -> None:
-    """422 when a trace_id repeats within the batch, a `metadata` value cannot be stored (_check_metadata), or a
-    trace names a dataset item outside a batch bound to a dataset (or, inside one, names neither item nor query)."""
+    """422 when a trace_id repeats within the batch, or a trace names a dataset item outside a batch bound to a dataset
+    (or, inside one, names neither item nor query)."""
     items = _check_items(traces, bound)
     if items:
         raise _bounded(InvalidBody, "item_id names an item of the batch's `dataset`; a trace without one needs its "
                                     "query", items)
     seen: dict[str, int] = {}
     repeated: list[dict[str, str]] = []
-    unstorable: list[dict[str, str]] = []
     for index, trace in enumerate(traces):
-        if trace.metadata:
-            _check_metadata(trace.metadata, f"$.traces[{index}].metadata", unstorable)
-        for rank, doc in enumerate(trace.retrieved_docs):
-            if doc.metadata:
-                _check_metadata(doc.metadata, f"$.traces[{index}].retrieved_docs[{rank}].metadata", unstorable)
         if trace.trace_id is None:
             continue
         if trace.trace_id in seen:
@@ -192,11 +195,8 @@ def _check_traces(traces: list[Trace], bound: bool = False) -> None:
                                    f"duplicate trace_id {trace.trace_id!r}, first used at $.traces[{seen[trace.trace_id]}]"))
         else:
             seen[trace.trace_id] = index
-    if repeated or unstorable:
-        reasons = (["trace_id must be unique within a batch"] if repeated else []) + (
-            [f"metadata must hold integers of at most 64 bits, nested at most {MAX_METADATA_DEPTH} levels"]
-            if unstorable else [])
-        raise _bounded(InvalidBody, "; ".join(reasons), repeated + unstorable)
+    if repeated:
+        raise _bounded(InvalidBody, "trace_id must be unique within a batch", repeated)
 
 
 def _check_items(traces: list[Trace], bound: bool) -> list[dict[str, str]]:
@@ -207,40 +207,6 @@ def _check_items(traces: list[Trace], bound: bool) -> list[dict[str, str]]:
     return [_error(f"$.traces[{i}].item_id", "names a dataset item, but the batch names no `dataset` (only a batch "
                                              "bound to a dataset takes item_id)")
             for i, trace in enumerate(traces) if trace.item_id is not None]
-
-
-def _check_metadata(value: dict[str, Any], path: str, errors: list[dict[str, str]]) -> None:
-    """Add the integers msgpack cannot hold (outside -2**63 .. 2**64-1) and nesting deeper than MAX_METADATA_DEPTH.
-
-    `metadata` is free-form JSON, the one part of a trace whose values msgspec takes as they come: without this a
-    20-digit integer passed a dry run and then failed the msgpack write of the batch with a 500. Walked without
-    recursion; integers are checked where they sit and only containers are visited, each carrying its path as a
-    chain of keys that becomes a string only for an error (a string per node made a body with a million values
-    cost seconds). Traces without metadata cost nothing.
-    """
-    stack: list[tuple[Any, tuple[Any, ...], int]] = [(value, (), 1)]
-    while stack and len(errors) <= MAX_ERRORS:
-        node, trail, depth = stack.pop()
-        if depth > MAX_METADATA_DEPTH:
-            errors.append(_error(_joined(path, trail),
-                                 f"nested too deeply: at most {MAX_METADATA_DEPTH} levels in metadata"))
-            continue
-        for key, item in node.items() if type(node) is dict else enumerate(node):
-            kind = type(item)
-            if kind is int and not INT_MIN <= item <= INT_MAX:   # bool is not `int` by type, and always in range
-                errors.append(_error(_joined(path, (trail, key)),
-                                     f"integer out of range: msgpack stores {INT_MIN} .. {INT_MAX}"))
-            elif kind is dict or kind is list:
-                stack.append((item, (trail, key), depth + 1))
-
-
-def _joined(path: str, trail: tuple[Any, ...]) -> str:
-    """The JSON path of a chain of keys (parent chain, key) under `path`."""
-    keys: list[str | int] = []
-    while trail:
-        trail, key = trail
-        keys.append(key)
-    return path + "".join(step(key) for key in reversed(keys))
 
 
 def _check_repeated_keys(body: bytes, type_: Any) -> None:

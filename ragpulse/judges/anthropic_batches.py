@@ -3,13 +3,21 @@ through the official async SDK."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anthropic
+from anthropic.types.messages import MessageBatchIndividualResponse
 
 from ragpulse.config import defaults
-from ragpulse.judges.batches import OUTCOMES, BatchLookup, BatchOutcome, BatchRequest, BatchState
+from ragpulse.exceptions import JudgeError
+from ragpulse.judges.batches import (
+    OUTCOMES, BatchLookup, BatchOutcome, BatchRequest, BatchState, created_id, unreadable,
+)
+
+API = "Anthropic Message Batches API"
+BASE_URL_SETTING = "RAGPULSE_JUDGE_BASE_URL"
 
 
 class AnthropicBatches:
@@ -25,7 +33,7 @@ class AnthropicBatches:
         """Submit one batch; its id. (Message Batches keep no metadata: the key is in the custom_ids.)"""
         batch = await self.client.messages.batches.create(
             requests=[{"custom_id": r.custom_id, "params": r.params} for r in requests])  # type: ignore[misc]
-        return batch.id
+        return created_id(batch, API, BASE_URL_SETTING)
 
     async def find(self, lookup: BatchLookup) -> str | None:
         """The batch created under `lookup.key`. Message Batches keep no metadata and show their custom_ids only in
@@ -59,9 +67,16 @@ class AnthropicBatches:
         return BatchState(batch_id, batch.processing_status, {name: getattr(counts, name) for name in OUTCOMES})
 
     async def results(self, batch_id: str) -> AsyncIterator[BatchOutcome]:
-        """Every request's outcome from the results JSONL (the batch must have ended)."""
-        async for line in await self.client.messages.batches.results(batch_id):
-            yield _outcome(line)
+        """Every request's outcome from the results JSONL (the batch must have ended), line by line: the SDK's own
+        reader stops at the first line it cannot parse, which would lose every result after it."""
+        batch = await self.client.messages.batches.retrieve(batch_id)
+        if not batch.results_url:
+            raise JudgeError(f"provider batch {batch_id} has no results (not ended)")
+        text = await self.client.get(batch.results_url, cast_to=str,
+                                     options={"headers": {"Accept": "application/binary"}})
+        for line in text.splitlines():
+            if line.strip():
+                yield _read(line)
 
     async def cancel(self, batch_id: str) -> None:
         """Ask Anthropic to stop the batch."""
@@ -70,6 +85,22 @@ class AnthropicBatches:
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""
         await self.client.close()
+
+
+def _read(line: str) -> BatchOutcome:
+    """One results line as its request's outcome: `errored` when it names a request but its result cannot be read,
+    `unreadable` when it names none."""
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        return unreadable(line, f"not JSON ({exc})")
+    custom = value.get("custom_id") if isinstance(value, dict) else None
+    if not isinstance(custom, str):
+        return unreadable(line, "no custom_id")
+    try:
+        return _outcome(MessageBatchIndividualResponse.construct(**value))
+    except (AttributeError, TypeError, ValueError) as exc:
+        return BatchOutcome(custom, "errored", error=f"unreadable result line ({type(exc).__name__}: {exc})")
 
 
 def _outcome(line: Any) -> BatchOutcome:
@@ -81,4 +112,6 @@ def _outcome(line: Any) -> BatchOutcome:
             error = getattr(result.error, "error", None)
             text = f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}" if error else "errored"
             return BatchOutcome(line.custom_id, "errored", error=text)
-    return BatchOutcome(line.custom_id, result.type)
+        case "expired" | "canceled":
+            return BatchOutcome(line.custom_id, result.type)
+    return BatchOutcome(line.custom_id, "errored", error=f"unknown result type {result.type!r}")

@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ragpulse.exceptions import JudgeError
-from ragpulse.judges.structured import Failure, Reply
+from ragpulse.exceptions import JudgeError, JudgeResponseInvalid
+from ragpulse.judges.structured import EXCERPT_CHARS, Failure, Reply
 
 from ragpulse.model.results import OUTCOMES
 
 __all__ = ["OUTCOMES", "BatchApi", "BatchLookup", "BatchOutcome", "BatchRequest", "BatchState", "ReplayProvider",
-           "custom_id", "index_of", "keyed", "replaying", "split_requests", "turns_key"]
+           "created_id", "custom_id", "index_of", "keyed", "replaying", "split_requests", "turns_key", "unreadable"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ class BatchState:
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """The result of one request: `succeeded` with its message, else `errored`, `expired` or `canceled`."""
+    """The result of one request: `succeeded` with its message, else `errored`, `expired` or `canceled`; or
+    `unreadable`, a results line that names no request it could be the result of (its custom_id is then "")."""
 
     custom_id: str
     kind: str
@@ -130,9 +131,26 @@ def keyed(custom: str, key: str) -> str:
     return f"{custom}-{key}"
 
 
-def index_of(custom: str) -> int:
-    """The trace index a custom_id names (keyed or not)."""
-    return int(custom[1:].partition("-")[0])
+def index_of(custom: str) -> int | None:
+    """The trace index a custom_id names (keyed or not); None when it is not one custom_id() makes."""
+    head = custom[1:].partition("-")[0]
+    return int(head) if custom[:1] == "t" and head.isascii() and head.isdigit() else None
+
+
+def unreadable(line: str, why: str) -> BatchOutcome:
+    """The outcome of a results line that cannot be read as any request's result, quoting its beginning."""
+    return BatchOutcome("", "unreadable", error=f"{why}: {' '.join(line.split())[:EXCERPT_CHARS]!r}")
+
+
+def created_id(answer: Any, api: str, base_url_setting: str) -> str:
+    """The id of the batch (or file) a create call answered; JudgeResponseInvalid when the 200 held none (an HTML
+    page from a proxy comes back from the SDK as a string), so the job records what came, not an AttributeError."""
+    found = getattr(answer, "id", None)
+    if isinstance(found, str) and found:
+        return found
+    text = answer if isinstance(answer, str) else repr(answer)
+    raise JudgeResponseInvalid(f"the {api} answered 200 with no id: {' '.join(text.split())[:EXCERPT_CHARS]!r}; "
+                               f"check {base_url_setting} and any proxy in between")
 
 
 def turns_key(turns: list[dict[str, Any]]) -> str:

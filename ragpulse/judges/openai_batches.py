@@ -9,7 +9,10 @@ from collections.abc import AsyncIterator, Sequence
 
 import openai
 
-from ragpulse.judges.batches import BatchLookup, BatchOutcome, BatchRequest, BatchState
+from ragpulse.judges.batches import BatchLookup, BatchOutcome, BatchRequest, BatchState, created_id, unreadable
+
+API = "OpenAI Batch API"
+BASE_URL_SETTING = "RAGPULSE_OPENAI_BASE_URL"
 
 ENDPOINT = "/v1/chat/completions"
 METADATA_KEY = "ragpulse_submission"
@@ -38,9 +41,10 @@ class OpenAIBatches:
         lines = "".join(json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT, "body": r.params})
                         + "\n" for r in requests)
         uploaded = await self.client.files.create(file=("requests.jsonl", lines.encode()), purpose="batch")
-        batch = await self.client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT,
-                                                 completion_window="24h", metadata={METADATA_KEY: key})
-        return batch.id
+        batch = await self.client.batches.create(input_file_id=created_id(uploaded, API, BASE_URL_SETTING),
+                                                 endpoint=ENDPOINT, completion_window="24h",
+                                                 metadata={METADATA_KEY: key})
+        return created_id(batch, API, BASE_URL_SETTING)
 
     async def find(self, lookup: BatchLookup) -> str | None:
         """The batch whose metadata carries `lookup.key`, among those created since `lookup.after` (newest first)."""
@@ -74,7 +78,7 @@ class OpenAIBatches:
             content = await self.client.files.content(file_id)
             for line in content.text.splitlines():
                 if line.strip():
-                    yield _outcome(json.loads(line))
+                    yield _read(line)
 
     async def cancel(self, batch_id: str) -> None:
         """Ask the server to stop the batch."""
@@ -83,6 +87,22 @@ class OpenAIBatches:
     async def aclose(self) -> None:
         """Close the SDK's HTTP client."""
         await self.client.close()
+
+
+def _read(line: str) -> BatchOutcome:
+    """One output or error file line as its request's outcome: `errored` when it names a request but its result cannot
+    be read, `unreadable` when it names none."""
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        return unreadable(line, f"not JSON ({exc})")
+    custom = value.get("custom_id") if isinstance(value, dict) else None
+    if not isinstance(custom, str):
+        return unreadable(line, "no custom_id")
+    try:
+        return _outcome(value)
+    except (AttributeError, TypeError) as exc:
+        return BatchOutcome(custom, "errored", error=f"unreadable result line ({type(exc).__name__}: {exc})")
 
 
 def _outcome(line: dict) -> BatchOutcome:

@@ -68,6 +68,12 @@ ONLINE_POSTS_FAILED = MetricDef("ragpulse_online_posts_failed", "counter",
                                 "Online posts given up on: `undecodable` (the entry could not be read), `redelivered` "
                                 "(delivered 5 times without being processed; its traces are "
                                 "recorded as failed).", ("reason",))
+PROVIDER_BATCH_FAILURES = MetricDef(
+    "ragpulse_provider_batch_failures", "counter",
+    "What a provider's batch API answered that could not be used, by reason: `create_failed` (a chunk's batch was "
+    "not created: its judged traces end judge_error), `unreadable_line` (a results line naming no request), "
+    "`unknown_custom_id` (a result for no request of the chunk). The rest of the chunk keeps its verdicts.",
+    ("reason",))
 SECURITY_CHECKED = MetricDef("ragpulse_security_checked", "counter",
                              "Traces the security checks ran on, by check (acl: a principal and documents with an acl; "
                              "injection: documents with text; pii and credentials: an answer; stale: dated documents and a "
@@ -133,7 +139,8 @@ ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIM
        SESSION_TURNS,
        JUDGE_ERRORS, JUDGED_BY_RULE, HALLUCINATED_BY_RULE, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS,
        JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
-       RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, SECURITY_CHECKED, ACL_LEAKS, INJECTION_DOCS,
+       RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, PROVIDER_BATCH_FAILURES, SECURITY_CHECKED, ACL_LEAKS,
+       INJECTION_DOCS,
        INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, CREDENTIAL_ANSWERS, STALE_TRACES, ATTRIBUTION,
        PIPELINE_LATENCY, PIPELINE_COST, CONTEXT_TOKENS, OTLP_TRACES, OTLP_SPANS_REJECTED, OTLP_ATTRIBUTES_FIXED,
        *prometheus_families())

@@ -44,6 +44,7 @@ from typing import Any
 import msgspec
 
 from ragpulse.exceptions import SpansInvalid
+from ragpulse.model.storable import INT_MAX, INT_MIN, OUT_OF_RANGE, unstorable
 from ragpulse.model.trace import MAX_HISTORY_TURNS, MAX_TOKEN_COUNT, SessionId
 from ragpulse.otlp.spans import SpanRecord
 
@@ -51,8 +52,6 @@ _APP_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _FIELDS = ("query", "question", "input", "text", "output", "answer", "content")
 MAX_JSON_DEPTH = 64
 """The deepest JSON an attribute may nest (as `metadata` on POST /v1/traces): deeper is SpansInvalid."""
-INT_MIN, INT_MAX = -(2**63), 2**64 - 1
-"""The integers msgpack, the stored form of a trace, can hold."""
 Note = tuple[str, str]
 """(action, what): `coerced` or `dropped`, and the attribute with why."""
 
@@ -265,21 +264,10 @@ def _metadata(value: Any, name: str, notes: list[Note]) -> dict[str, Any] | None
     if not isinstance(parsed, dict):
         notes.append(("dropped", f"{name}: not an object"))
         return None
-    if _has_huge_int(parsed):
+    if any(reason == OUT_OF_RANGE for _, reason in unstorable(parsed)):
         notes.append(("dropped", f"{name}: holds an integer outside {INT_MIN} .. {INT_MAX}"))
         return None
     return parsed
-
-
-def _has_huge_int(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, int) and not INT_MIN <= node <= INT_MAX:
-            return True
-        if isinstance(node, dict | list):
-            stack.extend(node.values() if isinstance(node, dict) else node)
-    return False
 
 
 def _score(value: Any, name: str, notes: list[Note]) -> float | None:

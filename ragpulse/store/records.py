@@ -114,6 +114,10 @@ class JobRecords:
         """Move the job to a terminal status (it stays watched by the janitor until its report is built)."""
         self.redis.hset(keys.job(job_id), mapping=finish_fields(status, error))
 
+    def note_error(self, job_id: str, error: str) -> None:
+        """Record on the job what failed a part of it while the rest ran on (its `error`; the first one is kept)."""
+        self.redis.hsetnx(keys.job(job_id), "error", error)
+
     def reopen(self, pipe: redis.client.Pipeline, job_id: str) -> None:
         """Queue the writes that start a new attempt of a finished job onto `pipe`, and watch it again."""
         pipe.hincrby(keys.job(job_id), "attempt", 1)
