@@ -71,7 +71,7 @@ def password_table(size: int) -> str:
     """A markdown table of user names and random-looking passwords, about `size` characters."""
     rows, length, i = ["| user | password |", "|---|---|"], 0, 0
     while length < size:
-        rows.append(f"| u{i} | Kq7!vRm{i:07d} |")
+        rows.append(f"| u{i} | Kq7!vRm{(i * 7919 + 5550321) % 10**7:07d} |")  # not "0000": a placeholder
         length += len(rows[-1]) + 1
         i += 1
     return "\n".join(rows)
