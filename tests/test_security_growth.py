@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import time
+import uuid
 from collections.abc import Callable
 
 import msgspec
@@ -117,3 +118,58 @@ def test_a_skipped_check_is_counted() -> None:
     count_security(batch, labels, Security(pii_checked=True, skipped={"pii": TIME_BUDGET}), "none")
     wanted = field(catalog.SECURITY_SKIPPED.name, "total", {**labels, "check": "pii", "reason": TIME_BUDGET})
     assert catalog.SECURITY_SKIPPED in catalog.ALL and batch.pending[wanted] == 1
+
+
+# -- one tenant's hostile answer does not stall another's traces (real Redis, API and worker) ---------------------
+
+HOSTILE_PHONES = " ".join(f"+44 20 7946 {i % 10000:04d}" for i in range(25000))
+"""453 KB of phone numbers: the answer a probe posted twice as one tenant to stall the other's traces."""
+STALL_BOUND_SECONDS = 30.0
+"""Generous: the time budget (2 s a trace) plus a loaded 2-core machine's slack."""
+
+
+@pytest.mark.integration
+def test_a_hostile_tenant_does_not_stall_another_tenants_traces(redis_url: str, tmp_path) -> None:
+    import httpx  # noqa: PLC0415
+
+    from tests.support import start_api, start_worker  # noqa: PLC0415
+    from tests.test_online import wait_until  # noqa: PLC0415
+
+    run = uuid.uuid4().hex[:8]
+    tenants = {f"t1-{run}": f"key-1-{run}", f"t2-{run}": f"key-2-{run}"}
+    env = {"RAGPULSE_QUEUE": f"stall-{run}", "RAGPULSE_APPS": "shop", "RAGPULSE_JUDGE": "none",
+           "RAGPULSE_API_KEYS": ",".join(f"{tenant}:{key}" for tenant, key in tenants.items())}
+    url, api = start_api(redis_url, tmp_path, env)
+    worker = start_worker(redis_url, tmp_path, env)
+    t1, t2 = (httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+              for key in tenants.values())
+    try:
+        for client in (t1, t2):
+            assert client.put("/v1/apps/shop/policy", json={"sample_rate": 1.0}).status_code == 200
+        hostile = [{"trace_id": f"hostile-{n}", "app": "shop", "query": "Who can I call?", "answer": HOSTILE_PHONES,
+                    "retrieved_docs": [{"id": "d", "text": "Call the front desk."}]} for n in range(2)]
+        for trace in hostile:
+            assert t1.post("/v1/traces", json={"traces": [trace]}).status_code == 202
+        posted = time.monotonic()
+        quiet = {"trace_id": "quiet", "app": "shop", "query": "When do refunds arrive?",
+                 "answer": "Refunds arrive within 14 days.", "retrieved_docs": [{"id": "r", "text": "Refunds: 14 days."}]}
+        assert t2.post("/v1/traces", json={"traces": [quiet]}).status_code == 202
+
+        def done(client: httpx.Client, trace_id: str) -> bool:
+            return client.get(f"/v1/traces/{trace_id}").json().get("status") == "done"
+
+        wait_until(lambda: done(t2, "quiet"), timeout=STALL_BOUND_SECONDS, what="the quiet tenant's trace processed")
+        waited = time.monotonic() - posted
+        wait_until(lambda: all(done(t1, t["trace_id"]) for t in hostile), timeout=120, what="the hostile traces")
+        quiet_at = t2.get("/v1/traces/quiet").json()["processed_at"]
+        records = [t1.get(f"/v1/traces/{t['trace_id']}").json() for t in hostile]
+        assert waited < STALL_BOUND_SECONDS
+        assert quiet_at <= max(r["processed_at"] for r in records)   # not queued behind both hostile traces
+        for record in records:   # the hostile answer is checked (or recorded as cut short), never silently passed
+            security = record["result"]["security"]
+            assert security["pii"].get("phone") or security["skipped"].get("pii") == TIME_BUDGET, security
+    finally:
+        t1.close()
+        t2.close()
+        worker.stop()
+        api.stop()
