@@ -187,7 +187,8 @@ _FAST_CANDIDATES = pii._candidates
 
 def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every check on the plain path: no prefilter, nothing remembered across calls."""
-    monkeypatch.setattr(security_trace._cache, "findings", lambda text: tuple(injection._findings(text, False)))
+    monkeypatch.setattr(security_trace._cache, "findings",
+                        lambda text, deadline=None: tuple(injection._findings(text, False)))
     monkeypatch.setattr(pii, "_candidates", lambda answer: _FAST_CANDIDATES(answer, prefilter=False))
     monkeypatch.setattr(evidence, "_LEXICON", Prefiltered(re.compile("")))  # requires nothing: always searched
     monkeypatch.setattr(evidence, "_lacks", lambda text, words: False)     # superseded marks always searched

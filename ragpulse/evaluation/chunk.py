@@ -54,7 +54,7 @@ from ragpulse.model.verdicts import Judge
 from ragpulse.monitoring.policy_store import PolicyStore
 from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.monitoring.sampling import SamplingPolicy, cheap_checks, judge_for_injection, sampling_decision
-from ragpulse.security.trace import check_trace
+from ragpulse.security.trace import CHECK_BUDGET_SECONDS, check_trace, check_trace_async
 from ragpulse.store import JobRecord, Store, sessions
 from ragpulse.store.aio import AsyncJobStore
 from ragpulse.store.atomic import WriteQueue
@@ -285,7 +285,9 @@ class ChunkRun:
         failure = await self._held(self.guard.failure, "read the job's failure flag")
         if failure is not None:
             return failed_result(trace, index, f"job failed: {failure}")
-        checks, security, sampled, reason = decide(trace, work.policies[trace.app], self.options)
+        policy = work.policies[trace.app]
+        security = await check_trace_async(trace, datetime.datetime.now(datetime.UTC), policy.max_source_age_days)
+        checks, security, sampled, reason = decide(trace, policy, self.options, security)
         judge = self.judge if (trace.answer and sampled) else None
         result = await self._judged(work, index, trace, judge, security)
         if self.judge is not None:
@@ -343,10 +345,14 @@ def _finished(running: set[asyncio.Task[None]], task: asyncio.Task[None]) -> Non
         task.exception()
 
 
-def decide(trace: Trace, policy: SamplingPolicy, options: BatchOptions) -> tuple[list[str], Security, bool, str]:
-    """The cheap checks and security checks of a trace, and whether it is sampled for judging (and why)."""
+def decide(trace: Trace, policy: SamplingPolicy, options: BatchOptions,
+           security: Security | None = None) -> tuple[list[str], Security, bool, str]:
+    """The cheap checks and security checks of a trace (unless given them), and whether it is sampled for judging (and
+    why). The security checks run under CHECK_BUDGET_SECONDS, so a batch spends bounded time on any trace."""
     checks = cheap_checks(trace, policy)
-    security = check_trace(trace, datetime.datetime.now(datetime.UTC), policy.max_source_age_days)
+    if security is None:
+        security = check_trace(trace, datetime.datetime.now(datetime.UTC), policy.max_source_age_days,
+                               CHECK_BUDGET_SECONDS)
     sampled, reason = (True, "all") if options.sample != "policy" else judge_for_injection(
         *sampling_decision(trace, policy, checks), policy.always_judge.injection_docs, bool(security.injection_docs))
     if trace.retrieval_answerable is False:   # a dataset item the retrieval filter set aside: never judged

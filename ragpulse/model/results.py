@@ -153,6 +153,9 @@ class Security(msgspec.Struct, kw_only=True):
     stale_checked: bool = False
     """True when the app's policy sets `max_source_age_days` and a retrieved document has `updated_at`."""
     stale_docs: list[str] = []
+    skipped: dict[str, str] = {}
+    """Checks (`injection`, `pii`, `credentials`) that did not read all their input, and why (`time budget`: the
+    trace's checks ran out of time): what such a check reports is what it found before it stopped, never a pass."""
 
 
 class Pipeline(msgspec.Struct, kw_only=True):

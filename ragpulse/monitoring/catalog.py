@@ -97,6 +97,11 @@ PII_ANSWERS = MetricDef("ragpulse_security_pii_answers", "counter",
 CREDENTIAL_ANSWERS = MetricDef("ragpulse_security_credential_answers", "counter",
                                "Answers with a credential of this kind (API key, token, private key, password) that "
                                "no retrieved document holds.", (*PER_APP, "credential"))
+SECURITY_SKIPPED = MetricDef("ragpulse_security_checks_skipped", "counter",
+                             "Traces whose security check stopped before reading all its input, by check "
+                             "(`injection`, `pii`, `credentials`) and reason (`time budget`: the trace's checks ran "
+                             "out of time); what such a check found is recorded, but it never counts as a pass.",
+                             (*PER_APP, "check", "reason"))
 STALE_TRACES = MetricDef("ragpulse_security_stale_traces", "counter",
                          "Traces that retrieved a document older than the app's max_source_age_days.", PER_APP)
 ATTRIBUTION = MetricDef("ragpulse_attribution", "counter",
@@ -140,8 +145,8 @@ ALL = (TRACES_RECEIVED, TRACES_SAMPLED, TRACES_NOT_SAMPLED, TRACES_JUDGED, CLAIM
        JUDGE_ERRORS, JUDGED_BY_RULE, HALLUCINATED_BY_RULE, CHECKS, JUDGE_INPUT_TRUNCATED, JUDGE_REQUESTS,
        JUDGE_LATENCY, JUDGE_TOKENS, JUDGE_COST,
        RATELIMIT_WAIT, JOB_DURATION, ONLINE_POSTS_FAILED, PROVIDER_BATCH_FAILURES, SECURITY_CHECKED, ACL_LEAKS,
-       INJECTION_DOCS,
-       INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, CREDENTIAL_ANSWERS, STALE_TRACES, ATTRIBUTION,
+       INJECTION_DOCS, INJECTION_JUDGED, INJECTION_FOLLOWED, PII_ANSWERS, CREDENTIAL_ANSWERS, SECURITY_SKIPPED,
+       STALE_TRACES, ATTRIBUTION,
        PIPELINE_LATENCY, PIPELINE_COST, CONTEXT_TOKENS, OTLP_TRACES, OTLP_SPANS_REJECTED, OTLP_ATTRIBUTES_FIXED,
        *prometheus_families())
 BY_NAME = {m.name: m for m in ALL}

@@ -91,6 +91,8 @@ def count_security(batch: MetricsBatch, app: dict[str, str], security: Security,
         batch.inc(m.SECURITY_CHECKED, {**app, "check": "credentials"})
         for kind in security.credentials:
             batch.inc(m.CREDENTIAL_ANSWERS, {**app, "credential": kind})
+    for check, reason in security.skipped.items():
+        batch.inc(m.SECURITY_SKIPPED, {**app, "check": check, "reason": reason})
     if security.stale_checked:
         batch.inc(m.SECURITY_CHECKED, {**app, "check": "stale"})
         if security.stale_docs:

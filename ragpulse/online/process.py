@@ -30,7 +30,7 @@ from ragpulse.monitoring.recorder import queue_result_counts
 from ragpulse.monitoring.sampling import judge_for_injection
 from ragpulse.store import online_records, sessions
 from ragpulse.online.post import Decision, Post, pending_record
-from ragpulse.security.trace import check_trace
+from ragpulse.security.trace import check_trace_async
 from ragpulse.store.atomic import Group, Writes, WriteQueue
 from ragpulse.store.clock import utcday, utcnow
 from ragpulse.store.connection import RETRIED_ERRORS
@@ -127,7 +127,10 @@ class PostProcessor:
     async def _evaluate(self, index: int, trace: Trace, decision: Decision, tenant: str) -> TraceResult:
         _tenant.set(tenant)
         try:
-            security = check_trace(trace, datetime.datetime.now(datetime.UTC), decision.max_source_age_days)
+            # Off the event loop and under a time budget: one tenant's hostile answer must not stall the other
+            # posts this loop is processing.
+            security = await check_trace_async(trace, datetime.datetime.now(datetime.UTC),
+                                               decision.max_source_age_days)
             decision = self._upgraded(decision, security)
             judge = self.judge if (decision.sampled and trace.answer) else None
             if judge is None:

@@ -43,6 +43,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from ragpulse.security.deadline import NEVER, Deadline, Scan
+
 _PLACEHOLDER_WORDS = re.compile(
     r"(?i)example|sample|dummy|placeholder|redacted|changeme|change_me|your|here|fake|secret_?key|api_?key|token|"
     r"password|passwd|xxxx|0000|1234|abcd|\.\.\.|\*\*")
@@ -306,47 +308,84 @@ _KINDS: dict[str, _Kind] = {
 """Kinds in the order they claim text: a span one has taken (a key in a URL) is not read again by a later one."""
 
 MAX_VALUES = 100
-"""Most credentials one answer is searched for: past it the answer is a finding anyway, and each value found is
-compared with every span taken before it and with every document (an answer of thousands of keys was quadratic)."""
+"""Most credentials one answer is searched for, table cells included: past it the answer is a finding anyway, and
+each value found is searched for in the documents' text (an answer of thousands of keys beside a large document cost
+values x document size)."""
 _SEARCH = tuple((name, kind, kind.needs, kind.folded) for name, kind in _KINDS.items())
 KINDS: tuple[str, ...] = tuple(_KINDS)
 """Every kind `credential_kinds` can report: the `credential` label values of
 ragpulse_security_credential_answers_total."""
+_SEPARATOR = "\x00"
+"""Joins the documents into one text: a value holding it is compared with each document on its own instead."""
 
 
 def credential_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
     """Kind -> number of distinct credentials in `answer` that no document contains; empty when none leaked. Counts
     only: never the values."""
+    return credential_scan(answer, documents).found
+
+
+def credential_scan(answer: str, documents: Sequence[str], deadline: Deadline = NEVER) -> Scan[dict[str, int]]:
+    """`credential_kinds`, stopping at `deadline` (what was found by then, marked timed out). Linear in the answer
+    and the documents: at most MAX_VALUES values, each searched for once in the documents joined into one text."""
     found: dict[str, set[str]] = {}
-    for name, value in _candidates(answer):
-        if not any(value in doc for doc in documents):
-            found.setdefault(name, set()).add(value)
-    return {name: len(values) for name, values in found.items()}
-
-
-def _candidates(answer: str) -> Iterator[tuple[str, str]]:
-    """(kind, value) of each confirmed credential, kind by kind in claiming order; a kind none of whose literals the
-    answer holds is not searched."""
-    folded = answer.lower()
-    claimed: list[tuple[int, int]] = []
-    for name, kind, needs, in_folded in _SEARCH:
-        text = folded if in_folded else answer
-        for literal in needs:  # a loop, not any(), over plain tuples: this runs for every kind of every answer
-            if literal in text:
-                break
-        else:
+    corpus: str | None = None
+    scan = _Candidates(answer, deadline)
+    for name, value in scan:
+        if name in found and value in found[name]:
             continue
-        for match in kind.matches(answer, folded):
-            span = match.span()
-            if any(start < span[1] and span[0] < end for start, end in claimed):
+        if _SEPARATOR in value:
+            held = any(value in doc for doc in documents)
+        else:
+            corpus = corpus if corpus is not None else _SEPARATOR.join(documents)
+            held = value in corpus
+        if not held:
+            found.setdefault(name, set()).add(value)
+    return Scan({name: len(values) for name, values in found.items()}, scan.timed_out)
+
+
+class _Candidates:
+    """(kind, value) of each confirmed credential, kind by kind in claiming order, at most MAX_VALUES of them; a kind
+    none of whose literals the answer holds is not searched. Text a value has taken is marked in a byte mask, so
+    that telling whether a later match overlaps one costs its own length, not the number of values before it."""
+
+    def __init__(self, answer: str, deadline: Deadline) -> None:
+        self.answer, self.deadline = answer, deadline
+        self.claimed = bytearray(len(answer))
+        self.timed_out = False
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        answer, claimed = self.answer, self.claimed
+        folded = answer.lower()
+        values = 0
+        for name, kind, needs, in_folded in _SEARCH:
+            text = folded if in_folded else answer
+            for literal in needs:  # a loop, not any(), over plain tuples: this runs for every kind of every answer
+                if literal in text:
+                    break
+            else:
                 continue
-            value = kind.valid(match)
-            if value is not None and value not in PUBLISHED_EXAMPLES:
-                claimed.append(span)
-                yield name, value
-                if len(claimed) >= MAX_VALUES:
+            for match in kind.matches(answer, folded):
+                if self.deadline.passed():
+                    self.timed_out = True
                     return
-    if "|" in answer:
-        for span, value in _table_passwords(answer):
-            if not any(start < span[1] and span[0] < end for start, end in claimed):
-                yield "password", value
+                start, end = match.span()
+                if claimed.find(1, start, end) != -1:
+                    continue
+                value = kind.valid(match)
+                if value is not None and value not in PUBLISHED_EXAMPLES:
+                    claimed[start:end] = b"\x01" * (end - start)
+                    yield name, value
+                    values += 1
+                    if values >= MAX_VALUES:
+                        return
+        if "|" in answer:
+            for (start, end), value in _table_passwords(answer):
+                if self.deadline.passed():
+                    self.timed_out = True
+                    return
+                if claimed.find(1, start, end) == -1:
+                    yield "password", value
+                    values += 1
+                    if values >= MAX_VALUES:
+                        return

@@ -32,6 +32,7 @@ import re
 import unicodedata
 
 from ragpulse.security import cues
+from ragpulse.security.deadline import NEVER, Deadline, Scan
 from ragpulse.security.prefilter import LiteralScan, Present, Prefiltered
 
 _ZERO_WIDTH = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e]")
@@ -101,24 +102,66 @@ _COPULA = re.compile(r"[\"'”»“]?\s*(?:is|was|are|were|remains|has|ist|war|s
                      r"è|era|sono)\b")
 
 
+MAX_CUES = 1_000
+"""Most matches of one cue pattern a document is read for (each is looked at in a window of a few thousand
+characters around it to tell an instruction from a quote or a report): a document that names a cue more often than
+that in quotes is read no further for it, which keeps the scan linear in the document."""
+
+
 def injection_findings(text: str) -> list[str]:
     """Names of the injection cues aimed at the model in `text`, in a fixed order, each once (a heuristic)."""
-    return _findings(text, prefilter=True)
+    return _scan(text, prefilter=True).found
+
+
+def injection_scan(text: str, deadline: Deadline = NEVER) -> Scan[list[str]]:
+    """`injection_findings`, stopping at `deadline` (the cues found by then, marked timed out)."""
+    return _scan(text, prefilter=True, deadline=deadline)
 
 
 def _findings(text: str, prefilter: bool) -> list[str]:
     """`injection_findings`; without `prefilter`, every pattern runs on every text (the reference the prefiltered
     path is tested against: same findings)."""
+    return _scan(text, prefilter).found
+
+
+def _scan(text: str, prefilter: bool, deadline: Deadline = NEVER) -> Scan[list[str]]:
+    """`injection_scan`, with or without the prefilter (see `_findings`)."""
     plain, zero_width, tags = _normalise(text)
     present = _SCAN.present(plain) if prefilter else None
-    found = [name for name, patterns in _PREFILTERED.items()
-             if any(_aimed(plain, m.start(), m.end()) for pattern in patterns if _may(pattern, present)
-                    for m in pattern.pattern.finditer(plain))]
-    found += [name for name, spans in _hidden(plain, present).items()
-              if any(_directive(inner) and not _quoted(plain, start, end) for start, end, inner in spans)]
+    found: list[str] = []
+    for name, patterns in _PREFILTERED.items():
+        for pattern in patterns:
+            if not _may(pattern, present):
+                continue
+            aimed = _first_aimed(plain, pattern.pattern, deadline)
+            if aimed is None:
+                return Scan(found, True)
+            if aimed:
+                found.append(name)
+                break
+    for name, spans in _hidden(plain, present).items():
+        for start, end, inner in spans[:MAX_CUES]:
+            if deadline.passed():
+                return Scan(found, True)
+            if _directive(inner) and not _quoted(plain, start, end):
+                found.append(name)
+                break
     if tags or (zero_width and found):
         found.append("hidden_unicode")
-    return found
+    return Scan(found, False)
+
+
+def _first_aimed(plain: str, pattern: re.Pattern[str], deadline: Deadline) -> bool | None:
+    """True when one of the first MAX_CUES matches of `pattern` is aimed at the model; None when the deadline passed
+    before that was known."""
+    for seen, match in enumerate(pattern.finditer(plain)):
+        if seen >= MAX_CUES:
+            return False
+        if deadline.passed():
+            return None
+        if _aimed(plain, match.start(), match.end()):
+            return True
+    return False
 
 
 def is_injection(text: str) -> bool:

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ragpulse.security import checksums, phones
+from ragpulse.security.deadline import NEVER, Deadline, Scan
 
 
 @dataclass(frozen=True)
@@ -95,31 +96,69 @@ PHONE_DIGITS = 2
 _NOT_DIGIT = re.compile(r"\D+")
 
 
+MAX_VALUES = 200
+"""Most distinct values of personal data one answer compares with the documents: past it the answer is a finding
+anyway (no legitimate answer quotes hundreds of people's numbers), and each comparison reads the documents' whole
+text, so without a cap an answer of thousands of numbers beside a large document cost values x document size."""
+
+
 def pii_kinds(answer: str, documents: Sequence[str]) -> dict[str, int]:
     """Kind -> number of distinct values of personal data in `answer` that no document contains.
 
     Kinds with no such value are absent, so an empty dict means nothing leaked. Counts only: never the values.
     """
-    folded: list[str] | None = None
-    compact: list[str] | None = None
-    claimed: list[tuple[int, int]] = []
-    found: dict[str, set[str]] = {}
+    return pii_scan(answer, documents).found
+
+
+def pii_scan(answer: str, documents: Sequence[str], deadline: Deadline = NEVER) -> Scan[dict[str, int]]:
+    """`pii_kinds`, stopping at `deadline` (what was found by then, marked timed out) and after MAX_VALUES distinct
+    values. Linear in the answer and the documents: claimed text is a byte mask, the documents one joined string."""
+    claimed = bytearray(len(answer))
+    corpus = _Corpus(documents)
+    seen: dict[tuple[str, str], bool] = {}
+    found: dict[str, int] = {}
     for name, value, span, valid in _candidates(answer):
-        if any(start < span[1] and span[0] < end for start, end in claimed):
+        if deadline.passed():
+            return Scan(found, True)
+        start, end = span
+        if claimed.find(1, start, end) != -1:
             continue
         if valid or (name in _KINDS and _KINDS[name].shaped):
-            claimed.append(span)
+            claimed[start:end] = b"\x01" * (end - start)
         if not valid:
             continue
-        if name == "email":  # the documents are read only once an answer holds a valid candidate
-            folded = folded if folded is not None else [doc.casefold() for doc in documents]
-            key, haystacks = value.casefold(), folded
-        else:
-            compact = compact if compact is not None else [_compact(doc) for doc in documents]
-            key, haystacks = _compact(value)[-9:] if name == "phone" else _compact(value), compact
-        if not any(key in hay for hay in haystacks):
-            found.setdefault(name, set()).add(key)
-    return {name: len(keys) for name, keys in found.items()}
+        key = (name, value.casefold() if name == "email" else _compact(value)[-9:] if name == "phone"
+               else _compact(value))
+        if key in seen:
+            continue
+        if len(seen) >= MAX_VALUES:
+            break
+        seen[key] = leaked = not corpus.holds(*key)
+        if leaked:
+            found[name] = found.get(name, 0) + 1
+    return Scan(found, False)
+
+
+class _Corpus:
+    """The documents' text in the two normalised forms values are compared in, each built once, on first use, as one
+    string (a separator no normalised value holds keeps a value from matching across two documents)."""
+
+    def __init__(self, documents: Sequence[str]) -> None:
+        self.documents = documents
+        self.folded: str | None = None
+        self.compact: str | None = None
+
+    def holds(self, kind: str, key: str) -> bool:
+        """True when a document holds `key`, normalised as `kind`'s values are."""
+        if not self.documents:
+            return False
+        if kind == "email":
+            if self.folded is None:
+                self.folded = "\x00".join(doc.casefold() for doc in self.documents)
+            return key in self.folded
+        if self.compact is None:
+            self.compact = "\x00".join(_compact(doc) for doc in self.documents)
+        return key in self.compact
 
 
 def _an_id(cue: re.Pattern[str], answer: str, start: int) -> bool:
@@ -144,20 +183,22 @@ def _trimmed(kind: _Kind, value: str, span: tuple[int, int]) -> tuple[str, tuple
 
 
 def _candidates(answer: str, prefilter: bool = True) -> Iterator[tuple[str, str, tuple[int, int], bool]]:
-    """(kind, value, span, valid) of each candidate, kind by kind in claiming order, phones last. A kind whose
-    pattern needs more digits than the answer holds, or a character it lacks, is not searched: it has no candidate
-    (without `prefilter` every pattern runs: the reference the tests compare with)."""
+    """(kind, value, span, valid) of each candidate that may claim text, kind by kind in claiming order, phones
+    last. A kind whose pattern needs more digits than the answer holds, or a character it lacks, is not searched: it
+    has no candidate (without `prefilter` every pattern runs: the reference the tests compare with)."""
     digits = len(_NOT_DIGIT.sub("", answer)) if prefilter else len(answer) + PHONE_DIGITS
     for name, kind in _KINDS.items():
         if digits < kind.digits or (prefilter and kind.needs and kind.needs not in answer):
             continue
         for match in kind.pattern.finditer(answer):
-            if kind.cue is not None and _an_id(kind.cue, answer, match.start()):
-                continue
             value, span = match.group(), match.span()
             valid = kind.valid(_compact(value))
             if not valid and kind.trims:
                 value, span, valid = _trimmed(kind, value, span)
+            if not (valid or kind.shaped):  # it would claim no text and count nothing: the id test is not needed
+                continue
+            if kind.cue is not None and _an_id(kind.cue, answer, match.start()):
+                continue
             yield name, value, span, valid
     if digits < PHONE_DIGITS:
         return

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 from collections import OrderedDict
 
 from ragpulse.model.results import Security
-from ragpulse.model.trace import Trace
+from ragpulse.model.trace import RetrievedDoc, Trace
 from ragpulse.security.acl import leaked_doc_ids
-from ragpulse.security.credentials import credential_kinds
-from ragpulse.security.injection import injection_findings
-from ragpulse.security.pii import pii_kinds
+from ragpulse.security.credentials import credential_scan
+from ragpulse.security.deadline import NEVER, Deadline
+from ragpulse.security.injection import injection_scan
+from ragpulse.security.pii import pii_scan
 from ragpulse.security.staleness import stale_doc_ids
 
 INJECTION_CACHE_SIZE = 50_000
@@ -24,6 +26,16 @@ evidence, its injection-followed heuristic and the quote check each ask about th
 string keeps its own hash, so asking again costs a dict lookup instead of a digest of the text."""
 RECENT_MAX_CHARS = 16_384
 """Longer texts are remembered only by their digest (the recent texts hold at most 512 x 16 KB)."""
+CHECK_BUDGET_SECONDS = 2.0
+"""Time the security checks of one trace may take on a worker: a typical trace's take well under a millisecond, and
+one hostile answer or document must not hold a worker (and the tenants whose traces wait behind it) for longer. A
+check that overruns stops where it is and is recorded as skipped for its time budget."""
+INLINE_MAX_CHARS = 16_384
+"""Traces whose answer and documents hold fewer characters are checked on the caller's event loop (a fraction of a
+millisecond, less than a hop to a thread costs); longer ones in a thread, where even a check that runs to its budget
+stalls nothing else."""
+TIME_BUDGET = "time budget"
+"""The reason `Security.skipped` gives for a check stopped by CHECK_BUDGET_SECONDS."""
 
 
 class _FindingsCache:
@@ -36,7 +48,8 @@ class _FindingsCache:
         self.found: OrderedDict[bytes, tuple[str, ...]] = OrderedDict()
         self.recent: dict[str, tuple[str, ...]] = {}
 
-    def findings(self, text: str) -> tuple[str, ...]:
+    def findings(self, text: str, deadline: Deadline = NEVER) -> tuple[str, ...]:
+        """The text's findings; a scan stopped by `deadline` (which is then expired) is returned, never remembered."""
         found = self.recent.get(text)
         if found is not None:
             return found
@@ -45,7 +58,10 @@ class _FindingsCache:
         if found is not None:
             self.found.move_to_end(key)
         else:
-            found = self.found[key] = tuple(injection_findings(text))
+            found = tuple(injection_scan(text, deadline).found)
+            if deadline.expired:
+                return found
+            self.found[key] = found
             if len(self.found) > self.size:
                 self.found.popitem(last=False)
         if len(text) <= RECENT_MAX_CHARS:
@@ -63,10 +79,11 @@ class _FindingsCache:
 _cache = _FindingsCache(INJECTION_CACHE_SIZE)
 
 
-def document_findings(text: str) -> tuple[str, ...]:
+def document_findings(text: str, deadline: Deadline = NEVER) -> tuple[str, ...]:
     """The injection cues found in one document's text, remembered per text: what `check_trace` reports, and what
-    the offline judge reads so that it never quotes as evidence a document sentence this check flags."""
-    return _cache.findings(text)
+    the offline judge reads so that it never quotes as evidence a document sentence this check flags (a scan cut
+    short by `deadline` is not remembered)."""
+    return _cache.findings(text, deadline)
 
 
 def clear_findings_cache() -> None:
@@ -74,29 +91,61 @@ def clear_findings_cache() -> None:
     _cache.clear()
 
 
-def check_trace(trace: Trace, now: datetime.datetime, max_source_age_days: float | None) -> Security:
-    """ACL leaks, injection documents, unseen personal data and credentials in the answer, and stale documents."""
+def check_trace(trace: Trace, now: datetime.datetime, max_source_age_days: float | None,
+                budget_seconds: float | None = None) -> Security:
+    """ACL leaks, injection documents, unseen personal data and credentials in the answer, and stale documents.
+
+    With `budget_seconds`, the injection, PII and credential checks together stop when it runs out: a check cut
+    short keeps what it found and is named in `skipped` (a check not begun is named too, with nothing found)."""
     docs = trace.retrieved_docs
+    deadline = Deadline(budget_seconds)
     security = Security()
     if trace.principal is not None and any(doc.acl is not None for doc in docs):
         security.leaked_doc_ids = leaked_doc_ids(trace.principal.groups, [(doc.id, doc.acl) for doc in docs])
         security.acl_leak = bool(security.leaked_doc_ids)
-    cues: dict[str, None] = {}
     security.injection_checked = any(doc.text for doc in docs)
-    for doc in docs:
-        found = document_findings(doc.text) if doc.text else ()
-        if found:
-            security.injection_docs.append(doc.id)
-            cues.update(dict.fromkeys(found))
-    security.injection_docs = list(dict.fromkeys(security.injection_docs))
-    security.injection_cues = list(cues)
+    if security.injection_checked:
+        _injection(security, docs, deadline)
     if trace.answer:
         texts = [doc.text for doc in docs if doc.text]
         security.pii_checked = security.credentials_checked = True
-        security.pii = pii_kinds(trace.answer, texts)
-        security.credentials = credential_kinds(trace.answer, texts)
+        for check, scan in (("pii", pii_scan), ("credentials", credential_scan)):
+            if deadline.passed_now():
+                security.skipped[check] = TIME_BUDGET
+                continue
+            found, timed_out = scan(trace.answer, texts, deadline)
+            setattr(security, check, found)
+            if timed_out:
+                security.skipped[check] = TIME_BUDGET
     if max_source_age_days is not None and any(doc.updated_at is not None for doc in docs):
         security.stale_checked = True
         security.stale_docs = list(dict.fromkeys(
             stale_doc_ids([(doc.id, doc.updated_at) for doc in docs], now, max_source_age_days)))
     return security
+
+
+async def check_trace_async(trace: Trace, now: datetime.datetime, max_source_age_days: float | None) -> Security:
+    """`check_trace` under CHECK_BUDGET_SECONDS, in a thread unless the trace is small (INLINE_MAX_CHARS)."""
+    size = len(trace.answer or "") + sum(len(doc.text or "") for doc in trace.retrieved_docs)
+    if size < INLINE_MAX_CHARS:
+        return check_trace(trace, now, max_source_age_days, CHECK_BUDGET_SECONDS)
+    return await asyncio.to_thread(check_trace, trace, now, max_source_age_days, CHECK_BUDGET_SECONDS)
+
+
+def _injection(security: Security, docs: list[RetrievedDoc], deadline: Deadline) -> None:
+    """The documents carrying injected instructions and their cues, into `security`; named in `skipped` when the
+    deadline passed before every document was read."""
+    cues: dict[str, None] = {}
+    for doc in docs:
+        if not doc.text:
+            continue
+        if deadline.passed_now():
+            break
+        found = document_findings(doc.text, deadline)
+        if found:
+            security.injection_docs.append(doc.id)
+            cues.update(dict.fromkeys(found))
+    if deadline.expired:
+        security.skipped["injection"] = TIME_BUDGET
+    security.injection_docs = list(dict.fromkeys(security.injection_docs))
+    security.injection_cues = list(cues)
