@@ -57,6 +57,7 @@ class ConnectionBounds:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConnectionBounds:
+        """The bounds the settings give, with nothing open yet."""
         return cls(max_head_bytes=settings.max_header_bytes, head_timeout=settings.head_timeout_seconds,
                    max_connections=settings.max_connections,
                    max_per_address=settings.max_connections_per_address)
@@ -73,6 +74,7 @@ class ConnectionBounds:
         return None
 
     def release(self, address: str) -> None:
+        """Count out a connection `admit` counted in; an address with none left is forgotten."""
         self.open_total -= 1
         self.open_by_address[address] -= 1
         if not self.open_by_address[address]:
