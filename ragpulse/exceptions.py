@@ -11,6 +11,7 @@
     │   ├── Unsupported        well formed, but asks for what this service cannot do: pairwise judging with a heuristic
     │   │                      judge, or with a judge not configured here (422)
     │   ├── TooLarge           the body or the batch exceeds a limit (413)
+    │   │   └── OverBodyBudget a body alone larger than RAGPULSE_MAX_INFLIGHT_BODY_BYTES, refused unread (413)
     │   ├── BodyTimeout        the body did not arrive within RAGPULSE_BODY_READ_TIMEOUT_SECONDS (408)
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
@@ -19,6 +20,7 @@
     ├── RateLimited            the tenant is over its ingest rate; carries the seconds until it fits (429)
     ├── Backlogged             the online stream is full: workers are behind, the post is refused (503)
     │   └── OverBacklogShare   the tenant holds its share of the online stream: its post is refused (503)
+    ├── BodiesInFlight         the API holds RAGPULSE_MAX_INFLIGHT_BODY_BYTES of bodies: this one is refused unread (503)
     ├── AlreadyAnswered        a post's Idempotency-Key was answered before: that answer is replayed, nothing written
     ├── TraceNotFound          no online trace record with this id for this tenant (404)
     ├── SessionNotFound        no sampled turn of this conversation for this tenant (404)
@@ -108,6 +110,15 @@ class TooLarge(InputError):
     """The body or the batch exceeds a configured limit."""
 
 
+class OverBodyBudget(TooLarge):
+    """A body larger on its own than all the bodies the API holds at once may be: it could never be read."""
+
+    def __init__(self, size: int, budget: int) -> None:
+        super().__init__(
+            f"the body holds {size} bytes or more; the API holds at most {budget} bytes of bodies at once "
+            "(RAGPULSE_MAX_INFLIGHT_BODY_BYTES)", [{"path": "body", "message": f"at most {budget} bytes"}])
+
+
 class BodyTimeout(InputError):
     """The request's body did not arrive in full within its deadline: the client sends too slowly (or stalled)."""
 
@@ -165,6 +176,14 @@ class OverBacklogShare(Backlogged):
         RagpulseError.__init__(self, f"this tenant holds {held} unprocessed posts of the online stream, its share")
         self.held = held
         self.share = share
+
+
+class BodiesInFlight(RagpulseError):
+    """The bodies being read and answered fill the process's budget: this one is refused before it is read."""
+
+    def __init__(self, size: int, held: int, budget: int) -> None:
+        super().__init__(f"the API holds {held} bytes of request bodies; {size} more would pass its budget of {budget} "
+                         "(RAGPULSE_MAX_INFLIGHT_BODY_BYTES); retry shortly")
 
 
 class AlreadyAnswered(RagpulseError):

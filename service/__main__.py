@@ -12,7 +12,7 @@ from ragpulse.config import defaults
 from ragpulse.exceptions import ConfigError
 from ragpulse.config.settings import Settings
 from service.app import create_app
-from service.http_protocol import head_capped
+from service.http_protocol import bounded_protocol
 
 
 GC_GEN0_THRESHOLD = 10_000
@@ -34,7 +34,7 @@ def main() -> None:
     gc.set_threshold(GC_GEN0_THRESHOLD, 20, 20)
     # log_config=None: uvicorn's loggers keep the root handler above (one format), not its own `WARNING:  ...`.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False, log_config=None,
-                http=head_capped(settings.max_header_bytes))
+                http=bounded_protocol(settings))
 
 
 if __name__ == "__main__":

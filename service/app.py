@@ -32,6 +32,7 @@ from ragpulse.store.datasets import DatasetLimits, DatasetStore
 from ragpulse.store.review_sessions import ReviewSessions
 from ragpulse.monitoring.api_metrics import ApiMetrics
 from service.batches import BatchController
+from service.body_budget import BodyBudget, body_budget
 from service.body_deadline import body_deadline
 from service.calibrations import CalibrationController
 from service.context import Services, call_resolver
@@ -138,7 +139,8 @@ def create_app(
         exception_handlers=exception_handlers(api_metrics),
         before_request=request_guard(services),
         request_max_body_size=settings.max_body_bytes,
-        middleware=[body_deadline(settings.body_read_timeout_seconds)],
+        middleware=[body_budget(BodyBudget(settings.max_inflight_body_bytes)),
+                    body_deadline(settings.body_read_timeout_seconds)],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title="ragpulse", version=ragpulse.__version__, path="/schema",
                                      render_plugins=render_plugins()),

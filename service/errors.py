@@ -17,7 +17,7 @@ from litestar.exceptions import HTTPException, ServiceUnavailableException, TooM
 from ragpulse.config import defaults
 from ragpulse.config.settings import Settings
 from ragpulse.exceptions import (
-    Backlogged, BodyTimeout, IdempotencyKeyReused, OverBacklogShare,
+    Backlogged, BodiesInFlight, BodyTimeout, IdempotencyKeyReused, OverBacklogShare, OverBodyBudget,
     Conflict, DatasetNotFound, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, MisdirectedRequest, StoreRefused, StoreUnavailable,
     TooLarge, TraceNotFound, SessionNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
@@ -44,7 +44,11 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     TraceNotFound: (404, "Trace not found"),
     SessionNotFound: (404, "Session not found"),
     DatasetNotFound: (404, "Dataset not found"),
+    BodiesInFlight: (503, "Service unavailable"),
 }
+
+_UNREAD = (BodyTimeout, OverBodyBudget, BodiesInFlight)
+"""Errors raised while a body is still to come: the rest is not waited for, the server closes the connection."""
 
 
 class ProblemError(msgspec.Struct):
@@ -86,9 +90,12 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         return response
 
     def domain(_: Request, exc: Exception) -> Response[Any]:
-        if isinstance(exc, BodyTimeout):   # the rest of the body is not waited for: the server closes the connection
-            return counted(rejection(exc, {"connection": "close"}))
-        return counted(rejection(exc))
+        if not isinstance(exc, _UNREAD):
+            return counted(rejection(exc))
+        headers = {"connection": "close"}
+        if isinstance(exc, BodiesInFlight):
+            headers["Retry-After"] = str(defaults.INFLIGHT_RETRY_AFTER_SECONDS)
+        return counted(rejection(exc, headers))
 
     def unavailable(_: Request, exc: Exception) -> Response[Any]:
         log.warning("redis unavailable: %s", exc)

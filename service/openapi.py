@@ -96,7 +96,8 @@ _WHY = {
     415: "The body does not say it is JSON: send `Content-Type: application/json`.",
     422: "The body is JSON but breaks the schema; `errors` lists every failing path (at most 100).",
     429: "The tenant is over its ingest rate (RAGPULSE_TENANT_TRACES_PER_SECOND); retry after `Retry-After` seconds.",
-    503: "Redis is unreachable or refused the write; retry after `Retry-After` seconds.",
+    503: ("Redis is unreachable or refused the write, or the API holds its budget of request bodies "
+          "(RAGPULSE_MAX_INFLIGHT_BODY_BYTES); retry after `Retry-After` seconds."),
 }
 _WHY_HERE = {
     ("/v1/jobs/{job_id}/retry", "post", 409): "The job is still queued or running; retry it once it has ended "

@@ -321,7 +321,9 @@ def test_after_the_odd_inputs_the_api_is_healthy_and_still_processes_traces(clie
 def test_bodies_trickled_in_past_the_read_deadline_are_408_and_dropped(api_factory) -> None:
     """10 authenticated connections each declare 30 MiB, send 1 MiB and then a byte now and then: each is answered
     408 once RAGPULSE_BODY_READ_TIMEOUT_SECONDS has passed and closed, so none holds its buffer any longer."""
-    url = api_factory({"RAGPULSE_API_KEYS": f"acme:{KEY}", "RAGPULSE_BODY_READ_TIMEOUT_SECONDS": "1"})
+    # A budget for all ten bodies: the deadline is what ends them here (tests/test_connection_bounds.py: the budget).
+    url = api_factory({"RAGPULSE_API_KEYS": f"acme:{KEY}", "RAGPULSE_BODY_READ_TIMEOUT_SECONDS": "1",
+                       "RAGPULSE_MAX_INFLIGHT_BODY_BYTES": str(512 * MiB)})
     api = Api(url, api_factory.procs[url])
     socks = [socket.create_connection(api.address, timeout=30) for _ in range(10)]
     stop = threading.Event()

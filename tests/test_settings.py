@@ -82,3 +82,18 @@ def test_review_loop_settings_are_read_and_checked() -> None:
         Settings.from_env({"RAGPULSE_LABEL_TTL_DAYS": "10", "RAGPULSE_AGREEMENT_WINDOW_DAYS": "30"})
     with pytest.raises(ConfigError, match="RAGPULSE_REVIEW_SAMPLE_RATE"):
         Settings.from_env({"RAGPULSE_REVIEW_SAMPLE_RATE": "1.5"})
+
+
+def test_connection_bounds_are_read_and_must_be_positive() -> None:
+    settings = Settings.from_env({})
+    assert (settings.head_timeout_seconds, settings.max_connections, settings.max_connections_per_address,
+            settings.max_inflight_body_bytes) == (defaults.HEAD_TIMEOUT_SECONDS, defaults.MAX_CONNECTIONS,
+                                                  defaults.MAX_CONNECTIONS_PER_ADDRESS, defaults.MAX_INFLIGHT_BODY_BYTES)
+    set_ = Settings.from_env({"RAGPULSE_HEAD_TIMEOUT_SECONDS": "2.5", "RAGPULSE_MAX_CONNECTIONS": "50",
+                              "RAGPULSE_MAX_CONNECTIONS_PER_ADDRESS": "5", "RAGPULSE_MAX_INFLIGHT_BODY_BYTES": "1000"})
+    assert (set_.head_timeout_seconds, set_.max_connections, set_.max_connections_per_address,
+            set_.max_inflight_body_bytes) == (2.5, 50, 5, 1000)
+    for name in ("RAGPULSE_HEAD_TIMEOUT_SECONDS", "RAGPULSE_MAX_CONNECTIONS", "RAGPULSE_MAX_CONNECTIONS_PER_ADDRESS",
+                 "RAGPULSE_MAX_INFLIGHT_BODY_BYTES"):
+        with pytest.raises(ConfigError, match=name):
+            Settings.from_env({name: "0"})

@@ -554,6 +554,28 @@ BODY_READ_TIMEOUT_SECONDS = 30.0
 """How long a request has to deliver its whole body once its headers are in (408 past it): a 32 MiB body needs a
 little over 1 MB/s. Bounds how long a slow (or malicious) client holds a body buffer."""
 
+HEAD_TIMEOUT_SECONDS = 10.0
+"""How long a connection has to send a complete request head (request line plus headers), from its opening or from
+the end of the previous response (408, or a silent close if nothing came). A real client sends its head in one write;
+without a deadline a connection that sends nothing, or a header line now and then, held its socket and buffer for
+good."""
+
+MAX_CONNECTIONS = 1024
+"""Connections the API holds open at once; a further one is answered 503 at once and closed. At the head cap, each
+open connection may hold ~130 KiB (64 KiB of head plus the parser's and the transport's buffers): ~130 MiB in all."""
+
+MAX_CONNECTIONS_PER_ADDRESS = 256
+"""Connections one client address holds open at once (503 past it): room for a reverse proxy's keep-alive pool, which
+reaches the API from one address, while one host alone cannot take every connection."""
+
+MAX_INFLIGHT_BODY_BYTES = 128 * 1024 * 1024
+"""Bytes of request bodies the API holds at once, from the first read of a body to the end of its response (503 past
+it). A body costs about 2.5 times its size while it is read and decoded (bench/README.md), so four 32 MiB bodies at
+once take about 350 MiB over the API's own memory, inside the 1 GiB the Kubernetes manifest grants."""
+
+INFLIGHT_RETRY_AFTER_SECONDS = 2
+"""Retry-After of a 503 for a full connection or body budget: what is held is released within a request's time."""
+
 COUNTED_WRITE_MARKER_SECONDS = 3600
 """Lifetime of the marker of an applied write of judge calls (keys.counted_write): longer than any worker holds a
 write it could not confirm (twice RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS at most; a longer budget lengthens it)."""

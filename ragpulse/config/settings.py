@@ -287,6 +287,24 @@ class Settings:
     """RAGPULSE_MAX_HEADER_BYTES: the largest request line plus headers the API reads; past it the API answers 431
     and closes the connection (default 65,536)."""
 
+    head_timeout_seconds: float = defaults.HEAD_TIMEOUT_SECONDS
+    """RAGPULSE_HEAD_TIMEOUT_SECONDS: how long a connection has to send a complete request head, from its opening or
+    the end of the previous response; past it the API answers 408 and closes the connection, or closes it unanswered
+    if it sent nothing (default 10)."""
+
+    max_connections: int = defaults.MAX_CONNECTIONS
+    """RAGPULSE_MAX_CONNECTIONS: connections the API holds open at once; a further one is answered 503 with
+    Retry-After at once, unread, and closed (default 1,024)."""
+
+    max_connections_per_address: int = defaults.MAX_CONNECTIONS_PER_ADDRESS
+    """RAGPULSE_MAX_CONNECTIONS_PER_ADDRESS: connections one client address holds open at once, answered like the
+    above past it (default 256; behind a reverse proxy every client has the proxy's address)."""
+
+    max_inflight_body_bytes: int = defaults.MAX_INFLIGHT_BODY_BYTES
+    """RAGPULSE_MAX_INFLIGHT_BODY_BYTES: bytes of request bodies the API holds at once, from the first read of a body
+    to the end of its response; a body past it is answered 503 with Retry-After unread, one larger than it alone 413
+    (default 128 MiB)."""
+
     worker_redis_outage_seconds: float = defaults.WORKER_REDIS_OUTAGE_SECONDS
     """RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS: how long a worker's Redis commands retry through an outage before they
     fail, and how long a chunk keeps the results and judge calls it could not record, waiting for Redis (default 60)."""
@@ -410,6 +428,11 @@ class Settings:
             "body_read_timeout_seconds": _float(env, "RAGPULSE_BODY_READ_TIMEOUT_SECONDS",
                                                 cls.body_read_timeout_seconds),
             "max_header_bytes": _int(env, "RAGPULSE_MAX_HEADER_BYTES", cls.max_header_bytes),
+            "head_timeout_seconds": _float(env, "RAGPULSE_HEAD_TIMEOUT_SECONDS", cls.head_timeout_seconds),
+            "max_connections": _int(env, "RAGPULSE_MAX_CONNECTIONS", cls.max_connections),
+            "max_connections_per_address": _int(env, "RAGPULSE_MAX_CONNECTIONS_PER_ADDRESS",
+                                                cls.max_connections_per_address),
+            "max_inflight_body_bytes": _int(env, "RAGPULSE_MAX_INFLIGHT_BODY_BYTES", cls.max_inflight_body_bytes),
             "worker_redis_outage_seconds": _float(env, "RAGPULSE_WORKER_REDIS_OUTAGE_SECONDS",
                                                   cls.worker_redis_outage_seconds),
         }
