@@ -31,6 +31,7 @@
     │   ├── JudgeUnavailable   the provider kept failing (429, 529, 5xx, timeout) after bounded retries
     │   ├── JudgeNotConfigured the judge has no credentials here: generation fails, retrieval metrics are kept
     │   ├── JudgeAuthError     the provider rejected our credentials: the whole job fails at once
+    │   ├── BudgetSpent        a generation job's budget ran out before a call: the call is not sent
     │   └── JudgeResponseInvalid  the provider answered 2xx with something that is not its API's answer (a proxy page)
     ├── CallbackError          a job's completion callback cannot be delivered
     │   ├── CallbackRejected   the URL is not allowed (allowlist, scheme, internal address): never retried
@@ -236,6 +237,10 @@ class JudgeNotConfigured(JudgeError):
 
 class JudgeAuthError(JudgeError):
     """The provider rejected our credentials or permissions; retrying cannot help, so the job fails."""
+
+
+class BudgetSpent(JudgeError):
+    """A generation job's budget, counting its calls in flight, ran out before a call: the call is not sent."""
 
 
 class JudgeResponseInvalid(JudgeError):

@@ -85,7 +85,8 @@ def _finish(generations: Generations, record: GenerationRecord, status: str,
 async def _generate(sync: redis.Redis, settings: Settings, record: GenerationRecord,
                     request: GenerateRequest) -> tuple[Outcome, Spend]:
     client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
-    calls = GenerationCalls(settings, record.tenant, SpendReservations(client, marker_seconds(settings)))
+    calls = GenerationCalls(settings, record.tenant, SpendReservations(client, marker_seconds(settings)),
+                            request.budget_usd)
     try:
         clients = TaskClients(record.view.judge, settings, calls)
         try:
