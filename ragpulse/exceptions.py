@@ -11,6 +11,7 @@
     │   ├── Unsupported        well formed, but asks for what this service cannot do: pairwise judging with a heuristic
     │   │                      judge, or with a judge not configured here (422)
     │   ├── TooLarge           the body or the batch exceeds a limit (413)
+    │   ├── TooManyQueued      the tenant holds its cap of queued generation jobs, or of their bytes (429)
     │   ├── BodyTimeout        the body did not arrive within RAGPULSE_BODY_READ_TIMEOUT_SECONDS (408)
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
@@ -94,6 +95,10 @@ class IdempotencyKeyReused(InvalidBody):
 
 class InvalidParameter(InputError):
     """A query or path parameter is out of range or unparseable."""
+
+
+class TooManyQueued(InputError):
+    """The tenant holds its cap of queued generation jobs, or of their requests' bytes; one must start first."""
 
 
 class Conflict(InputError):

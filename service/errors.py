@@ -20,7 +20,7 @@ from ragpulse.exceptions import (
     Backlogged, BodyTimeout, IdempotencyKeyReused, OverBacklogShare,
     Conflict, DatasetNotFound, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, MisdirectedRequest, StoreRefused, StoreUnavailable,
-    TooLarge, TraceNotFound, SessionNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
+    TooLarge, TooManyQueued, TraceNotFound, SessionNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
 
@@ -35,6 +35,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     IdempotencyKeyReused: (422, "Idempotency key reused"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
+    TooManyQueued: (429, "Too many queued jobs"),
     BodyTimeout: (408, "Request timeout"),
     UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
@@ -88,6 +89,8 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
     def domain(_: Request, exc: Exception) -> Response[Any]:
         if isinstance(exc, BodyTimeout):   # the rest of the body is not waited for: the server closes the connection
             return counted(rejection(exc, {"connection": "close"}))
+        if isinstance(exc, TooManyQueued):
+            return counted(rejection(exc, {"Retry-After": str(defaults.GENERATION_QUEUED_RETRY_AFTER_SECONDS)}))
         return counted(rejection(exc))
 
     def unavailable(_: Request, exc: Exception) -> Response[Any]:

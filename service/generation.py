@@ -103,7 +103,9 @@ class GenerationController(Controller):
         provider, as trace text does when an external judge is configured.
 
         400 on malformed JSON; 422 naming every failing path, and `$.judge` when the judge is not an LLM (the offline
-        local judge cannot write questions) or is not configured."""
+        local judge cannot write questions) or is not configured; 429 (with Retry-After) when the tenant already has
+        GENERATION_QUEUED_PER_TENANT (4) jobs queued, or their requests hold GENERATION_QUEUED_BYTES_PER_TENANT
+        (64 MiB): each keeps its corpus in Redis until a worker starts it."""
         request = decode_body(body, GenerateRequest)
         judge = writer_judge(request.judge, call.settings)
         job_id = uuid.uuid4().hex
@@ -111,11 +113,16 @@ class GenerationController(Controller):
         view = GenerationView(job_id=job_id, dataset=name, status="queued", created_at=utcnow(), judge=judge,
                               model=kinds.model_for(judge, call.settings) or "", planned=planned)
         store = call.store
-        with store.redis.pipeline(transaction=True) as pipe:
-            Generations(store.redis, call.settings.result_ttl_seconds).stage(
-                pipe, GenerationRecord(tenant=call.tenant, view=view), request)
-            enqueue_generation(pipe, store.redis, call.settings, job_id)
-            pipe.execute()
+        generations = Generations(store.redis, call.settings.result_ttl_seconds)
+        generations.queue_request(call.tenant, job_id, request)
+        try:
+            with store.redis.pipeline(transaction=True) as pipe:
+                generations.stage(pipe, GenerationRecord(tenant=call.tenant, view=view))
+                enqueue_generation(pipe, store.redis, call.settings, job_id)
+                pipe.execute()
+        except BaseException:
+            generations.forget_request(call.tenant, job_id)   # never enqueued: free its place in the queued cap
+            raise
         return GenerationAccepted(job_id=job_id, status_url=f"/v1/datasets/{name}/generations/{job_id}",
                                   planned=planned)
 

@@ -195,7 +195,7 @@ def stage_generation(store: Generations, tenant: str, dataset: str) -> str:
     view = GenerationView(job_id=job_id, dataset=dataset, status="queued", created_at="2026-12-03T08:00:00Z",
                           judge="anthropic", model="m", planned={"single_fact": 1})
     with store.redis.pipeline(transaction=True) as pipe:
-        store.stage(pipe, GenerationRecord(tenant=tenant, view=view), request(mix={"single_fact": 1}))
+        store.stage(pipe, GenerationRecord(tenant=tenant, view=view))
         pipe.execute()
     return job_id
 
@@ -260,3 +260,43 @@ def test_calls_in_flight_are_held_against_the_job_budget(redis_url: str) -> None
     assert calls.total.cost_usd == pytest.approx(5 * 0.012)
     assert calls.total.cost_usd <= budget_usd + 0.01 + 5 * 0.002    # one estimate over, plus what estimates missed
     assert all(f.error.startswith("not sent: job budget") for f in outcome.failures)
+
+
+def test_queued_generation_requests_are_capped_per_tenant_and_freed_as_a_worker_takes_one(
+        redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragpulse.exceptions import JobNotFound, TooManyQueued  # noqa: PLC0415
+
+    store, tenant = Generations(redis_client, 600), f"t-{uuid.uuid4().hex[:6]}"
+    queued = [uuid.uuid4().hex for _ in range(defaults.GENERATION_QUEUED_PER_TENANT)]
+    for job_id in queued:
+        store.queue_request(tenant, job_id, request(mix={"single_fact": 1}))
+    refused = uuid.uuid4().hex
+    with pytest.raises(TooManyQueued) as caught:
+        store.queue_request(tenant, refused, request(mix={"single_fact": 1}))
+    assert "4 generation jobs queued" in caught.value.errors[0]["message"]
+    assert not redis_client.exists(keys.generation_request(refused))
+    store.queue_request("another-tenant", refused, request(mix={"single_fact": 1}))   # a cap per tenant
+    # a worker takes a request: read once, deleted, and its place in the cap is free
+    assert store.take_request(tenant, queued[0]).mix == {"single_fact": 1}
+    assert not redis_client.exists(keys.generation_request(queued[0]))
+    with pytest.raises(JobNotFound):
+        store.take_request(tenant, queued[0])
+    store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    # a request that expired unread frees its place too
+    redis_client.delete(keys.generation_request(queued[1]))
+    store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    assert redis_client.hlen(keys.tenant_generations_queued(tenant)) == 4
+
+
+def test_queued_generation_bytes_are_capped_per_tenant(redis_client: redis.Redis,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragpulse.exceptions import TooManyQueued  # noqa: PLC0415
+
+    store, tenant = Generations(redis_client, 600), f"t-{uuid.uuid4().hex[:6]}"
+    size = len(msgspec.msgpack.encode(request(mix={"single_fact": 1})))
+    monkeypatch.setattr(defaults, "GENERATION_QUEUED_BYTES_PER_TENANT", 2 * size)
+    store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    with pytest.raises(TooManyQueued, match="too many queued") as caught:
+        store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    assert "GENERATION_QUEUED_BYTES_PER_TENANT" in caught.value.errors[0]["message"]
