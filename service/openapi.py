@@ -60,7 +60,8 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/apps/{app}/review", "get"): (400, 401, 503),
     ("/v1/apps/{app}/agreement", "get"): (400, 401, 503),
     ("/v1/apps/{app}/policy", "get"): (400, 401, 503),
-    ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 415, 422, 503),
+    ("/v1/apps/{app}/policy", "put"): (400, 401, 409, 413, 415, 422, 503),
+    ("/v1/apps/{app}/policy", "delete"): (400, 401, 503),
     ("/v1/monitor/{app}", "get"): (400, 401, 503),
     ("/v1/datasets", "get"): (400, 401, 503),
     ("/v1/datasets/{name}/versions", "post"): (400, 401, 409, 413, 415, 422, 503),
@@ -161,8 +162,10 @@ _WHY_HERE = {
     ("/v1/datasets/{name}/versions/{version}", "get", 404): "The tenant has no such dataset or version (another "
                                                             "tenant's are not found either).",
     ("/v1/batches", "post", 422): POST_422,
-    ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, an invalid app name, or the tenant already has the "
-                                           "maximum number of app policies.",
+    ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, or an invalid app name.",
+    ("/v1/apps/{app}/policy", "put", 409): "The tenant already has the maximum number of apps with a stored policy "
+                                           "(RAGPULSE_MAX_APPS_PER_TENANT); `errors` names `path.app`. DELETE one "
+                                           "app's policy to make room.",
 }
 _HEADERS = {
     401: {"WWW-Authenticate": "`Bearer`"},

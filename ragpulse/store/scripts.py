@@ -351,3 +351,17 @@ redis.call('HSET', KEYS[1], ARGV[1], #ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return ''
 """
+
+# Store an app's sampling policy unless the tenant already has its most apps with one, in one atomic step: checked and
+# written apart, PUTs of new apps arriving together would all pass the check. KEYS[1]: the tenant's apps set;
+# KEYS[2]: the policy key. ARGV: app, policy JSON, TTL, most apps. Returns -1 when stored, else the apps held.
+PUT_POLICY = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0 then
+  local held = redis.call('SCARD', KEYS[1])
+  if held >= tonumber(ARGV[4]) then return held end
+end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return -1
+"""
