@@ -203,10 +203,12 @@ class JobNotFound(RagpulseError):
 class DatasetNotFound(RagpulseError):
     """No dataset of this name (or no such version of it) exists for the calling tenant."""
 
-    def __init__(self, name: str, version: int | None = None) -> None:
+    def __init__(self, name: str, version: int | None = None, path: str | None = None) -> None:
         super().__init__(f"no dataset {name!r}" if version is None else f"no version {version} of dataset {name!r}")
         self.name = name
         self.version = version
+        self.path = path
+        """The request input that named it (`path.name`), when the answer should name it."""
 
 
 class StoreUnavailable(RagpulseError):

@@ -166,9 +166,12 @@ def _detail(exc: Exception, title: str) -> str:
 
 
 def _not_found_errors(exc: Exception) -> list[dict[str, Any]] | None:
-    """The input that named a missing job, when the request named more than one (`query.baseline`)."""
+    """The input that named a missing job, when the request named more than one (`query.baseline`), or a missing
+    dataset, when the error says which input named it."""
     if isinstance(exc, JobNotFound) and exc.path:
         return [{"path": exc.path, "message": f"no such job: the {exc.role or 'job'}"}]
+    if isinstance(exc, DatasetNotFound) and exc.path:
+        return [{"path": exc.path, "message": f"the tenant has no dataset {exc.name!r} and no generation job for one"}]
     return None
 
 

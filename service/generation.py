@@ -11,7 +11,7 @@ from litestar.params import Parameter
 
 from dispatch.generation import enqueue_generation
 from ragpulse.config import defaults
-from ragpulse.exceptions import Conflict, InvalidBody, JobNotFound
+from ragpulse.exceptions import Conflict, DatasetNotFound, InvalidBody, JobNotFound
 from ragpulse.generation.plan import type_counts
 from ragpulse.generation.retrieval_filter import retrieval_filter, runs_from_traces
 from ragpulse.intake.decode import decode_body
@@ -131,10 +131,13 @@ class GenerationController(Controller):
                     limit: GenerationsLimit = defaults.GENERATIONS_PAGE_DEFAULT) -> GenerationsPage:
         """The calling tenant's generation jobs for this dataset name, newest first: the GENERATIONS_LISTED (100)
         newest within their retention (RAGPULSE_RESULT_TTL_SECONDS), each with its status, counts and `status_url`.
-        A name with none (or another tenant's) answers an empty list.
+        A dataset of the tenant's with none answers an empty list.
 
-        400 naming `query.limit` for a value that cannot be one."""
+        400 naming `query.limit` for a value that cannot be one; 404 naming `path.name` when the tenant has neither
+        a dataset of this name nor a generation job for one (another tenant's are not found either)."""
         views = Generations(call.store.redis, call.settings.result_ttl_seconds).recent(call.tenant, name, limit)
+        if not views and not call.services.datasets.exists(call.tenant, name):
+            raise DatasetNotFound(name, path="path.name")
         return GenerationsPage(items=[generation_summary(view) for view in views])
 
     @get("/{name:str}/generations/{job_id:str}", sync_to_thread=True, summary="A generation job and its outcome")

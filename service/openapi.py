@@ -70,7 +70,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/datasets/{name}/versions/{version}", "delete"): (400, 401, 404, 503),
     ("/v1/datasets/{name}", "delete"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/generate", "post"): (400, 401, 413, 415, 422, 429, 503),
-    ("/v1/datasets/{name}/generations", "get"): (400, 401, 503),
+    ("/v1/datasets/{name}/generations", "get"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/generations/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): (400, 401, 404, 409, 413, 415, 422, 503),
     ("/v1/datasets/{name}/versions/{version}/publish", "post"): (400, 401, 404, 503),
@@ -150,6 +150,8 @@ _WHY_HERE = {
     ("/v1/datasets/{name}/generate", "post", 429): "The tenant already has its maximum of queued generation jobs "
                                                    "(4), or of their requests' bytes (64 MiB): post again once a "
                                                    "worker has started one (`errors` names `path.name`).",
+    ("/v1/datasets/{name}/generations", "get", 404): "The tenant has neither a dataset of this name nor a generation "
+                                                     "job for one (`errors` names `path.name`).",
     ("/v1/datasets/{name}/generations/{job_id}", "get", 404): "No generation job with this id for this dataset and "
                                                                "tenant, or it has expired (RAGPULSE_RESULT_TTL_SECONDS).",
     ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post", 404): "The tenant has no such dataset or "

@@ -238,7 +238,8 @@ def test_a_datasets_generation_jobs_are_listed_newest_first_with_where_to_follow
         assert item["rejected"] == sum(view["rejected_by_reason"].values())
     newest = api.get(f"/v1/datasets/{name}/generations", params={"limit": 1}).json()["items"]
     assert [item["job_id"] for item in newest] == [ended[1]["job_id"]]
-    assert api.get(f"/v1/datasets/other-{name}/generations").json() == {"items": []}
+    never = api.get(f"/v1/datasets/other-{name}/generations")
+    assert never.status_code == 404 and [e["path"] for e in never.json()["errors"]] == ["path.name"]
     bad = api.get(f"/v1/datasets/{name}/generations", params={"limit": 0})
     assert bad.status_code == 400 and [e["path"] for e in bad.json()["errors"]] == ["query.limit"]
 
