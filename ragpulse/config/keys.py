@@ -116,6 +116,12 @@ def tenant_apps(tenant: str) -> str:
     return f"{PREFIX}:apps:{tenant}"
 
 
+def review_login_failures(address: str) -> str:
+    """String: failed review-page logins from one client address in the current window; expires
+    LOGIN_FAILURE_WINDOW_SECONDS after the first (store.review_sessions)."""
+    return f"{PREFIX}:review:login-failures:{address}"
+
+
 def review_session(digest: str) -> str:
     """String: JSON ReviewSession of one review-page login, under the SHA-256 of its cookie (the cookie itself is
     never stored); expires settings.review_session_ttl_seconds after login."""
