@@ -12,6 +12,7 @@
     │   │                      judge, or with a judge not configured here (422)
     │   ├── TooLarge           the body or the batch exceeds a limit (413)
     │   │   └── OverBodyBudget a body alone larger than RAGPULSE_MAX_INFLIGHT_BODY_BYTES, refused unread (413)
+    │   ├── TooManyQueued      the tenant holds its cap of queued generation jobs, or of their bytes (429)
     │   ├── BodyTimeout        the body did not arrive within RAGPULSE_BODY_READ_TIMEOUT_SECONDS (408)
     │   └── UnsupportedMediaType  a JSON endpoint was sent a body that does not say it is JSON (415)
     ├── Unauthorized           missing or unknown API key (401)
@@ -33,6 +34,7 @@
     │   ├── JudgeUnavailable   the provider kept failing (429, 529, 5xx, timeout) after bounded retries
     │   ├── JudgeNotConfigured the judge has no credentials here: generation fails, retrieval metrics are kept
     │   ├── JudgeAuthError     the provider rejected our credentials: the whole job fails at once
+    │   ├── BudgetSpent        a generation job's budget ran out before a call: the call is not sent
     │   └── JudgeResponseInvalid  the provider answered 2xx with something that is not its API's answer (a proxy page)
     ├── CallbackError          a job's completion callback cannot be delivered
     │   ├── CallbackRejected   the URL is not allowed (allowlist, scheme, internal address): never retried
@@ -95,6 +97,10 @@ class IdempotencyKeyReused(InvalidBody):
 
 class InvalidParameter(InputError):
     """A query or path parameter is out of range or unparseable."""
+
+
+class TooManyQueued(InputError):
+    """The tenant holds its cap of queued generation jobs, or of their requests' bytes; one must start first."""
 
 
 class Conflict(InputError):
@@ -216,10 +222,12 @@ class JobNotFound(RagpulseError):
 class DatasetNotFound(RagpulseError):
     """No dataset of this name (or no such version of it) exists for the calling tenant."""
 
-    def __init__(self, name: str, version: int | None = None) -> None:
+    def __init__(self, name: str, version: int | None = None, path: str | None = None) -> None:
         super().__init__(f"no dataset {name!r}" if version is None else f"no version {version} of dataset {name!r}")
         self.name = name
         self.version = version
+        self.path = path
+        """The request input that named it (`path.name`), when the answer should name it."""
 
 
 class StoreUnavailable(RagpulseError):
@@ -255,6 +263,10 @@ class JudgeNotConfigured(JudgeError):
 
 class JudgeAuthError(JudgeError):
     """The provider rejected our credentials or permissions; retrying cannot help, so the job fails."""
+
+
+class BudgetSpent(JudgeError):
+    """A generation job's budget, counting its calls in flight, ran out before a call: the call is not sent."""
 
 
 class JudgeResponseInvalid(JudgeError):

@@ -20,7 +20,7 @@ from ragpulse.exceptions import (
     Backlogged, BodiesInFlight, BodyTimeout, IdempotencyKeyReused, OverBacklogShare, OverBodyBudget,
     Conflict, DatasetNotFound, Forbidden, InputError, LoginRequired, RateLimited, InvalidBody, InvalidParameter, JobNotFound,
     MalformedBody, MisdirectedRequest, StoreRefused, StoreUnavailable,
-    TooLarge, TraceNotFound, SessionNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
+    TooLarge, TooManyQueued, TraceNotFound, SessionNotFound, Unauthorized, Unsupported, UnsupportedMediaType,
 )
 from ragpulse.monitoring.api_metrics import ApiMetrics
 
@@ -35,6 +35,7 @@ _STATUS: dict[type[Exception], tuple[int, str]] = {
     IdempotencyKeyReused: (422, "Idempotency key reused"),
     InvalidBody: (422, "Invalid request body"),
     TooLarge: (413, "Payload too large"),
+    TooManyQueued: (429, "Too many queued jobs"),
     BodyTimeout: (408, "Request timeout"),
     UnsupportedMediaType: (415, "Unsupported media type"),
     Unauthorized: (401, "Unauthorized"),
@@ -90,6 +91,8 @@ def exception_handlers(metrics: ApiMetrics) -> dict[type[Exception], Any]:
         return response
 
     def domain(_: Request, exc: Exception) -> Response[Any]:
+        if isinstance(exc, TooManyQueued):
+            return counted(rejection(exc, {"Retry-After": str(defaults.GENERATION_QUEUED_RETRY_AFTER_SECONDS)}))
         if not isinstance(exc, _UNREAD):
             return counted(rejection(exc))
         headers = {"connection": "close"}
@@ -170,9 +173,12 @@ def _detail(exc: Exception, title: str) -> str:
 
 
 def _not_found_errors(exc: Exception) -> list[dict[str, Any]] | None:
-    """The input that named a missing job, when the request named more than one (`query.baseline`)."""
+    """The input that named a missing job, when the request named more than one (`query.baseline`), or a missing
+    dataset, when the error says which input named it."""
     if isinstance(exc, JobNotFound) and exc.path:
         return [{"path": exc.path, "message": f"no such job: the {exc.role or 'job'}"}]
+    if isinstance(exc, DatasetNotFound) and exc.path:
+        return [{"path": exc.path, "message": f"the tenant has no dataset {exc.name!r} and no generation job for one"}]
     return None
 
 

@@ -11,7 +11,7 @@ from litestar.params import Parameter
 
 from dispatch.generation import enqueue_generation
 from ragpulse.config import defaults
-from ragpulse.exceptions import Conflict, InvalidBody, JobNotFound
+from ragpulse.exceptions import Conflict, DatasetNotFound, InvalidBody, JobNotFound
 from ragpulse.generation.plan import type_counts
 from ragpulse.generation.retrieval_filter import retrieval_filter, runs_from_traces
 from ragpulse.intake.decode import decode_body
@@ -103,7 +103,9 @@ class GenerationController(Controller):
         provider, as trace text does when an external judge is configured.
 
         400 on malformed JSON; 422 naming every failing path, and `$.judge` when the judge is not an LLM (the offline
-        local judge cannot write questions) or is not configured."""
+        local judge cannot write questions) or is not configured; 429 (with Retry-After) when the tenant already has
+        GENERATION_QUEUED_PER_TENANT (4) jobs queued, or their requests hold GENERATION_QUEUED_BYTES_PER_TENANT
+        (64 MiB): each keeps its corpus in Redis until a worker starts it."""
         request = decode_body(body, GenerateRequest)
         judge = writer_judge(request.judge, call.settings)
         job_id = uuid.uuid4().hex
@@ -111,11 +113,16 @@ class GenerationController(Controller):
         view = GenerationView(job_id=job_id, dataset=name, status="queued", created_at=utcnow(), judge=judge,
                               model=kinds.model_for(judge, call.settings) or "", planned=planned)
         store = call.store
-        with store.redis.pipeline(transaction=True) as pipe:
-            Generations(store.redis, call.settings.result_ttl_seconds).stage(
-                pipe, GenerationRecord(tenant=call.tenant, view=view), request)
-            enqueue_generation(pipe, store.redis, call.settings, job_id)
-            pipe.execute()
+        generations = Generations(store.redis, call.settings.result_ttl_seconds)
+        generations.queue_request(call.tenant, job_id, request)
+        try:
+            with store.redis.pipeline(transaction=True) as pipe:
+                generations.stage(pipe, GenerationRecord(tenant=call.tenant, view=view))
+                enqueue_generation(pipe, store.redis, call.settings, job_id)
+                pipe.execute()
+        except BaseException:
+            generations.forget_request(call.tenant, job_id)   # never enqueued: free its place in the queued cap
+            raise
         return GenerationAccepted(job_id=job_id, status_url=f"/v1/datasets/{name}/generations/{job_id}",
                                   planned=planned)
 
@@ -124,10 +131,13 @@ class GenerationController(Controller):
                     limit: GenerationsLimit = defaults.GENERATIONS_PAGE_DEFAULT) -> GenerationsPage:
         """The calling tenant's generation jobs for this dataset name, newest first: the GENERATIONS_LISTED (100)
         newest within their retention (RAGPULSE_RESULT_TTL_SECONDS), each with its status, counts and `status_url`.
-        A name with none (or another tenant's) answers an empty list.
+        A dataset of the tenant's with none answers an empty list.
 
-        400 naming `query.limit` for a value that cannot be one."""
+        400 naming `query.limit` for a value that cannot be one; 404 naming `path.name` when the tenant has neither
+        a dataset of this name nor a generation job for one (another tenant's are not found either)."""
         views = Generations(call.store.redis, call.settings.result_ttl_seconds).recent(call.tenant, name, limit)
+        if not views and not call.services.datasets.exists(call.tenant, name):
+            raise DatasetNotFound(name, path="path.name")
         return GenerationsPage(items=[generation_summary(view) for view in views])
 
     @get("/{name:str}/generations/{job_id:str}", sync_to_thread=True, summary="A generation job and its outcome")

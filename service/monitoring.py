@@ -7,7 +7,7 @@ from typing import Annotated
 
 import msgspec
 import redis
-from litestar import Controller, Response, get, put, route
+from litestar import Controller, Response, delete, get, put, route
 from litestar.enums import HttpMethod
 from litestar.params import Parameter
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -60,11 +60,18 @@ class AppPolicyController(Controller):
         call.services.policies.put(call.tenant, app, decode_body(body, PolicyUpdate).policy())
         return call.services.policies.in_force(call.tenant, app)
 
+    @delete("/", status_code=200, sync_to_thread=True, summary="Drop the app's stored sampling policy")
+    def remove(self, app: AppName, call: Call) -> PolicyInForce:
+        """Drop the stored policy, freeing its place under RAGPULSE_MAX_APPS_PER_TENANT, and answer the policy now in
+        force (the default), as GET does. An app with no stored policy is answered the same way."""
+        call.services.policies.delete(call.tenant, app)
+        return call.services.policies.in_force(call.tenant, app)
+
     @route("/", http_method=HttpMethod.OPTIONS, include_in_schema=False, sync_to_thread=False)
     def options(self) -> Response[None]:
         """Litestar's automatic OPTIONS answer for a path served by two handlers of one controller lists only the
         first handler's methods (`GET, OPTIONS`); this one lists them all."""
-        return Response(None, status_code=204, headers={"Allow": "GET, OPTIONS, PUT"})
+        return Response(None, status_code=204, headers={"Allow": "DELETE, GET, OPTIONS, PUT"})
 
 
 class MonitorController(Controller):

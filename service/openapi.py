@@ -60,7 +60,8 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/apps/{app}/review", "get"): (400, 401, 503),
     ("/v1/apps/{app}/agreement", "get"): (400, 401, 503),
     ("/v1/apps/{app}/policy", "get"): (400, 401, 503),
-    ("/v1/apps/{app}/policy", "put"): (400, 401, 413, 415, 422, 503),
+    ("/v1/apps/{app}/policy", "put"): (400, 401, 409, 413, 415, 422, 503),
+    ("/v1/apps/{app}/policy", "delete"): (400, 401, 503),
     ("/v1/monitor/{app}", "get"): (400, 401, 503),
     ("/v1/datasets", "get"): (400, 401, 503),
     ("/v1/datasets/{name}/versions", "post"): (400, 401, 409, 413, 415, 422, 503),
@@ -68,8 +69,8 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("/v1/datasets/{name}/versions/{version}", "get"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/versions/{version}", "delete"): (400, 401, 404, 503),
     ("/v1/datasets/{name}", "delete"): (400, 401, 404, 503),
-    ("/v1/datasets/{name}/generate", "post"): (400, 401, 413, 415, 422, 503),
-    ("/v1/datasets/{name}/generations", "get"): (400, 401, 503),
+    ("/v1/datasets/{name}/generate", "post"): (400, 401, 413, 415, 422, 429, 503),
+    ("/v1/datasets/{name}/generations", "get"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/generations/{job_id}", "get"): (400, 401, 404, 503),
     ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post"): (400, 401, 404, 409, 413, 415, 422, 503),
     ("/v1/datasets/{name}/versions/{version}/publish", "post"): (400, 401, 404, 503),
@@ -147,6 +148,11 @@ _WHY_HERE = {
                                                    "or the judge cannot write questions: generation needs an LLM "
                                                    "judge (anthropic or openai) configured on the service (`errors` "
                                                    "names `$.judge`).",
+    ("/v1/datasets/{name}/generate", "post", 429): "The tenant already has its maximum of queued generation jobs "
+                                                   "(4), or of their requests' bytes (64 MiB): post again once a "
+                                                   "worker has started one (`errors` names `path.name`).",
+    ("/v1/datasets/{name}/generations", "get", 404): "The tenant has neither a dataset of this name nor a generation "
+                                                     "job for one (`errors` names `path.name`).",
     ("/v1/datasets/{name}/generations/{job_id}", "get", 404): "No generation job with this id for this dataset and "
                                                                "tenant, or it has expired (RAGPULSE_RESULT_TTL_SECONDS).",
     ("/v1/datasets/{name}/versions/{version}/retrieval-filter", "post", 404): "The tenant has no such dataset or "
@@ -159,12 +165,15 @@ _WHY_HERE = {
     ("/v1/datasets/{name}/versions/{version}", "get", 404): "The tenant has no such dataset or version (another "
                                                             "tenant's are not found either).",
     ("/v1/batches", "post", 422): POST_422,
-    ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, an invalid app name, or the tenant already has the "
-                                           "maximum number of app policies.",
+    ("/v1/apps/{app}/policy", "put", 400): "Malformed JSON, or an invalid app name.",
+    ("/v1/apps/{app}/policy", "put", 409): "The tenant already has the maximum number of apps with a stored policy "
+                                           "(RAGPULSE_MAX_APPS_PER_TENANT); `errors` names `path.app`. DELETE one "
+                                           "app's policy to make room.",
 }
 _HEADERS = {
     401: {"WWW-Authenticate": "`Bearer`"},
-    429: {"Retry-After": "Seconds until the traces fit the tenant's ingest rate."},
+    429: {"Retry-After": "Seconds until the traces fit the tenant's ingest rate, or, for a generation post, to wait "
+                         "for a worker to start one of the tenant's queued jobs."},
     503: {"Retry-After": "Seconds to wait before retrying."},
 }
 

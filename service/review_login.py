@@ -28,11 +28,12 @@ MAX_KEY_CHARS = 1024
 """A longer `api_key` field is refused without hashing it."""
 
 
-def html(page: str, status: int = 200, cookies: list[Cookie] | None = None) -> Response[str]:
+def html(page: str, status: int = 200, cookies: list[Cookie] | None = None,
+         headers: dict[str, str] | None = None) -> Response[str]:
     """A review page: its CSP, never cached (it holds the session's CSRF token), no referrer to other sites."""
     return Response(page, status_code=status, media_type=MediaType.HTML, cookies=cookies or [], headers={
         "Content-Security-Policy": REVIEW_CSP, "Cache-Control": "no-store", "Referrer-Policy": "same-origin",
-        "X-Content-Type-Options": "nosniff"})
+        "X-Content-Type-Options": "nosniff", **(headers or {})})
 
 
 class ReviewLoginController(Controller):
@@ -52,14 +53,22 @@ class ReviewLoginController(Controller):
 
     @post("/login", sync_to_thread=True, status_code=303)
     def login(self, request: Request, services: Services, data: Form) -> Response[str]:
-        """A known key opens a session and returns to `next`; an unknown one shows the form again (401)."""
+        """A known key opens a session and returns to `next`; an unknown one shows the form again (401). A client
+        address past its failed logins (LOGIN_FAILURES_ALLOWED a minute) is refused, right key or not, with 429 and
+        Retry-After until its window ends: keys cannot be guessed at speed."""
         check_same_origin(request)
         settings, key = services.settings, form_text(data, "api_key").strip()
         next_path = safe_next(form_text(data, "next"))
-        tenant = tenant_for_key(key, settings.api_key_digests) if 0 < len(key) <= MAX_KEY_CHARS else None
         if settings.open_access:
             return Redirect(next_path, status_code=303)
+        address = request.client.host if request.client is not None else "unknown"
+        wait = services.review_sessions.login_throttled(address)
+        if wait is not None:
+            return html(login_page(next_path, f"Too many failed logins from this address; try again in {wait} s."),
+                        status=429, headers={"Retry-After": str(wait)})
+        tenant = tenant_for_key(key, settings.api_key_digests) if 0 < len(key) <= MAX_KEY_CHARS else None
         if tenant is None:
+            services.review_sessions.login_failed(address)
             return html(login_page(next_path, "That API key is not known here."), status=401)
         session_id, _ = services.review_sessions.open(tenant, hash_key(key))
         return Redirect(next_path, status_code=303,

@@ -110,3 +110,15 @@ def test_deleting_frees_room_and_never_reuses_a_number(tenants: Tenants, redis_c
         assert all(d["name"] != "churn" for d in api.get("/v1/datasets").json()["items"])
         assert api.post("/v1/datasets/churn/versions", json={"items": items(1)}).json()["version"] == 1
         assert not redis_client.keys(f"{keys.dataset_version(tenants.ids[1], 'churn', 4)}*")
+
+
+def test_generations_of_a_dataset_never_made_are_404_naming_the_path(tenants: Tenants) -> None:
+    with tenants.api(tenants.ids[0]) as api:
+        assert api.post("/v1/datasets/pushed-only/versions", json={"items": items(2)}).status_code in (200, 201)
+        assert api.get("/v1/datasets/pushed-only/generations").json() == {"items": []}   # a dataset, no jobs
+        never = api.get("/v1/datasets/never-made/generations")
+        assert never.status_code == 404 and never.json()["title"] == "Dataset not found"
+        assert [e["path"] for e in never.json()["errors"]] == ["path.name"]
+        assert "never-made" in never.json()["errors"][0]["message"]
+    with tenants.api(tenants.ids[1]) as other:      # another tenant's dataset is not found either
+        assert other.get("/v1/datasets/pushed-only/generations").status_code == 404

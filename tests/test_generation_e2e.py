@@ -238,7 +238,8 @@ def test_a_datasets_generation_jobs_are_listed_newest_first_with_where_to_follow
         assert item["rejected"] == sum(view["rejected_by_reason"].values())
     newest = api.get(f"/v1/datasets/{name}/generations", params={"limit": 1}).json()["items"]
     assert [item["job_id"] for item in newest] == [ended[1]["job_id"]]
-    assert api.get(f"/v1/datasets/other-{name}/generations").json() == {"items": []}
+    never = api.get(f"/v1/datasets/other-{name}/generations")
+    assert never.status_code == 404 and [e["path"] for e in never.json()["errors"]] == ["path.name"]
     bad = api.get(f"/v1/datasets/{name}/generations", params={"limit": 0})
     assert bad.status_code == 400 and [e["path"] for e in bad.json()["errors"]] == ["query.limit"]
 
@@ -285,3 +286,24 @@ def test_an_ended_job_drops_its_corpus_from_redis(api: httpx.Client, redis_url: 
     client = redis.Redis.from_url(redis_url)
     assert wait_for_generation(api, accepted.json()["status_url"])["status"] == "finished"
     assert not client.exists(keys.generation_request(job_id)) and 0 < client.ttl(keys.generation(job_id))
+
+
+def test_a_tenant_past_its_queued_generation_cap_gets_429(redis_url: str, api_factory) -> None:  # noqa: ANN001
+    from ragpulse.config import defaults  # noqa: PLC0415
+
+    # an API with no worker: every accepted job stays queued, holding its request
+    url = api_factory({"RAGPULSE_QUEUE": f"idle-{uuid.uuid4().hex[:8]}", "ANTHROPIC_API_KEY": "test-key"})
+    body = {"chunks": chunks()[:1], "mix": {"single_fact": 1}}
+    with httpx.Client(base_url=url, timeout=30) as client:
+        name = f"capped-{uuid.uuid4().hex[:8]}"
+        for _ in range(defaults.GENERATION_QUEUED_PER_TENANT):
+            assert client.post(f"/v1/datasets/{name}/generate", json=body).status_code == 202
+        refused = client.post(f"/v1/datasets/{name}/generate", json=body)
+        assert refused.status_code == 429, refused.text
+        assert refused.headers["retry-after"] == str(defaults.GENERATION_QUEUED_RETRY_AFTER_SECONDS)
+        problem = refused.json()
+        assert problem["errors"][0]["path"] == "path.name"
+        assert "4 generation jobs queued" in problem["errors"][0]["message"]
+        listed = client.get(f"/v1/datasets/{name}/generations").json()["items"]
+        assert len(listed) == defaults.GENERATION_QUEUED_PER_TENANT    # the refused post left no job behind
+

@@ -195,7 +195,7 @@ def stage_generation(store: Generations, tenant: str, dataset: str) -> str:
     view = GenerationView(job_id=job_id, dataset=dataset, status="queued", created_at="2026-12-03T08:00:00Z",
                           judge="anthropic", model="m", planned={"single_fact": 1})
     with store.redis.pipeline(transaction=True) as pipe:
-        store.stage(pipe, GenerationRecord(tenant=tenant, view=view), request(mix={"single_fact": 1}))
+        store.stage(pipe, GenerationRecord(tenant=tenant, view=view))
         pipe.execute()
     return job_id
 
@@ -217,3 +217,86 @@ def test_a_datasets_generation_jobs_are_listed_newest_first_per_tenant_bounded_a
     assert redis_client.zcard(index) == 2                                 # and the index forgot it
     assert store.recent(ours, "never-generated", 10) == []
     assert [view.job_id for view in store.recent(theirs, name, 10)] == [their_job]
+
+
+def test_calls_in_flight_are_held_against_the_job_budget(redis_url: str) -> None:
+    import asyncio  # noqa: PLC0415
+
+    import redis.asyncio  # noqa: PLC0415
+
+    from ragpulse.config.settings import Settings  # noqa: PLC0415
+    from ragpulse.evaluation.reserve import SpendReservations  # noqa: PLC0415
+    from ragpulse.generation.llm import GenerationBudget, GenerationCalls  # noqa: PLC0415
+    from ragpulse.generation.run import Generation  # noqa: PLC0415
+
+    model, budget_usd = "m", 0.05
+    # every call is estimated at 1000 input and 1000 output tokens at $1 and $9 per million: $0.01, and costs $0.012
+    settings = Settings(judge_prices={model: (1.0, 9.0)})
+    sent: list[str] = []
+
+    async def main() -> tuple[object, GenerationCalls]:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        calls = GenerationCalls(settings, f"t-{uuid.uuid4().hex[:6]}", SpendReservations(client, 60), budget_usd)
+        answer = _asker(sent)
+
+        async def ask(task, message, kind):  # noqa: ANN001, ANN202 - the judge's reserve, send, settle
+            reserved = await calls.reserve(model, 1000, 1000)
+            await asyncio.sleep(0.01)              # in flight together: 8 at once
+            calls.request(model, "ok", 0.01, 1200, 1200, reserved=reserved)
+            return await answer(task, message, kind)
+
+        budget = GenerationBudget(client, "t", calls, budget_usd, None)
+        try:
+            outcome = await Generation(request(mix={"single_fact": 8}), ask, budget.spent, 8, {}).run()
+        finally:
+            await calls.give_back_unused()
+            await client.aclose()
+        return outcome, calls
+
+    outcome, calls = asyncio.run(main())
+    # 8 writes start together; holds of $0.01 each stop at $0.05 held: 5 writes sent and 3 refused, then every
+    # closed-book call finds $0.06 spent and is refused too; nothing is left in flight
+    assert len(sent) == 5 and outcome.items == [] and calls.in_flight == 0
+    assert calls.total.cost_usd == pytest.approx(5 * 0.012)
+    assert calls.total.cost_usd <= budget_usd + 0.01 + 5 * 0.002    # one estimate over, plus what estimates missed
+    assert all(f.error.startswith("not sent: job budget") for f in outcome.failures)
+
+
+def test_queued_generation_requests_are_capped_per_tenant_and_freed_as_a_worker_takes_one(
+        redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragpulse.exceptions import JobNotFound, TooManyQueued  # noqa: PLC0415
+
+    store, tenant = Generations(redis_client, 600), f"t-{uuid.uuid4().hex[:6]}"
+    queued = [uuid.uuid4().hex for _ in range(defaults.GENERATION_QUEUED_PER_TENANT)]
+    for job_id in queued:
+        store.queue_request(tenant, job_id, request(mix={"single_fact": 1}))
+    refused = uuid.uuid4().hex
+    with pytest.raises(TooManyQueued) as caught:
+        store.queue_request(tenant, refused, request(mix={"single_fact": 1}))
+    assert "4 generation jobs queued" in caught.value.errors[0]["message"]
+    assert not redis_client.exists(keys.generation_request(refused))
+    store.queue_request("another-tenant", refused, request(mix={"single_fact": 1}))   # a cap per tenant
+    # a worker takes a request: read once, deleted, and its place in the cap is free
+    assert store.take_request(tenant, queued[0]).mix == {"single_fact": 1}
+    assert not redis_client.exists(keys.generation_request(queued[0]))
+    with pytest.raises(JobNotFound):
+        store.take_request(tenant, queued[0])
+    store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    # a request that expired unread frees its place too
+    redis_client.delete(keys.generation_request(queued[1]))
+    store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    assert redis_client.hlen(keys.tenant_generations_queued(tenant)) == 4
+
+
+def test_queued_generation_bytes_are_capped_per_tenant(redis_client: redis.Redis,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragpulse.exceptions import TooManyQueued  # noqa: PLC0415
+
+    store, tenant = Generations(redis_client, 600), f"t-{uuid.uuid4().hex[:6]}"
+    size = len(msgspec.msgpack.encode(request(mix={"single_fact": 1})))
+    monkeypatch.setattr(defaults, "GENERATION_QUEUED_BYTES_PER_TENANT", 2 * size)
+    store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    with pytest.raises(TooManyQueued, match="too many queued") as caught:
+        store.queue_request(tenant, uuid.uuid4().hex, request(mix={"single_fact": 1}))
+    assert "GENERATION_QUEUED_BYTES_PER_TENANT" in caught.value.errors[0]["message"]

@@ -87,6 +87,8 @@ def test_an_online_label_is_stored_beside_the_judges_call_and_replaced_by_its_re
                                                               {"index": 70, "verdict": "supported"}])
     assert nowhere.status_code == 422                                 # a verdict on no claim would be lost
     assert [e["path"] for e in nowhere.json()["errors"]] == ["$.claims[1].index", "$.claims[2].index"]
+    assert nowhere.json()["detail"] == ("1 claim verdict(s) name no claim and 1 claim verdict(s) repeat a claim "
+                                        f"index of trace {trace_id}")
 
     again = label(review.acme, trace_id, "ann@example.com", False)
     assert again.status_code == 201 and again.json()["replaced"] is True
@@ -254,3 +256,23 @@ def test_the_hallucination_rate_is_corrected_with_the_labels_of_its_own_populati
     alone, mixed = (corrected_rates(counts, traces)["hallucination_rate"] for traces in (answered,
                                                                                           answered + abstentions))
     assert mixed.corrected == alone.corrected and mixed.ci95 == alone.ci95     # before: 0.202 against 0.132
+
+
+def test_a_claim_index_given_twice_is_named_as_repeated_not_as_no_claim() -> None:
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    import msgspec  # noqa: PLC0415
+
+    from ragpulse.exceptions import InvalidBody  # noqa: PLC0415
+    from ragpulse.labels.desk import check_claims  # noqa: PLC0415
+    from ragpulse.model.labels import LabelRequest  # noqa: PLC0415
+
+    request = msgspec.convert({"trace_id": "t1", "reviewer": "ann", "hallucinated": True, "abstained": False,
+                               "claims": [{"index": 1, "verdict": "supported"},
+                                          {"index": 1, "verdict": "unsupported"}]}, LabelRequest)
+    with pytest.raises(InvalidBody) as caught:
+        check_claims(request, SimpleNamespace(claims=["a", "b"]))   # type: ignore[arg-type] - only .claims is read
+    assert caught.value.detail == "1 claim verdict(s) repeat a claim index of trace t1"
+    [error] = caught.value.errors
+    assert error["path"] == "$.claims[1].index"
+    assert error["message"].startswith("claim 1 is labelled twice: already at $.claims[0]")

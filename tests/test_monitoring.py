@@ -201,3 +201,42 @@ def test_every_metric_the_rules_and_dashboard_use_is_exposed(client: httpx.Clien
     assert METRICS <= exposed, sorted(METRICS - exposed)
     assert ('ragpulse_traces_judged_total{app="default",environment="production",judge="anthropic",tenant="default"}'
             in text)                                                                                  # at 0 before any
+
+
+def test_the_app_policy_cap_holds_under_concurrent_puts(redis_client) -> None:  # noqa: ANN001
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    from ragpulse.exceptions import Conflict  # noqa: PLC0415
+    from ragpulse.monitoring.policy_store import PolicyStore  # noqa: PLC0415
+    from ragpulse.monitoring.sampling import SamplingPolicy  # noqa: PLC0415
+
+    store, tenant = PolicyStore(redis_client, 1.0, max_apps=100), f"t-{uuid.uuid4().hex[:8]}"
+
+    def put(n: int) -> bool:
+        try:
+            store.put(tenant, f"app-{n}", SamplingPolicy(sample_rate=0.5))
+        except Conflict:
+            return False
+        return True
+
+    with ThreadPoolExecutor(16) as pool:
+        stored = list(pool.map(put, range(160)))
+    assert sum(stored) == 100 and len(store.apps(tenant)) == 100
+    store.delete(tenant, "app-0" if stored[0] else next(f"app-{n}" for n, ok in enumerate(stored) if ok))
+    assert put(1000) and not put(1001)          # the deleted app's place, and no more
+
+
+def test_a_policy_past_the_cap_is_409_and_delete_frees_its_place(api_factory, stack) -> None:  # noqa: ANN001
+    tag = uuid.uuid4().hex[:8]       # a tenant of its own: other tests store the default tenant's policies
+    url = api_factory({**stack.env, "RAGPULSE_MAX_APPS_PER_TENANT": "2", "RAGPULSE_API_KEYS": f"t{tag}:key-{tag}"})
+    with httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer key-{tag}"}) as http:
+        for app in ("a", "b"):
+            assert http.put(f"/v1/apps/{tag}-{app}/policy", json={"sample_rate": 0.5}).status_code == 200
+        refused = http.put(f"/v1/apps/{tag}-c/policy", json={"sample_rate": 0.5})
+        assert refused.status_code == 409 and refused.json()["errors"][0]["path"] == "path.app"
+        assert "RAGPULSE_MAX_APPS_PER_TENANT=2" in refused.json()["errors"][0]["message"]
+        dropped = http.delete(f"/v1/apps/{tag}-a/policy")
+        assert dropped.status_code == 200 and dropped.json()["stored"] is False
+        assert dropped.json()["sample_rate"] == http.get(f"/v1/apps/{tag}-a/policy").json()["sample_rate"]
+        assert http.put(f"/v1/apps/{tag}-c/policy", json={"sample_rate": 0.5}).status_code == 200
+        assert "DELETE" in http.options(f"/v1/apps/{tag}-c/policy").headers["allow"]

@@ -315,3 +315,25 @@ def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
     found = start_tags(page)
     assert len(found) > 20
     return found
+
+
+def test_failed_logins_are_throttled_per_client_address(review: ReviewStack, redis_client) -> None:  # noqa: ANN001
+    from ragpulse.config import keys  # noqa: PLC0415
+    from ragpulse.store.review_sessions import LOGIN_FAILURE_WINDOW_SECONDS, LOGIN_FAILURES_ALLOWED  # noqa: PLC0415
+
+    counter = keys.review_login_failures("127.0.0.1")
+    redis_client.delete(counter)
+    try:
+        with httpx.Client(base_url=review.url, timeout=30) as browser:
+            for _ in range(LOGIN_FAILURES_ALLOWED):
+                assert browser.post("/review/login", data={"api_key": "guess"}).status_code == 401
+            for key in ("guess", review.keys[acme(review)]):   # past the allowance even the right key waits
+                refused = browser.post("/review/login", data={"api_key": key})
+                assert refused.status_code == 429 and "set-cookie" not in refused.headers
+                assert 0 < int(refused.headers["retry-after"]) <= LOGIN_FAILURE_WINDOW_SECONDS
+                assert "Too many failed logins" in refused.text
+            assert 0 < redis_client.ttl(counter) <= LOGIN_FAILURE_WINDOW_SECONDS
+            redis_client.delete(counter)                       # the window over: the key logs in again
+            assert browser.post("/review/login", data={"api_key": review.keys[acme(review)]}).status_code == 303
+    finally:
+        redis_client.delete(counter)

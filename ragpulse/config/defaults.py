@@ -589,6 +589,17 @@ GENERATION_MAX_CHUNK_CHARS = 20_000
 GENERATION_MAX_CANDIDATES = 1000
 """Most candidate questions one generation job writes (each costs two or three LLM calls)."""
 
+GENERATION_QUEUED_PER_TENANT = 4
+"""Most generation jobs one tenant may have queued (accepted, their request not yet read by a worker): each holds its
+corpus in Redis until a worker takes it, so a tenant posting faster than the batch workers run would fill Redis."""
+
+GENERATION_QUEUED_BYTES_PER_TENANT = 64 * 1024 * 1024
+"""Most bytes of queued generation requests one tenant may hold in Redis: two requests at the body limit."""
+
+GENERATION_QUEUED_RETRY_AFTER_SECONDS = 30
+"""Retry-After sent with the 429 of a generation post over the tenant's queued cap: a worker takes a queued job's
+request as the job starts, which on a busy batch queue takes seconds to minutes."""
+
 GENERATION_TEST_FRACTION = 0.2
 """Share of kept generated items assigned to the frozen `test` split (by a hash of the item id)."""
 

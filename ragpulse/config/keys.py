@@ -116,6 +116,12 @@ def tenant_apps(tenant: str) -> str:
     return f"{PREFIX}:apps:{tenant}"
 
 
+def review_login_failures(address: str) -> str:
+    """String: failed review-page logins from one client address in the current window; expires
+    LOGIN_FAILURE_WINDOW_SECONDS after the first (store.review_sessions)."""
+    return f"{PREFIX}:review:login-failures:{address}"
+
+
 def review_session(digest: str) -> str:
     """String: JSON ReviewSession of one review-page login, under the SHA-256 of its cookie (the cookie itself is
     never stored); expires settings.review_session_ttl_seconds after login."""
@@ -339,9 +345,16 @@ def dataset_generations(tenant: str, dataset: str) -> str:
 
 
 def generation_request(job_id: str) -> str:
-    """String: msgpack GenerateRequest of a generation job (its corpus chunks and mix), read once by the worker and
-    deleted when the job ends; else expires with jobs (settings.result_ttl_seconds)."""
+    """String: msgpack GenerateRequest of a generation job (its corpus chunks and mix), deleted by the worker as it
+    reads it; else expires with jobs (settings.result_ttl_seconds)."""
     return f"{PREFIX}:generation:{job_id}:request"
+
+
+def tenant_generations_queued(tenant: str) -> str:
+    """Hash: job id -> request bytes of the tenant's queued generation jobs (their request not read yet), so the
+    API caps them (GENERATION_QUEUED_PER_TENANT, GENERATION_QUEUED_BYTES_PER_TENANT); a field whose request is gone
+    is dropped at the next post. Expires with jobs (settings.result_ttl_seconds)."""
+    return f"{PREFIX}:tenant:{tenant}:generations:queued"
 
 
 def pairwise_run(run_id: str) -> str:

@@ -35,7 +35,7 @@ def run_job(client: redis.Redis, settings: Settings, job_id: str) -> GenerationR
     cannot be stored, ends `failed` with the reason."""
     generations = Generations(client, settings.result_ttl_seconds)
     record = generations.get(job_id)
-    request = generations.request(job_id)
+    request = generations.take_request(record.tenant, job_id)
     record.view.status = "running"
     generations.save(record)
     try:
@@ -72,20 +72,23 @@ def mark_failed(client: redis.Redis, settings: Settings, job_id: str, error: str
     record = generations.get(job_id)
     if record.view.status in ("queued", "running"):
         _finish(generations, record, "failed", error)
+    else:
+        generations.forget_request(record.tenant, job_id)
 
 
 def _finish(generations: Generations, record: GenerationRecord, status: str,
             error: str | None = None) -> GenerationRecord:
     record.view.status, record.view.error, record.view.finished_at = status, error, utcnow()  # type: ignore[assignment]
     generations.save(record)
-    generations.forget_request(record.view.job_id)
+    generations.forget_request(record.tenant, record.view.job_id)
     return record
 
 
 async def _generate(sync: redis.Redis, settings: Settings, record: GenerationRecord,
                     request: GenerateRequest) -> tuple[Outcome, Spend]:
     client = worker_async_client(settings.redis_url, settings.judge_concurrency, settings.worker_redis_outage_seconds)
-    calls = GenerationCalls(settings, record.tenant, SpendReservations(client, marker_seconds(settings)))
+    calls = GenerationCalls(settings, record.tenant, SpendReservations(client, marker_seconds(settings)),
+                            request.budget_usd)
     try:
         clients = TaskClients(record.view.judge, settings, calls)
         try:

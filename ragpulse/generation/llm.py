@@ -3,7 +3,7 @@ retries and spend reservations, with calls counted against the tenant's day (and
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 import redis.asyncio
@@ -13,6 +13,8 @@ from ragpulse.config.prices import call_cost
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.budget import budget_exhausted
 from ragpulse.evaluation.calls import CallObserver
+from ragpulse.evaluation.reserve import SpendReservations
+from ragpulse.exceptions import BudgetSpent
 from ragpulse.generation import prompts
 from ragpulse.judges import kinds
 from ragpulse.judges.structured import Reply, StructuredJudge
@@ -26,11 +28,45 @@ T = TypeVar("T")
 
 class GenerationCalls(CallObserver):
     """Counts a generation job's calls: reserved and settled against the tenant's day as a chunk run's are (a job of
-    no batch: spend target (None, tenant)), and summed in memory as the job's own spend."""
+    no batch: spend target (None, tenant)), and summed in memory as the job's own spend.
 
-    def __init__(self, settings: Settings, tenant: str, reservations: Any) -> None:
+    The job's budget counts the calls in flight too: each attempt's estimated cost is held in `in_flight` from just
+    before it is sent until its response settles it at the real cost, and an attempt that finds the finished calls and
+    those in flight at the budget is refused (BudgetSpent). The check and the hold happen with no await between them,
+    so however many calls run at once the job overshoots its budget by at most one call's estimate."""
+
+    def __init__(self, settings: Settings, tenant: str, reservations: SpendReservations,
+                 job_budget: float | None = None) -> None:
         super().__init__(settings, (None, tenant), reservations)
         self.total = no_spend()
+        self.job_budget = job_budget
+        self.in_flight = 0.0
+        """USD held for the calls sent and not yet answered (their reservations' estimates)."""
+
+    def job_spent(self) -> float:
+        """USD of the job's answered calls and of those in flight."""
+        return self.total.cost_usd + self.in_flight
+
+    async def reserve(self, model: str, input_tokens: int, output_tokens: int) -> Spend | None:
+        """Hold one call's estimate against the job's budget, then reserve it in Redis (CallCounter.reserve);
+        BudgetSpent when the budget is already held or spent, and then the call is not sent."""
+        refused = budget_exhausted(self.job_spent(), 0.0, self.job_budget, None)
+        if refused is not None:
+            raise BudgetSpent(refused)
+        estimate = call_cost(self.prices, model, input_tokens, output_tokens)
+        self.in_flight += estimate
+        try:
+            reserved = await super().reserve(model, input_tokens, output_tokens)
+        finally:
+            self.in_flight -= estimate
+        if reserved is not None:
+            self.in_flight += reserved.cost_usd
+        return reserved
+
+    def unsent(self, reserved: Spend | None) -> None:
+        """Give back the reservation, and the hold, of a call that was never sent."""
+        self._release(reserved)
+        super().unsent(reserved)
 
     def request(self, model: str, status: str, latency_seconds: float, input_tokens: int, output_tokens: int, *,
                 cache_read_input_tokens: int = 0, cache_creation_input_tokens: int = 0,
@@ -39,11 +75,16 @@ class GenerationCalls(CallObserver):
         super().request(model, status, latency_seconds, input_tokens, output_tokens,
                         cache_read_input_tokens=cache_read_input_tokens,
                         cache_creation_input_tokens=cache_creation_input_tokens, reserved=reserved, delivery=delivery)
+        self._release(reserved)
         if status == "ok":
             cost = call_cost(self.prices, model, input_tokens, output_tokens, cache_read_input_tokens,
                              cache_creation_input_tokens, delivery)
             add_spend(self.total, Spend(judge_calls=1, input_tokens=input_tokens, output_tokens=output_tokens,
                                         cost_usd=cost))
+
+    def _release(self, reserved: Spend | None) -> None:
+        if reserved is not None:
+            self.in_flight = max(0.0, self.in_flight - reserved.cost_usd)
 
 
 class TaskClients:
@@ -83,12 +124,12 @@ class GenerationBudget:
         self.job_budget, self.tenant_daily_budget = job_budget, tenant_daily_budget
 
     async def spent(self) -> str | None:
-        """Which budget ran out, or None. The tenant's day counts every worker's reserved calls; this job's calls
-        counted here and not yet written count too."""
+        """Which budget ran out, or None. The job's counts its calls in flight (GenerationCalls); the tenant's day
+        counts every worker's reserved calls, and this job's calls counted here and not yet written."""
         if self.job_budget is None and self.tenant_daily_budget is None:
             return None
         tenant_spent = 0.0
         if self.tenant_daily_budget is not None:
             tenant_spent = float(await self.client.hget(keys.tenant_spend(self.tenant, utcday()), "cost_usd") or 0)
-        return budget_exhausted(self.calls.total.cost_usd, tenant_spent + self.calls.unwritten_cost,
+        return budget_exhausted(self.calls.job_spent(), tenant_spent + self.calls.unwritten_cost,
                                 self.job_budget, self.tenant_daily_budget)

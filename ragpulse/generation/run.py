@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ragpulse.exceptions import JudgeAuthError, JudgeError, JudgeNotConfigured
+from ragpulse.exceptions import BudgetSpent, JudgeAuthError, JudgeError, JudgeNotConfigured
 from ragpulse.generation import prompts
 from ragpulse.generation.assign import item_id, split_of
 from ragpulse.generation.dedupe import SeenQuestions
@@ -95,6 +95,8 @@ class Generation:
                 return await self._ask(task, message, kind)
             except (JudgeAuthError, JudgeNotConfigured):
                 raise
+            except BudgetSpent as exc:
+                return self._failed(stage, candidate, f"not sent: {exc.reason}")
             except JudgeError as exc:
                 return self._failed(stage, candidate, f"{type(exc).__name__}: {exc.reason}")
             except Exception as exc:  # noqa: BLE001 - one failed call is data; the job goes on

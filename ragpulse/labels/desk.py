@@ -34,17 +34,26 @@ from ragpulse.store import Store, utcnow
 
 
 def check_claims(request: LabelRequest, view: JudgeView) -> None:
-    """InvalidBody naming `$.claims[j].index` for a claim the judge's list does not hold, or one given twice: a verdict
-    on no claim would be silently lost."""
-    seen: set[int] = set()
-    errors = []
+    """InvalidBody naming `$.claims[j].index` for a claim the judge's list does not hold, or one already labelled
+    earlier in the list: a verdict on no claim would be silently lost, and of two on one claim one would be."""
+    first: dict[int, int] = {}
+    unknown, repeated, errors = 0, 0, []
     for j, claim in enumerate(request.claims or ()):
-        if claim.index >= len(view.claims) or claim.index in seen:
-            why = "given twice" if claim.index in seen else f"the judge found {len(view.claims)} claims"
-            errors.append({"path": f"$.claims[{j}].index", "message": f"no claim {claim.index} to label: {why}"})
-        seen.add(claim.index)
+        path = f"$.claims[{j}].index"
+        if claim.index in first:
+            repeated += 1
+            errors.append({"path": path, "message": f"claim {claim.index} is labelled twice: already at "
+                                                    f"$.claims[{first[claim.index]}]; give each claim one verdict"})
+        elif claim.index >= len(view.claims):
+            unknown += 1
+            errors.append({"path": path, "message": f"no claim {claim.index} to label: the judge found "
+                                                    f"{len(view.claims)} claims"})
+        else:
+            first[claim.index] = j
     if errors:
-        raise InvalidBody(f"{len(errors)} claim verdict(s) name no claim of trace {request.trace_id}", errors)
+        parts = ([f"{unknown} claim verdict(s) name no claim"] if unknown else []) + (
+            [f"{repeated} claim verdict(s) repeat a claim index"] if repeated else [])
+        raise InvalidBody(f"{' and '.join(parts)} of trace {request.trace_id}", errors)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import redis
 import redis.asyncio
 
 from ragpulse.config import defaults, keys
-from ragpulse.exceptions import InvalidParameter
+from ragpulse.exceptions import Conflict
+from ragpulse.store import scripts
 from ragpulse.monitoring.sampling import PolicyInForce, SamplingPolicy, policy_in_force
 
 POLICY_TTL_SECONDS = 400 * 86400
@@ -19,7 +20,7 @@ _decoder = msgspec.json.Decoder(SamplingPolicy)
 
 
 class PolicyStore:
-    """GET and PUT of sampling policies; at most `max_apps` stored per tenant."""
+    """GET, PUT and DELETE of sampling policies; at most `max_apps` stored per tenant."""
 
     def __init__(self, client: redis.Redis, default_rate: float, max_apps: int,
                  review_rate: float = defaults.REVIEW_SAMPLE_RATE) -> None:
@@ -27,6 +28,7 @@ class PolicyStore:
         self.default = SamplingPolicy(sample_rate=default_rate)
         self.max_apps = max_apps
         self.review_rate = review_rate
+        self._put = client.register_script(scripts.PUT_POLICY)
 
     def get(self, tenant: str, app: str) -> SamplingPolicy:
         """The app's policy, or the configured default."""
@@ -49,17 +51,23 @@ class PolicyStore:
         return policy_in_force(app, self.stored(tenant, app), self.default.sample_rate, self.review_rate)
 
     def put(self, tenant: str, app: str, policy: SamplingPolicy) -> SamplingPolicy:
-        """Store the app's policy; 400 when the tenant already has `max_apps` others."""
-        apps_key = keys.tenant_apps(tenant)
-        if not self.redis.sismember(apps_key, app) and self.redis.scard(apps_key) >= self.max_apps:
-            raise InvalidParameter(f"tenant already has {self.max_apps} app policies",
-                                   [{"path": "path.app", "message": "too many apps with a stored policy"}])
-        with self.redis.pipeline() as pipe:
-            pipe.set(keys.app_policy(tenant, app), msgspec.json.encode(policy), ex=POLICY_TTL_SECONDS)
-            pipe.sadd(apps_key, app)
-            pipe.expire(apps_key, POLICY_TTL_SECONDS)
-            pipe.execute()
+        """Store the app's policy, checked against the cap and written in one script; Conflict (409) when the tenant
+        already has `max_apps` other apps with a stored policy."""
+        held = int(self._put(keys=[keys.tenant_apps(tenant), keys.app_policy(tenant, app)],
+                             args=[app, msgspec.json.encode(policy), POLICY_TTL_SECONDS, self.max_apps]))
+        if held >= 0:
+            raise Conflict(f"tenant already has {held} app policies, the most it may store", [{
+                "path": "path.app", "message": f"{held} apps already have a stored policy "
+                                               f"(RAGPULSE_MAX_APPS_PER_TENANT={self.max_apps}); DELETE one's "
+                                               "policy to make room"}])
         return policy
+
+    def delete(self, tenant: str, app: str) -> None:
+        """Drop the app's stored policy (it falls back to the default) and free its place under the cap."""
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.delete(keys.app_policy(tenant, app))
+            pipe.srem(keys.tenant_apps(tenant), app)
+            pipe.execute()
 
 
 class PolicyCache:

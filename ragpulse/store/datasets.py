@@ -173,6 +173,10 @@ class DatasetStore:
             raise DatasetNotFound(name, version)
         return _unpack_version(raw)
 
+    def exists(self, tenant: str, name: str) -> bool:
+        """Whether the tenant has a dataset of this name (with a version held, or one number taken)."""
+        return bool(self.redis.hexists(keys.datasets(tenant), name))
+
     def list_versions(self, tenant: str, name: str) -> list[DatasetVersion]:
         """Every version of the dataset, newest first (numbers run 1..latest without gaps)."""
         held = self._existing(self.redis, tenant, name, int(self.redis.hget(keys.datasets(tenant), name) or 0))

@@ -21,6 +21,13 @@ from ragpulse.config import keys
 SESSION_ID_BYTES = 32
 """Entropy of a session id and of its CSRF token (256 bits, as a URL-safe string)."""
 
+LOGIN_FAILURES_ALLOWED = 10
+"""Failed logins one client address may make per window before every login from it is refused until the window
+ends: a person mistyping a key is not slowed, a script guessing keys gets 10 a minute instead of hundreds a second."""
+
+LOGIN_FAILURE_WINDOW_SECONDS = 60
+"""The window the failed logins are counted in, from the first failure."""
+
 
 class ReviewSession(msgspec.Struct, kw_only=True):
     """What a review-page cookie stands for: the tenant it acts as and the token its forms carry."""
@@ -58,6 +65,25 @@ class ReviewSessions:
 
     def __init__(self, client: redis.Redis, ttl: int, cap: int) -> None:
         self.redis, self.ttl, self.cap = client, ttl, cap
+
+    def login_throttled(self, address: str) -> int | None:
+        """Seconds until `address` may try to log in again when it has used up its failed logins, else None."""
+        key = keys.review_login_failures(address)
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.get(key)
+            pipe.ttl(key)
+            failures, ttl = pipe.execute()
+        if int(failures or 0) < LOGIN_FAILURES_ALLOWED:
+            return None
+        return max(1, int(ttl)) if ttl and ttl > 0 else LOGIN_FAILURE_WINDOW_SECONDS
+
+    def login_failed(self, address: str) -> None:
+        """Count one failed login from `address`; the window starts at the first."""
+        key = keys.review_login_failures(address)
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.incr(key)
+            pipe.expire(key, LOGIN_FAILURE_WINDOW_SECONDS, nx=True)
+            pipe.execute()
 
     def open(self, tenant: str, key_digest: str | None = None) -> tuple[str, ReviewSession]:
         """A new session for `tenant`, opened with the key whose digest is `key_digest`: (the id for the cookie, the

@@ -332,3 +332,36 @@ for i = 2, #KEYS do
 end
 return 1
 """
+
+# Store a generation job's request unless the tenant's queued jobs are at their cap, in one atomic step: checked and
+# written apart, posts arriving together would all pass the check. Each queued job's size is read from its request
+# key (ARGV[6] .. job id .. ARGV[7]), and a job whose request is gone (read by a worker, expired) leaves the hash.
+# KEYS[1]: the tenant's queued hash; KEYS[2]: the request key. ARGV: job id, request, TTL, most jobs, most bytes, the
+# request key's prefix and suffix. Returns "" when stored, else "JOBS <queued>" or "BYTES <queued bytes>".
+QUEUE_GENERATION = """
+local jobs, held = 0, 0
+for _, job in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local size = redis.call('STRLEN', ARGV[6] .. job .. ARGV[7])
+  if size == 0 then redis.call('HDEL', KEYS[1], job) else jobs = jobs + 1; held = held + size end
+end
+if jobs >= tonumber(ARGV[4]) then return 'JOBS ' .. jobs end
+if held + #ARGV[2] > tonumber(ARGV[5]) then return 'BYTES ' .. held end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[1], #ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return ''
+"""
+
+# Store an app's sampling policy unless the tenant already has its most apps with one, in one atomic step: checked and
+# written apart, PUTs of new apps arriving together would all pass the check. KEYS[1]: the tenant's apps set;
+# KEYS[2]: the policy key. ARGV: app, policy JSON, TTL, most apps. Returns -1 when stored, else the apps held.
+PUT_POLICY = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 0 then
+  local held = redis.call('SCARD', KEYS[1])
+  if held >= tonumber(ARGV[4]) then return held end
+end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return -1
+"""
