@@ -87,8 +87,10 @@ def waiting_on_provider(cluster: Cluster, job_id: str, batches: int) -> dict:
 
 
 def comparable(item: dict) -> dict:
-    """A result without what differs between two runs of the same verdicts (call ids, latency, tokens, delivery)."""
-    item = {k: v for k, v in item.items() if k not in {"judgments", "failed_calls", "trace_id"}}
+    """A result without what differs between two runs of the same verdicts (call ids, latency, tokens, delivery; the
+    review slot, keyed by a hash of the content, whose query carries the run's tag)."""
+    item = {k: v for k, v in item.items()
+            if k not in {"judgments", "failed_calls", "trace_id", "content_key", "review_draw"}}
     return json.loads(json.dumps(item).replace("[batch]", "").replace("[inter]", ""))
 
 

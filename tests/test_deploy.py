@@ -370,7 +370,8 @@ def test_every_per_app_metric_the_rules_use_is_one_the_api_labels_by_tenant() ->
     assert {name for name, labels in exposed.items() if "app" in labels} == PER_APP | {
         "ragpulse_traces_not_sampled_total", "ragpulse_checks_failed_total", "ragpulse_context_precision",
         "ragpulse_judge_input_truncated_total", "ragpulse_otlp_traces_total", "ragpulse_session_turns_judged_total",
-        "ragpulse_traces_judged_by_rule_total", "ragpulse_traces_hallucinated_by_rule_total"}
+        "ragpulse_traces_judged_by_rule_total", "ragpulse_traces_hallucinated_by_rule_total",
+        "ragpulse_security_checks_skipped_total"}
     assert all(exposed[name][:2] == ("tenant", "app") for name in PER_APP)
 
 
