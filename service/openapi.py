@@ -297,6 +297,13 @@ def _document_results(app: Litestar, schemas: dict[str, Any]) -> None:
     batches.responses["200"] = OpenAPIResponse(
         description="`?dry_run=true`: the estimated judge calls, tokens and cost; nothing is enqueued.",
         content={"application/json": OpenAPIMediaType(schema=Reference(ref=dry_run["$ref"]))})
+    qualify = _operation(app, "/v1/judges/qualify", "post")
+    priced = {"application/json": OpenAPIMediaType(schema=Reference(ref=_REF.format(name="QualificationPriced")))}
+    qualify.responses["202"] = OpenAPIResponse(
+        description="The run is priced and enqueued; poll `status_url`.", content=priced)
+    qualify.responses["200"] = OpenAPIResponse(
+        description="`dry_run: true`: the estimated judge calls, tokens and cost of the run; nothing is enqueued.",
+        content=priced)
     page = _operation(app, "/v1/jobs/{job_id}/report.html", "get")
     html = {"text/html": OpenAPIMediaType(schema=Schema(type="string"))}  # type: ignore[arg-type]
     page.responses["202"] = OpenAPIResponse(description="The job is still running: a short page saying so.",

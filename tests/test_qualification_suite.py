@@ -63,3 +63,12 @@ def test_no_question_and_answer_carry_two_labels() -> None:
 def test_pyproject_ships_the_suite_as_package_data() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert suite.SUITE_FILE.replace("items", "*") in declared["ragpulse.qualification"]
+
+
+def test_the_request_names_exactly_the_judges_that_judge() -> None:
+    from typing import get_args
+
+    from ragpulse.judges import kinds
+    from ragpulse.qualification.model import QualifyingJudge
+
+    assert sorted(get_args(QualifyingJudge)) == sorted([*kinds.judging_names(), *kinds.ALIASES])

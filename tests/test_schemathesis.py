@@ -33,6 +33,10 @@ ACCEPTED_REJECTIONS: dict[str, tuple[str, str]] = {
         "$.options.judge",
         "a judge needs the service's credentials or server (ANTHROPIC_API_KEY, RAGPULSE_OPENAI_*): server state",
     ),
+    "is not configured on this service": (
+        "$.judge",
+        "a judge to qualify needs the service's credentials or server, as a batch's does: server state",
+    ),
     "integer out of range: msgpack stores": (
         "$.traces[",
         "metadata is free-form JSON, but stored as msgpack: integers beyond 64 bits are refused at decode (documented)",

@@ -98,11 +98,11 @@ def test_readme_walkthrough_from_is_up_to_eval_and_clean_stop(readme_stack) -> N
     assert result.returncode == 0, result.stderr
     report = result.stdout
     assert "recall@5" in report and "ndcg@10" in report and "BY QUESTION TYPE" in report and "BY SOURCE" in report
-    for generation_metric in ["faithfulness", "hallucination_rate", "unanswerable_hallucination_rate",
-                              "answer_relevance", "context_relevance", "correctness", "abstention_recall"]:
-        assert re.search(rf"^  {generation_metric} +\d\.\d{{3}} +\[", report, re.M), generation_metric
-    assert "judge: heuristic (65)" in report and "offline heuristic" in report
-    assert "DIAGNOSTIC MATRIX" in report and "primary issue:" in report
+    # No judge is configured on a new machine: generation is not judged, and no rate is shown as if measured.
+    assert "GENERATION: not judged" in report and "ANTHROPIC_API_KEY" in report
+    for generation_metric in ["faithfulness", "hallucination_rate", "answer_relevance", "correctness"]:
+        assert not re.search(rf"^  {generation_metric} +\d\.\d{{3}} +\[", report, re.M), generation_metric
+    assert "SECURITY" in report and "DIAGNOSTIC MATRIX" in report and "primary issue:" in report
     assert "65/65 finished" in result.stderr                       # the progress bar reached the end
     job_id = re.search(r"job ([0-9a-f]{32})", report).group(1)
     results = httpx.get(f"{url}/v1/jobs/{job_id}/results", params={"limit": 1000}).json()["items"]

@@ -122,10 +122,14 @@ class Qualification(Struct):
 JobStatus = Literal["queued", "running", "finished", "failed"]
 
 
+QualifyingJudge = Literal["heuristic", "anthropic", "openai", "local"]
+"""The judges a run may qualify: those that judge traces (`local`, the heuristic's deprecated name, read as it)."""
+
+
 class QualificationRequest(Struct):
     """Body of POST /v1/judges/qualify."""
 
-    judge: str | None = None
+    judge: QualifyingJudge | None = None
     """The judge to qualify; absent: the service's default (RAGPULSE_JUDGE)."""
     limit: Annotated[int, Meta(ge=1)] | None = None
     """Judge only this many items, spread over the suite; absent: every item of the split."""
