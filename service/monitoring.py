@@ -116,14 +116,15 @@ def monitor_window(services: Services, tenant: str, app: str, window: str,
     """GET /v1/monitor/{app}?window=&environment= for one of WINDOWS: the rolling view of one environment,
     judge-corrected (also the web UI's app page, production, one per window)."""
     totals = window_totals(services.store.redis, tenant, app, WINDOWS[window], environment=environment)
-    view = monitor_view(totals, app, window, services.policies.get(tenant, app).sample_rate, environment)
+    policy = services.policies.get(tenant, app)
+    view = monitor_view(totals, app, window, policy.sample_rate, environment)
     settings = services.settings
-    judge = settings.default_judge
+    judge = policy.judge or settings.default_judge
     view["not_judged"] = None if kinds.judges_traces(judge) else kinds.NOT_JUDGED
     view["qualification"] = None if not kinds.judges_traces(judge) else msgspec.to_builtins(qualification_note(
         Qualifications(services.store.redis, settings.result_ttl_seconds), tenant, judge,
         kinds.model_for(judge, settings), kinds.current_prompt_versions().get(judge)))
-    return services.reviews.correct_monitor(tenant, app, view)
+    return services.reviews.correct_monitor(tenant, app, view, judge)
 
 
 class QueueCollector(Collector):

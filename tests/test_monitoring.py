@@ -57,8 +57,8 @@ def test_policy_shows_the_rules_in_force_with_their_defaults_and_sources(client:
     assert fresh["stored"] is False and fresh["app"] == app and fresh["max_source_age_days"] is None
     assert fresh["sources"] == {"sample_rate": "RAGPULSE_SAMPLE_RATE", **{f"always_judge.{r}": "default" for r in rules},
                                 "max_source_age_days": "default", "sample_by": "default",
-                                "review_sample_rate": "RAGPULSE_REVIEW_SAMPLE_RATE"}
-    assert 0 <= fresh["review_sample_rate"] <= 1
+                                "review_sample_rate": "RAGPULSE_REVIEW_SAMPLE_RATE", "judge": "RAGPULSE_JUDGE"}
+    assert 0 <= fresh["review_sample_rate"] <= 1 and fresh["judge"] is None
 
     written = client.put(f"/v1/apps/{app}/policy", json={"sample_rate": 0.5, "always_judge": {"negative_feedback": False},
                                                           "max_source_age_days": 90, "review_sample_rate": 0.2})
@@ -71,7 +71,7 @@ def test_policy_shows_the_rules_in_force_with_their_defaults_and_sources(client:
                                      "always_judge.cited_not_retrieved": "default",
                                      "always_judge.top_score_below": "default",
                                      "always_judge.injection_docs": "default", "max_source_age_days": "stored",
-                                     "sample_by": "default", "review_sample_rate": "stored"}
+                                     "sample_by": "default", "review_sample_rate": "stored", "judge": "RAGPULSE_JUDGE"}
         assert policy["review_sample_rate"] == 0.2
 
 

@@ -133,3 +133,43 @@ def test_the_gate_says_a_judged_threshold_was_not_judged(unjudged: Unjudged) -> 
     [row] = [line for line in gated.stdout.splitlines() if line.startswith("hallucination_rate ")]
     assert "FAIL" in row
     assert "not judged" in gated.stdout
+
+
+def online_result(url: str, trace_id: str) -> dict:
+    import time
+
+    deadline = time.monotonic() + 60
+    while True:
+        record = httpx.get(f"{url}/v1/traces/{trace_id}", timeout=30).json()
+        if record.get("status") not in (None, "pending") or time.monotonic() > deadline:
+            return record
+        time.sleep(0.3)
+
+
+def test_an_app_policy_opts_its_production_traces_in_to_the_heuristic(unjudged: Unjudged) -> None:
+    tag = uuid.uuid4().hex[:8]
+    opted, plain = f"opted-{tag}", f"plain-{tag}"
+    with httpx.Client(base_url=unjudged.url, timeout=30) as client:
+        put = client.put(f"/v1/apps/{opted}/policy", json={"sample_rate": 1.0, "judge": "heuristic"})
+        assert put.status_code == 200, put.text
+        policy = client.get(f"/v1/apps/{opted}/policy").json()
+        assert policy["judge"] == "heuristic" and policy["sources"]["judge"] == "stored"
+        assert client.get(f"/v1/apps/{plain}/policy").json()["sources"]["judge"] == "RAGPULSE_JUDGE"
+        bad = client.put(f"/v1/apps/{opted}/policy", json={"judge": "gpt"})
+        assert bad.status_code in (400, 422) and "judge" in bad.text
+        for app in (opted, plain):
+            posted = client.post("/v1/traces", json={"traces": [{
+                "trace_id": f"{app}-1", "app": app, "query": "How long is the warranty?", "answer": "Two years.",
+                "retrieved_docs": [{"id": "w", "text": "The warranty lasts two years."}], "gold_doc_ids": ["w"]}]})
+            assert posted.status_code == 202, posted.text
+    opted_result = online_result(unjudged.url, f"{opted}-1")["result"]
+    plain_result = online_result(unjudged.url, f"{plain}-1")["result"]
+    assert opted_result["judge"] == "heuristic" and opted_result["generation"] is not None
+    assert plain_result["judge"] is None and plain_result["generation"] is None
+    assert plain_result["retrieval"]["recall@1"] == 1.0
+    with httpx.Client(base_url=unjudged.url, timeout=30) as client:
+        opted_view = client.get(f"/v1/monitor/{opted}", params={"window": "1h"}).json()
+        plain_view = client.get(f"/v1/monitor/{plain}", params={"window": "1h"}).json()
+        assert opted_view["not_judged"] is None and opted_view["judge"]["heuristic"] is True
+        assert "ANTHROPIC_API_KEY" in plain_view["not_judged"]
+        assert "data-heuristic" in client.get(f"/apps/{opted}").text

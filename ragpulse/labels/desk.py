@@ -140,10 +140,11 @@ class ReviewDesk:
         report.corrected = corrections.corrected_rates(corrections.counts_of(estimates), traces)
         return report
 
-    def correct_monitor(self, tenant: str, app: str, view: dict[str, Any]) -> dict[str, Any]:
+    def correct_monitor(self, tenant: str, app: str, view: dict[str, Any], judge: str | None = None) -> dict[str, Any]:
         """The monitor's view with `corrected` (each hallucination rate corrected for the online judge's measured
-        error, by the app's labels of that judge at its current prompt version) and `judge_agreement` (in place)."""
-        judge = self.settings.default_judge
+        error, by the app's labels of that judge at its current prompt version) and `judge_agreement` (in place);
+        `judge` is the app's online judge when its policy names one, else the service's."""
+        judge = judge or self.settings.default_judge
         version = current_prompt_versions().get(judge)
         traces = self.labelled(tenant, app, judge, version) if version is not None else []
         counts = {rate: (round(view[rate]["rate"] * view[rate]["n"]), view[rate]["n"])

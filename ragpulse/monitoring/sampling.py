@@ -53,12 +53,17 @@ class SamplingPolicy(Base):
     measured on; unset: RAGPULSE_REVIEW_SAMPLE_RATE. Each judged trace keeps the q in force when it was judged, so a
     change applies to traces judged afterwards and earlier inclusion probabilities stay true."""
 
+    judge: Literal["heuristic", "none"] | None = None
+    """The app's judge of its production traces instead of the service's (RAGPULSE_JUDGE): `heuristic` opts the app in
+    to the offline heuristic (unmeasured on its data: labelled everywhere, never pages), `none` judges nothing; unset:
+    the service's judge."""
+
     def review_share(self, default: float) -> float:
         """q for traces judged under this policy."""
         return default if self.review_sample_rate is None else self.review_sample_rate
 
 
-PolicySource = Literal["stored", "RAGPULSE_SAMPLE_RATE", "RAGPULSE_REVIEW_SAMPLE_RATE", "default"]
+PolicySource = Literal["stored", "RAGPULSE_SAMPLE_RATE", "RAGPULSE_REVIEW_SAMPLE_RATE", "RAGPULSE_JUDGE", "default"]
 """Where a value in force comes from: the app's stored policy, the service setting (the sample rate of apps without a
 stored policy), or ragpulse's built-in default."""
 
@@ -115,10 +120,12 @@ def policy_in_force(app: str, stored: SamplingPolicy | None, default_rate: float
     sources["sample_by"] = "stored" if stored is not None and policy.sample_by != "session" else "default"
     sources["review_sample_rate"] = ("stored" if policy.review_sample_rate is not None
                                      else "RAGPULSE_REVIEW_SAMPLE_RATE")
+    sources["judge"] = "stored" if policy.judge is not None else "RAGPULSE_JUDGE"
     review = policy.review_sample_rate if policy.review_sample_rate is not None else review_rate
     return PolicyInForce(app=app, stored=stored is not None, sample_rate=policy.sample_rate, sample_by=policy.sample_by,
                          always_judge=AlwaysJudgeInForce(**msgspec.structs.asdict(policy.always_judge)),
-                         max_source_age_days=policy.max_source_age_days, review_sample_rate=review, sources=sources)
+                         max_source_age_days=policy.max_source_age_days, review_sample_rate=review, judge=policy.judge,
+                         sources=sources)
 
 
 def hash_fraction(trace_id: str) -> float:

@@ -37,6 +37,8 @@ class Decision(msgspec.Struct, array_like=True):
     review_share: float | None = None
     """The app's policy's review_sample_rate when the post was taken (None: the worker's
     RAGPULSE_REVIEW_SAMPLE_RATE)."""
+    judge: str | None = None
+    """The app's policy's judge (`heuristic`, `none`); None: the worker's RAGPULSE_JUDGE."""
 
 
 class Post(msgspec.Struct, kw_only=True):
@@ -75,7 +77,7 @@ def decide(trace: Trace, policy: SamplingPolicy) -> Decision:
     checks = cheap_checks(trace, policy)
     sampled, reason = sampling_decision(trace, policy, checks)
     return Decision(sampled, reason, checks, policy.always_judge.injection_docs, policy.max_source_age_days,
-                    policy.review_sample_rate)
+                    policy.review_sample_rate, policy.judge)
 
 
 def pending_record(trace: Trace, decision: Decision, received_at: str) -> OnlineTrace:

@@ -90,9 +90,11 @@ class PostProcessor:
     judge: Judge | None
     observer: BufferedCallObserver
     _bound: asyncio.Semaphore = field(init=False)
+    _policy_judges: dict[str, Judge | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self._bound = asyncio.Semaphore(self.settings.judge_concurrency)
+        self._policy_judges = {}
         self.limits = JudgeInputLimits.from_settings(self.settings)
 
     async def process(self, post: Post) -> Group:
@@ -132,7 +134,7 @@ class PostProcessor:
             security = await check_trace_async(trace, datetime.datetime.now(datetime.UTC),
                                                decision.max_source_age_days)
             decision = self._upgraded(decision, security)
-            judge = self.judge if (decision.sampled and trace.answer) else None
+            judge = self._judge_for(decision) if (decision.sampled and trace.answer) else None
             if judge is None:
                 result = await evaluate_trace(trace, index, ONLINE_OPTIONS, security=security)
             elif reason := await self._budget_spent(judge, tenant):
@@ -161,6 +163,16 @@ class PostProcessor:
             share = self.settings.review_sample_rate if decision.review_share is None else decision.review_share
             stamp(result, tenant, share)
         return result
+
+    def _judge_for(self, decision: Decision) -> Judge | None:
+        """The service's judge, or the one the app's policy names instead (`none`, or the offline heuristic)."""
+        if decision.judge is None or (self.judge is not None and self.judge.name == decision.judge):
+            return self.judge
+        if not kinds.judges_traces(decision.judge):
+            return None
+        if decision.judge not in self._policy_judges:
+            self._policy_judges[decision.judge] = kinds.make_judge(decision.judge, self.settings, self.observer)
+        return self._policy_judges[decision.judge]
 
     async def _budget_spent(self, judge: Judge, tenant: str) -> str | None:
         budget = self.settings.tenant_daily_budget_usd
