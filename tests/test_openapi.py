@@ -256,3 +256,22 @@ def test_the_reference_page_shows_no_backtick_literally(stack) -> None:
     page = httpx.get(f"{stack.url}/schema", timeout=30)
     assert page.status_code == 200 and "<code>Authorization: Bearer &lt;api key&gt;</code>" in page.text
     assert "`" not in page.text
+
+
+def test_no_one_of_offers_both_integer_and_number(spec: dict[str, Any]) -> None:
+    """An integer is valid under `integer` and `number` alike, so a `oneOf` offering both rejects every integer."""
+    found = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            types = {branch.get("type") for branch in node.get("oneOf", []) if isinstance(branch, dict)}
+            if {"integer", "number"} <= types:
+                found.append(path)
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}/{i}")
+
+    walk(spec, "")
+    assert not found, found
