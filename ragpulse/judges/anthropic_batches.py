@@ -3,7 +3,6 @@ through the official async SDK."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from anthropic.types.messages import MessageBatchIndividualResponse
 from ragpulse.config import defaults
 from ragpulse.exceptions import JudgeError
 from ragpulse.judges.batches import (
-    OUTCOMES, BatchLookup, BatchOutcome, BatchRequest, BatchState, created_id, unreadable,
+    OUTCOMES, BatchLookup, BatchOutcome, BatchRequest, BatchState, created_id, read_line,
 )
 
 API = "Anthropic Message Batches API"
@@ -88,19 +87,8 @@ class AnthropicBatches:
 
 
 def _read(line: str) -> BatchOutcome:
-    """One results line as its request's outcome: `errored` when it names a request but its result cannot be read,
-    `unreadable` when it names none."""
-    try:
-        value = json.loads(line)
-    except ValueError as exc:
-        return unreadable(line, f"not JSON ({exc})")
-    custom = value.get("custom_id") if isinstance(value, dict) else None
-    if not isinstance(custom, str):
-        return unreadable(line, "no custom_id")
-    try:
-        return _outcome(MessageBatchIndividualResponse.construct(**value))
-    except (AttributeError, TypeError, ValueError) as exc:
-        return BatchOutcome(custom, "errored", error=f"unreadable result line ({type(exc).__name__}: {exc})")
+    """One results line as its request's outcome (batches.read_line)."""
+    return read_line(line, lambda value: _outcome(MessageBatchIndividualResponse.construct(**value)))
 
 
 def _outcome(line: Any) -> BatchOutcome:

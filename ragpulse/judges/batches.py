@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -140,6 +140,22 @@ def index_of(custom: str) -> int | None:
 def unreadable(line: str, why: str) -> BatchOutcome:
     """The outcome of a results line that cannot be read as any request's result, quoting its beginning."""
     return BatchOutcome("", "unreadable", error=f"{why}: {' '.join(line.split())[:EXCERPT_CHARS]!r}")
+
+
+def read_line(line: str, outcome: Callable[[dict[str, Any]], BatchOutcome]) -> BatchOutcome:
+    """One results line as its request's outcome, read by the provider's `outcome`: `errored` when the line names a
+    request but its result cannot be read, `unreadable` when it names none (one bad line fails only what it touches)."""
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        return unreadable(line, f"not JSON ({exc})")
+    custom = value.get("custom_id") if isinstance(value, dict) else None
+    if not isinstance(custom, str):
+        return unreadable(line, "no custom_id")
+    try:
+        return outcome(value)
+    except (AttributeError, TypeError, ValueError) as exc:
+        return BatchOutcome(custom, "errored", error=f"unreadable result line ({type(exc).__name__}: {exc})")
 
 
 def created_id(answer: Any, api: str, base_url_setting: str) -> str:

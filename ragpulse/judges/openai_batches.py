@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import openai
 
-from ragpulse.judges.batches import BatchLookup, BatchOutcome, BatchRequest, BatchState, created_id, unreadable
+from ragpulse.judges.batches import BatchLookup, BatchOutcome, BatchRequest, BatchState, created_id, read_line
 
 API = "OpenAI Batch API"
 BASE_URL_SETTING = "RAGPULSE_OPENAI_BASE_URL"
@@ -90,19 +90,8 @@ class OpenAIBatches:
 
 
 def _read(line: str) -> BatchOutcome:
-    """One output or error file line as its request's outcome: `errored` when it names a request but its result cannot
-    be read, `unreadable` when it names none."""
-    try:
-        value = json.loads(line)
-    except ValueError as exc:
-        return unreadable(line, f"not JSON ({exc})")
-    custom = value.get("custom_id") if isinstance(value, dict) else None
-    if not isinstance(custom, str):
-        return unreadable(line, "no custom_id")
-    try:
-        return _outcome(value)
-    except (AttributeError, TypeError) as exc:
-        return BatchOutcome(custom, "errored", error=f"unreadable result line ({type(exc).__name__}: {exc})")
+    """One output or error file line as its request's outcome (batches.read_line)."""
+    return read_line(line, _outcome)
 
 
 def _outcome(line: dict) -> BatchOutcome:
