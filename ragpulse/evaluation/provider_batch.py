@@ -28,7 +28,7 @@ from ragpulse.config.prices import call_cost
 from ragpulse.config.settings import Settings
 from ragpulse.evaluation.chunk import ChunkWork, decide, run_chunk, wants_judge
 from ragpulse.evaluation.trace import evaluate_trace
-from ragpulse.exceptions import JobNotFound
+from ragpulse.exceptions import JobNotFound, JudgeError
 from ragpulse.judges import kinds
 from ragpulse.judges.batches import (
     OUTCOMES, BatchApi, BatchLookup, BatchOutcome, BatchRequest, custom_id, index_of, keyed, split_requests, turns_key,
@@ -137,7 +137,7 @@ async def _submit(store: Store, settings: Settings, work: ChunkWork, state: Prov
             state.ids.append(batch_id)
             state.intent = None
             store.provider.submitted(record.job_id, work.chunk, state, batch_id)
-    except Exception as exc:  # noqa: BLE001 - recorded on the job and on each trace it touches, counted
+    except JudgeError as exc:  # the provider refused or answered no batch; a dying worker or Redis propagates (resumed)
         await _abandon(store, api, work, state, awaiting, f"provider batch not created: {type(exc).__name__}: {exc}")
         return False
     finally:

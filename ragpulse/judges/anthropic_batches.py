@@ -10,7 +10,7 @@ import anthropic
 from anthropic.types.messages import MessageBatchIndividualResponse
 
 from ragpulse.config import defaults
-from ragpulse.exceptions import JudgeError
+from ragpulse.exceptions import JudgeError, JudgeUnavailable
 from ragpulse.judges.batches import (
     OUTCOMES, BatchLookup, BatchOutcome, BatchRequest, BatchState, created_id, read_line,
 )
@@ -30,8 +30,11 @@ class AnthropicBatches:
 
     async def create(self, requests: Sequence[BatchRequest], key: str) -> str:
         """Submit one batch; its id. (Message Batches keep no metadata: the key is in the custom_ids.)"""
-        batch = await self.client.messages.batches.create(
-            requests=[{"custom_id": r.custom_id, "params": r.params} for r in requests])  # type: ignore[misc]
+        try:
+            batch = await self.client.messages.batches.create(
+                requests=[{"custom_id": r.custom_id, "params": r.params} for r in requests])  # type: ignore[misc]
+        except anthropic.APIError as exc:
+            raise JudgeUnavailable(f"the {API} refused the batch: {type(exc).__name__}: {exc}") from exc
         return created_id(batch, API, BASE_URL_SETTING)
 
     async def find(self, lookup: BatchLookup) -> str | None:

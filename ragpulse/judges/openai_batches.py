@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import openai
 
+from ragpulse.exceptions import JudgeUnavailable
 from ragpulse.judges.batches import BatchLookup, BatchOutcome, BatchRequest, BatchState, created_id, read_line
 
 API = "OpenAI Batch API"
@@ -40,10 +41,13 @@ class OpenAIBatches:
         """Upload the requests as JSONL and start one batch, `key` in its metadata; its id."""
         lines = "".join(json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT, "body": r.params})
                         + "\n" for r in requests)
-        uploaded = await self.client.files.create(file=("requests.jsonl", lines.encode()), purpose="batch")
-        batch = await self.client.batches.create(input_file_id=created_id(uploaded, API, BASE_URL_SETTING),
-                                                 endpoint=ENDPOINT, completion_window="24h",
-                                                 metadata={METADATA_KEY: key})
+        try:
+            uploaded = await self.client.files.create(file=("requests.jsonl", lines.encode()), purpose="batch")
+            batch = await self.client.batches.create(input_file_id=created_id(uploaded, API, BASE_URL_SETTING),
+                                                     endpoint=ENDPOINT, completion_window="24h",
+                                                     metadata={METADATA_KEY: key})
+        except openai.APIError as exc:
+            raise JudgeUnavailable(f"the {API} refused the batch: {type(exc).__name__}: {exc}") from exc
         return created_id(batch, API, BASE_URL_SETTING)
 
     async def find(self, lookup: BatchLookup) -> str | None:

@@ -81,8 +81,9 @@ class ReviewSessions:
         """Count one failed login from `address`; the window starts at the first."""
         key = keys.review_login_failures(address)
         with self.redis.pipeline(transaction=True) as pipe:
+            # SET NX EX opens the window (EXPIRE's NX flag needs Redis 7; the embedded server is 6.2); INCR keeps it
+            pipe.set(key, 0, ex=LOGIN_FAILURE_WINDOW_SECONDS, nx=True)
             pipe.incr(key)
-            pipe.expire(key, LOGIN_FAILURE_WINDOW_SECONDS, nx=True)
             pipe.execute()
 
     def open(self, tenant: str, key_digest: str | None = None) -> tuple[str, ReviewSession]:
