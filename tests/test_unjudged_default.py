@@ -88,6 +88,10 @@ def test_no_judge_configured_means_not_judged_everywhere(unjudged: Unjudged) -> 
         assert monitor["judge"]["judge"] == "none" and "ANTHROPIC_API_KEY" in monitor["not_judged"]
         assert "data-not-judged" in client.get("/apps/nimbus-support").text
         metrics = client.get("/metrics").text
+        ready = client.get("/readyz").json()
+        assert ready["status"] == "ready" and ready["default_judge"]["configured"] is False
+        assert "not judged" in ready["default_judge"]["problem"]
+        assert "data-judge-problem" in client.get("/").text
     assert 'ragpulse_judge_configured{heuristic="false",judge="none"} 0.0' in metrics
 
 

@@ -301,7 +301,10 @@ def unconfigured(name: str, settings: Settings) -> str | None:
 def default_judge_problem(settings: Settings) -> str | None:
     """Why the service's default judge (RAGPULSE_JUDGE) cannot judge, and what that does to each path; None when it
     can. Production traces are still accepted (refusing them would lose their retrieval metrics too): this is what
-    the API and workers log at start-up, /readyz answers and the landing page shows."""
+    the API and workers log at start-up, /readyz answers and the landing page shows. With no judge (`none`, the
+    default without an LLM judge) every trace keeps its retrieval metrics and checks, and generation is not judged."""
+    if not judges_traces(settings.default_judge):
+        return f"{NOT_JUDGED}; retrieval metrics and security checks still run on every trace"
     reason = unconfigured(settings.default_judge, settings)
     if reason is None:
         return None
